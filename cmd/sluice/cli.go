@@ -1,0 +1,206 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// Exit codes shared by every subcommand. `sluice run` adds its own
+// (SPEC section 5): the command's code, 126 denied, 124 timeout, 125 other.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, std stdio, g *globals) int
+}
+
+var commands = []command{
+	{"run", "queue a shell command, wait for approval, stream its output", cmdRun},
+	{"submit", "queue a request of any kind from JSON on stdin", cmdSubmit},
+	{"ls", "list pending and running requests", cmdLs},
+	{"deny", "deny a pending request", cmdDeny},
+	{"version", "print the version", cmdVersion},
+}
+
+const rootUsage = `sluice puts a person between AI coding agents and the commands and file
+edits they want to make. Agents queue requests in a spool directory; a person
+approves or denies each one; approved commands run and their output goes
+back to the agent.
+
+Usage: sluice [--spool DIR] COMMAND [flags] [args]
+
+Commands:
+%s
+Run 'sluice COMMAND --help' for a command's flags.
+
+Environment:
+  SLUICE_SPOOL    the spool directory (--spool); default $XDG_RUNTIME_DIR/sluice,
+                  else $XDG_STATE_HOME/sluice/spool (~/.local/state/sluice/spool)
+  SLUICE_AGENT    the agent name 'sluice run' records (--agent)
+  SLUICE_SESSION  the session id 'sluice run' records
+`
+
+func usage(w io.Writer) {
+	var b strings.Builder
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, rootUsage, b.String())
+}
+
+// run is the whole program; main only exits with its code.
+func run(args []string, std stdio) int {
+	g := &globals{}
+	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
+	fs.SetOutput(std.err)
+	fs.Usage = func() { usage(std.err) }
+	g.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(std.out)
+			return exitOK
+		}
+		return exitUsage
+	}
+	args = fs.Args()
+	if len(args) == 0 {
+		usage(std.err)
+		return exitUsage
+	}
+	name, args := args[0], args[1:]
+	if name == "help" {
+		if len(args) == 0 {
+			usage(std.out)
+			return exitOK
+		}
+		name, args = args[0], []string{"--help"}
+	}
+	for _, c := range commands {
+		if c.name == name {
+			return c.run(args, std, g)
+		}
+	}
+	fmt.Fprintf(std.err, "sluice: unknown command %q; run 'sluice --help' for the list\n", name)
+	return exitUsage
+}
+
+// globals are the flags every subcommand accepts.
+type globals struct {
+	spool string
+}
+
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.spool, "spool", g.spool, "spool `DIR` (env SLUICE_SPOOL)")
+}
+
+// openSpool opens the spool from --spool, SLUICE_SPOOL or the default.
+func (g *globals) openSpool() (*queue.Spool, error) {
+	dir := g.spool
+	if dir == "" {
+		dir = os.Getenv("SLUICE_SPOOL")
+	}
+	if dir == "" {
+		d, err := queue.DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	return queue.Open(dir)
+}
+
+// flagSet is a subcommand's flags with its help text.
+type flagSet struct {
+	*flag.FlagSet
+	name, synopsis, help string
+	std                  stdio
+}
+
+// newFlags makes a subcommand's flag set with the global flags on it.
+// synopsis and help describe the command for --help.
+func newFlags(name, synopsis, help string, std stdio, g *globals) *flagSet {
+	fs := &flagSet{FlagSet: flag.NewFlagSet("sluice "+name, flag.ContinueOnError),
+		name: name, synopsis: synopsis, help: help, std: std}
+	fs.SetOutput(std.err)
+	// The flag package calls Usage on every error; the hint is enough there,
+	// and --help prints the whole text to stdout below.
+	fs.Usage = func() {}
+	g.register(fs.FlagSet)
+	return fs
+}
+
+func (fs *flagSet) printHelp() {
+	w := fs.std.out
+	fmt.Fprintf(w, "Usage: sluice %s %s\n\n%s\nFlags:\n", fs.name, fs.synopsis, fs.help)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(fs.std.err)
+}
+
+// parse parses the flags. With interspersed set, flags may also follow the
+// positional arguments ("deny ID --reason x"); otherwise the first word
+// that is not a flag ends them ('run ls -la'). "--" always ends them. It
+// returns the positional arguments, or false and the exit code when the
+// command should stop (help shown: 0; bad flags: 2).
+func (fs *flagSet) parse(args []string, interspersed bool) ([]string, int, bool) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.printHelp()
+				return nil, exitOK, false
+			}
+			fmt.Fprintf(fs.std.err, "Run 'sluice %s --help' for usage.\n", fs.name)
+			return nil, exitUsage, false
+		}
+		rest := fs.Args()
+		if !interspersed || len(rest) == 0 {
+			return append(pos, rest...), 0, true
+		}
+		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), 0, true
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// usageErr prints a usage error for a subcommand and returns exit 2.
+func usageErr(std stdio, name, format string, args ...any) int {
+	fmt.Fprintf(std.err, "sluice %s: %s\nRun 'sluice %s --help' for usage.\n", name, fmt.Sprintf(format, args...), name)
+	return exitUsage
+}
+
+// spoolErr reports a spool that cannot be opened; unsafe spools are a
+// configuration error (exit 2), as for the console.
+func spoolErr(std stdio, name string, err error) int {
+	fmt.Fprintf(std.err, "sluice %s: %v\n", name, err)
+	var pe *queue.PermError
+	if errors.As(err, &pe) {
+		return exitUsage
+	}
+	return exitFail
+}
+
+// show makes agent-written text safe to print to a terminal.
+func show(s string) string {
+	p, _ := queue.Printable(s)
+	return p
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+const denyHelp = `Deny pending requests: the waiting agent gets status "denied" with the
+reason (for 'sluice run', exit status 126). ID may be any unique prefix of
+at least 4 characters of a pending request's id, as 'sluice ls' shows it.
+`
+
+func cmdDeny(args []string, std stdio, g *globals) int {
+	fs := newFlags("deny", "[--reason TEXT] ID...", denyHelp, std, g)
+	reason := fs.String("reason", "", "tell the agent why (it sees this text)")
+	ids, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(ids) == 0 {
+		return usageErr(std, "deny", "which request? give its ID (see 'sluice ls')")
+	}
+	sp, err := g.openSpool()
+	if err != nil {
+		return spoolErr(std, "deny", err)
+	}
+	status := exitOK
+	for _, arg := range ids {
+		id, err := resolveID(sp, arg)
+		if err == nil {
+			err = deny(sp, id, *reason)
+		}
+		if err != nil {
+			fmt.Fprintf(std.err, "sluice deny: %v\n", err)
+			status = exitFail
+			continue
+		}
+		fmt.Fprintf(std.out, "denied %s\n", id)
+	}
+	return status
+}
+
+func deny(sp *queue.Spool, id, reason string) error {
+	c, err := sp.Claim(id, time.Now())
+	if err != nil {
+		return explainClaim(sp, id, err)
+	}
+	if reason == "" {
+		reason = "denied by a person with sluice deny"
+	}
+	return c.Finish(queue.Result{Status: queue.StatusDenied, Decision: queue.Deny,
+		DecidedBy: queue.ByHuman, Reason: reason})
+}
+
+// explainClaim turns a failed claim into a message that says what happened
+// to the request and what to do.
+func explainClaim(sp *queue.Spool, id string, err error) error {
+	var inv *queue.InvalidError
+	switch {
+	case errors.Is(err, queue.ErrResulted):
+		if res, rerr := sp.ReadResult(id); rerr == nil {
+			return fmt.Errorf("%s was already answered: %s", id, res.Status)
+		}
+		return fmt.Errorf("%s was already answered", id)
+	case errors.Is(err, queue.ErrClaimed):
+		return fmt.Errorf("%s is already being acted on by another sluice process (running?)", id)
+	case errors.Is(err, queue.ErrBusy):
+		return fmt.Errorf("another sluice process is acting on %s right now; see 'sluice ls'", id)
+	case errors.Is(err, queue.ErrExpired):
+		return fmt.Errorf("%s had expired; it was answered expired", id)
+	case errors.Is(err, queue.ErrExists):
+		return fmt.Errorf("%s reuses an id already answered; it was moved to bad/", id)
+	case errors.As(err, &inv):
+		return fmt.Errorf("%s is invalid (%s); it was moved to bad/ and answered invalid", id, show(inv.Reason))
+	case errors.Is(err, queue.ErrNotFound):
+		return fmt.Errorf("no request %s in %s; see 'sluice ls'", show(id), sp.Dir())
+	}
+	return err
+}
+
+// resolveID expands a unique prefix of a pending request's id. A full id is
+// returned as it is, pending or not, so the error names what happened to it.
+func resolveID(sp *queue.Spool, arg string) (string, error) {
+	if queue.ValidID(arg) && len(arg) >= 26 {
+		return arg, nil
+	}
+	if len(arg) < 4 {
+		return "", fmt.Errorf("id %q is too short; give at least 4 characters", show(arg))
+	}
+	list, err := sp.List()
+	if err != nil {
+		return "", err
+	}
+	var match []string
+	for _, e := range list {
+		if e.ID == arg {
+			return arg, nil
+		}
+		if e.State == queue.StatePending && e.ID != "" && strings.HasPrefix(e.ID, arg) {
+			match = append(match, e.ID)
+		}
+	}
+	switch len(match) {
+	case 0:
+		if queue.ValidID(arg) {
+			return arg, nil // let the claim say what became of it
+		}
+		return "", fmt.Errorf("no pending request matches %q; see 'sluice ls'", show(arg))
+	case 1:
+		return match[0], nil
+	}
+	return "", fmt.Errorf("%q matches %d pending requests (%s); give more of the id", show(arg), len(match), strings.Join(match, ", "))
+}

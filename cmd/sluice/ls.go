@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+const lsHelp = `List the requests waiting for a decision and those running, oldest first:
+id, age, state, agent, kind and command (or path). Text written by agents is
+shown with control characters and invisible Unicode escaped.
+
+States: pending (waiting for a decision), running, orphaned (its actor died;
+the next console answers it interrupted), bad (unreadable; the next console
+moves it to bad/).
+`
+
+// lsEntry is one line of 'sluice ls --json'.
+type lsEntry struct {
+	ID      string         `json:"id"`
+	File    string         `json:"file"`
+	State   queue.State    `json:"state"`
+	Since   time.Time      `json:"since,omitzero"`
+	AgeS    int64          `json:"age_s"`
+	Error   string         `json:"error,omitempty"`
+	Request *queue.Request `json:"request,omitempty"`
+}
+
+func cmdLs(args []string, std stdio, g *globals) int {
+	fs := newFlags("ls", "[--json]", lsHelp, std, g)
+	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
+	pos, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErr(std, "ls", "takes no arguments")
+	}
+	sp, err := g.openSpool()
+	if err != nil {
+		return spoolErr(std, "ls", err)
+	}
+	list, err := sp.List()
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice ls: %v\n", err)
+		return exitFail
+	}
+	now := time.Now()
+	if *asJSON {
+		out := make([]lsEntry, 0, len(list))
+		for _, e := range list {
+			le := lsEntry{ID: e.ID, File: e.Name, State: e.State, Since: e.Since, Request: e.Request}
+			if !e.Since.IsZero() {
+				le.AgeS = int64(now.Sub(e.Since) / time.Second)
+			}
+			if e.Err != nil {
+				le.Error = e.Err.Error()
+			}
+			out = append(out, le)
+		}
+		writeJSON(std.out, out)
+		return exitOK
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(std.err, "nothing pending or running in %s\n", sp.Dir())
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGE\tSTATE\tAGENT\tKIND\tCOMMAND")
+	for _, e := range list {
+		id := e.ID
+		if id == "" {
+			id = show(e.Name)
+		}
+		agent, kind, what := "-", "-", ""
+		if r := e.Request; r != nil {
+			agent, kind, what = orDash(show(r.Agent)), string(r.Kind), show(r.Summary())
+		} else if e.Err != nil {
+			what = show(e.Err.Error())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", id, age(now.Sub(e.Since)), e.State,
+			clip(agent, 16), kind, clip(what, 72))
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// clip shortens s to n runes, marking the cut.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
+
+// age prints a duration the way people read queue ages: 4s, 3m, 2h, 5d.
+func age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}

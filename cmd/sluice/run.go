@@ -1,0 +1,197 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// Exit codes of 'sluice run' besides the command's own (SPEC section 5).
+const (
+	exitDenied  = 126
+	exitTimeout = 124
+	exitNotRun  = 125
+)
+
+const runHelp = `Queue COMMAND as an exec request and wait until a person (or the policy)
+decides. While it runs, its output streams to stdout; then sluice exits with
+the command's own exit code.
+
+The words after -- are joined with spaces and run with /bin/sh -c, so
+  sluice run -- 'go test ./... && go vet ./...'
+  sluice run -- go test ./...
+both work.
+
+Exit status:
+  the command's    it ran
+  126              denied (the reason goes to stderr)
+  124              killed at its timeout
+  125              not run: expired, invalid, interrupted, failed, killed,
+                   or sluice itself failed
+  2                usage error
+`
+
+func cmdRun(args []string, std stdio, g *globals) int {
+	fs := newFlags("run", "[flags] -- COMMAND...", runHelp, std, g)
+	cwd := fs.String("cwd", "", "run in `DIR` (default: the current directory)")
+	timeout := fs.Duration("timeout", 0, "kill the command after `DUR` (default: the console's configured default)")
+	expires := fs.Duration("expires", 10*time.Minute, "give up if nobody decides within `DUR`")
+	note := fs.String("note", "", "a note for the person deciding: why the command is needed")
+	agent := fs.String("agent", os.Getenv("SLUICE_AGENT"), "the agent's `NAME` (env SLUICE_AGENT)")
+	session := fs.String("session", os.Getenv("SLUICE_SESSION"), "the agent's session `ID` (env SLUICE_SESSION)")
+	asJSON := fs.Bool("json", false, "print the result JSON instead of the output")
+	// The command's own words must reach it untouched, so flags end at the
+	// first word that is not one ('sluice run ls -la').
+	words, code, ok := fs.parse(args, false)
+	if !ok {
+		return code
+	}
+	if len(words) == 0 || strings.TrimSpace(strings.Join(words, "")) == "" {
+		return usageErr(std, "run", "no command given (sluice run -- COMMAND...)")
+	}
+	if *timeout < 0 || *timeout > queue.MaxTimeout {
+		return usageErr(std, "run", "--timeout must be between 1s and %s", queue.MaxTimeout)
+	}
+	if *expires <= 0 {
+		return usageErr(std, "run", "--expires must be positive")
+	}
+	dir, err := absDir(*cwd)
+	if err != nil {
+		return usageErr(std, "run", "%v", err)
+	}
+	if *agent == "" {
+		*agent = "cli"
+	}
+	now := time.Now().UTC()
+	req := &queue.Request{
+		Version:   queue.Version,
+		ID:        queue.NewID(),
+		Kind:      queue.KindExec,
+		Mode:      queue.ModeExecute,
+		Command:   strings.Join(words, " "),
+		Cwd:       dir,
+		TimeoutS:  int((*timeout + time.Second - 1) / time.Second),
+		Agent:     *agent,
+		Session:   *session,
+		Note:      *note,
+		CreatedAt: now,
+		ExpiresAt: now.Add(*expires),
+	}
+	if err := req.Validate(); err != nil {
+		return usageErr(std, "run", "%v", err)
+	}
+	sp, err := g.openSpool()
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice run: %v\n", err)
+		return exitNotRun
+	}
+	var logTo io.Writer = std.out
+	if *asJSON {
+		logTo = nil
+	}
+	res, err := submitAndWait(sp, req, logTo)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice run: %v\n", err)
+		var ws errWithdrawn
+		var wa errAbandoned
+		switch {
+		case errors.As(err, &ws):
+			return 128 + signum(ws.sig)
+		case errors.As(err, &wa):
+			return 128 + signum(wa.sig)
+		}
+		return exitNotRun
+	}
+	if *asJSON {
+		writeJSON(std.out, res)
+	} else if _, err := os.Stat(sp.LogPath(req.ID)); err != nil && res.OutputTail != "" {
+		// No log was kept (or it was removed): the tail is all there is.
+		fmt.Fprint(std.out, res.OutputTail)
+	}
+	return runExit(res, std)
+}
+
+// runExit maps a result to the exit status of SPEC section 5 and says on
+// stderr why a command did not run.
+func runExit(res *queue.Result, std stdio) int {
+	reason := ""
+	if res.Reason != "" {
+		reason = ": " + show(res.Reason)
+	}
+	switch res.Status {
+	case queue.StatusDone:
+		if res.ExitCode != nil {
+			return *res.ExitCode
+		}
+		fmt.Fprintf(std.err, "sluice run: done without an exit code%s\n", reason)
+		return exitNotRun
+	case queue.StatusDenied:
+		by := ""
+		if res.DecidedBy != "" {
+			by = " by " + show(string(res.DecidedBy))
+		}
+		fmt.Fprintf(std.err, "sluice run: denied%s%s\n", by, reason)
+		return exitDenied
+	case queue.StatusTimeout:
+		fmt.Fprintf(std.err, "sluice run: killed at its timeout after %s%s\n",
+			time.Duration(res.DurationMS)*time.Millisecond, reason)
+		return exitTimeout
+	}
+	fmt.Fprintf(std.err, "sluice run: not run: %s%s\n", show(string(res.Status)), reason)
+	return exitNotRun
+}
+
+// submitAndWait queues req and waits for its result, streaming the log to
+// logTo if not nil.
+func submitAndWait(sp *queue.Spool, req *queue.Request, logTo io.Writer) (*queue.Result, error) {
+	w, err := sp.NewWaiter(req.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	if err := sp.Submit(req); err != nil {
+		return nil, err
+	}
+	return waitFor(sp, w, req, logTo)
+}
+
+func absDir(dir string) (string, error) {
+	if dir == "" {
+		return os.Getwd()
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("--cwd: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("--cwd: %s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// signum is a signal's number, for the conventional exit status 128+n.
+func signum(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return int(s)
+	}
+	return 1
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+const submitHelp = `Queue one request of any kind (exec, write, edit, patch, tool) from its JSON
+on stdin, as SPEC section 3 describes. sluice fills in what a writer may
+leave out: version, id (a new ULID), created_at, and cwd (the current
+directory). It prints the id, or with --wait the result JSON once a
+decision (and, in execute mode, the run) is done.
+
+Example:
+  echo '{"kind":"exec","command":"make test","note":"after the fix"}' | sluice submit --wait
+`
+
+func cmdSubmit(args []string, std stdio, g *globals) int {
+	fs := newFlags("submit", "[--wait] < request.json", submitHelp, std, g)
+	wait := fs.Bool("wait", false, "wait for the result and print it as JSON")
+	pos, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErr(std, "submit", "takes the request on stdin, not as arguments")
+	}
+	data, err := io.ReadAll(io.LimitReader(std.in, queue.MaxRequestSize+1))
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice submit: read stdin: %v\n", err)
+		return exitFail
+	}
+	req, err := queue.ParseRequest(data)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice submit: %v\n", err)
+		return exitFail
+	}
+	if req.Version == 0 {
+		req.Version = queue.Version
+	}
+	if req.ID == "" {
+		req.ID = queue.NewID()
+	}
+	if req.Cwd == "" && req.Kind != queue.KindTool {
+		if req.Cwd, err = os.Getwd(); err != nil {
+			fmt.Fprintf(std.err, "sluice submit: no cwd in the request and none here: %v\n", err)
+			return exitFail
+		}
+	}
+	if err := req.Validate(); err != nil {
+		fmt.Fprintf(std.err, "sluice submit: %v\n", err)
+		return exitFail
+	}
+	sp, err := g.openSpool()
+	if err != nil {
+		return spoolErr(std, "submit", err)
+	}
+	if !*wait {
+		if err := sp.Submit(req); err != nil {
+			return submitErr(std, err)
+		}
+		fmt.Fprintln(std.out, req.ID)
+		return exitOK
+	}
+	res, err := submitAndWait(sp, req, nil)
+	if err != nil {
+		return submitErr(std, err)
+	}
+	writeJSON(std.out, res)
+	return exitOK
+}
+
+func submitErr(std stdio, err error) int {
+	if errors.Is(err, queue.ErrExists) {
+		fmt.Fprintf(std.err, "sluice submit: %v; leave \"id\" out to get a fresh one\n", err)
+	} else {
+		fmt.Fprintf(std.err, "sluice submit: %v\n", err)
+	}
+	return exitFail
+}

@@ -1,0 +1,227 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+)
+
+// Claim is the right to act on one request: the request file has been
+// renamed from new/ to cur/ by this process, which holds an exclusive lock
+// on it until Finish or Close. Only the holder of a Claim writes the
+// request's result.
+type Claim struct {
+	// Request is the request as read from the claimed file, after the claim:
+	// what an agent may have swapped in before it is not what runs.
+	Request *Request
+
+	s    *Spool
+	f    *os.File
+	done bool
+}
+
+// take opens new/<name> and locks it, so that no other process claims,
+// expires or quarantines it meanwhile. The lock lives on the file, not the
+// name, so it survives the rename into cur/.
+func (s *Spool) take(name string) (*os.File, error) {
+	p := s.path(dirNew, name)
+	f, err := openNoFollow(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	if err := lockNB(f, true); err != nil {
+		f.Close()
+		return nil, err
+	}
+	// Between our open and our lock another process may have claimed the
+	// file and finished with it; the name then no longer points at it.
+	if !sameFile(f, p) {
+		f.Close()
+		return nil, ErrNotFound
+	}
+	return f, nil
+}
+
+// Claim claims pending request id. It returns ErrNotFound if there is no
+// such request, ErrClaimed if another process claimed it, ErrResulted if it
+// was already answered, ErrBusy if another process is claiming it right
+// now, ErrExpired (after writing the expired result) if its expires_at has
+// passed at now, ErrExists (after moving it aside) if its id was already
+// used, and an *InvalidError (after quarantining it) if the file is bad.
+func (s *Spool) Claim(id string, now time.Time) (*Claim, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("%w: %q is not a request id", ErrNotFound, id)
+	}
+	c, _, err := s.act(id, now, true)
+	return c, err
+}
+
+// moveToCur renames the locked new/<id>.json to cur/<id>.json without ever
+// replacing a file already there: link, then unlink. A link that fails
+// because cur/ holds the very same file is a claim whose actor died between
+// the two steps; anything else already in cur/ or out/ is a duplicate id.
+func (s *Spool) moveToCur(f *os.File, id string) error {
+	name := id + ".json"
+	src, dst := s.path(dirNew, name), s.path(dirCur, name)
+	if exists(s.ResultPath(id)) {
+		return s.quarantineDup(name, f, "a result for this id already exists")
+	}
+	if err := os.Link(src, dst); err != nil {
+		if !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("queue: claim %s: %w", id, err)
+		}
+		if !sameFile(f, dst) {
+			return s.quarantineDup(name, f, "a request with this id was already claimed")
+		}
+		// Our own half-done claim (or a dead actor's): the file is already
+		// in cur/, so it is no longer pending.
+		os.Remove(src)
+		return ErrClaimed
+	}
+	if err := os.Remove(src); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("queue: claim %s: %w", id, err)
+	}
+	return nil
+}
+
+// whereIs explains why id is not pending.
+func (s *Spool) whereIs(id string) error {
+	switch {
+	case exists(s.ResultPath(id)):
+		return fmt.Errorf("%w: %s", ErrResulted, id)
+	case exists(s.path(dirCur, id+".json")):
+		return fmt.Errorf("%w: %s", ErrClaimed, id)
+	}
+	return fmt.Errorf("%w: %s", ErrNotFound, id)
+}
+
+// Finish writes the claim's result (once), wakes the waiting writer and
+// releases the claim. The result's Version and ID are filled in. It returns
+// ErrResulted if a result already exists; the claim is released either way.
+func (c *Claim) Finish(res Result) error {
+	if c.done {
+		return fmt.Errorf("%w: %s", ErrResulted, c.Request.ID)
+	}
+	res.ID = c.Request.ID
+	err := c.s.writeResult(res)
+	c.done = true
+	c.f.Close()
+	return err
+}
+
+// Close releases the claim without a result. The request stays in cur/ and
+// the next Recover answers it interrupted. Close after Finish does nothing.
+func (c *Claim) Close() error {
+	if c.done {
+		return nil
+	}
+	c.done = true
+	return c.f.Close()
+}
+
+// writeResult writes out/<id>.json exactly once: the bytes go to a temporary
+// file, are synced, and are linked into place, which fails rather than
+// replace an existing result. Then the writer's FIFO, if any, is woken.
+func (s *Spool) writeResult(res Result) error {
+	res.Version = Version
+	data, err := marshalLine(res)
+	if err != nil {
+		return fmt.Errorf("queue: encode result %s: %w", res.ID, err)
+	}
+	if err := s.linkNew(dirOut, "."+res.ID+".*.tmp", s.ResultPath(res.ID), data); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %s", ErrResulted, res.ID)
+		}
+		return fmt.Errorf("queue: write result %s: %w", res.ID, err)
+	}
+	s.notifyWake(res.ID)
+	return nil
+}
+
+// linkNew writes data to a temporary file in tmpDir, syncs it and links it
+// to dst, failing with fs.ErrExist if dst exists. The temporary is removed.
+func (s *Spool) linkNew(tmpDir, pattern, dst string, data []byte) error {
+	tmp, err := os.CreateTemp(s.path(tmpDir, ""), pattern)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Link(tmp.Name(), dst)
+}
+
+// ReadResult reads out/<id>.json. It returns ErrNoResult if there is none.
+func (s *Spool) ReadResult(id string) (*Result, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("%w: %q is not a request id", ErrNotFound, id)
+	}
+	f, err := openNoFollow(s.ResultPath(id))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, ErrNoResult
+		}
+		return nil, fmt.Errorf("queue: read result %s: %w", id, err)
+	}
+	defer f.Close()
+	data, err := readAllLimited(f, MaxRequestSize)
+	if err != nil {
+		return nil, fmt.Errorf("queue: read result %s: %w", id, err)
+	}
+	return DecodeResult(data)
+}
+
+// Recover answers interrupted every request whose actor died: a file in cur/
+// with no result and no live lock. Such a request may have been partly run,
+// so it is never run again. It returns the ids it answered.
+func (s *Spool) Recover() ([]string, error) {
+	entries, err := os.ReadDir(s.path(dirCur, ""))
+	if err != nil {
+		return nil, fmt.Errorf("queue: recover: %w", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || !ValidID(id) || exists(s.ResultPath(id)) {
+			continue
+		}
+		if s.recoverOne(id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+func (s *Spool) recoverOne(id string) bool {
+	p := s.path(dirCur, id+".json")
+	f, err := openNoFollow(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if lockNB(f, true) != nil || !sameFile(f, p) || exists(s.ResultPath(id)) {
+		return false
+	}
+	// A claim cut off between its link and its unlink leaves the same file
+	// in new/; it must not look pending again.
+	if np := s.RequestPath(id); sameFile(f, np) {
+		os.Remove(np)
+	}
+	err = s.writeResult(Result{ID: id, Status: StatusInterrupted,
+		Reason: "its actor stopped (crash or kill) while acting on it; it was not run again"})
+	return err == nil
+}

@@ -1,0 +1,96 @@
+package queue
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Status is how a request ended.
+type Status string
+
+// The result statuses of SPEC section 3.
+const (
+	StatusDone        Status = "done"        // ran; any exit code
+	StatusDenied      Status = "denied"      // refused by the policy or a person
+	StatusTimeout     Status = "timeout"     // killed at its timeout
+	StatusKilled      Status = "killed"      // stopped by a person
+	StatusExpired     Status = "expired"     // not decided before expires_at
+	StatusInterrupted Status = "interrupted" // its actor died while acting on it
+	StatusInvalid     Status = "invalid"     // the request file was refused
+	StatusFailed      Status = "failed"      // could not start
+	StatusDecided     Status = "decided"     // decide mode: only the decision
+)
+
+// Decision is allow or deny.
+type Decision string
+
+// The decisions of SPEC section 3.
+const (
+	Allow Decision = "allow"
+	Deny  Decision = "deny"
+)
+
+// Decider says who made a decision.
+type Decider string
+
+// The deciders of SPEC section 3.
+const (
+	ByPolicy Decider = "policy"
+	ByHuman  Decider = "human"
+)
+
+// Verdict is the policy's judgement of a request.
+type Verdict struct {
+	Action   string   `json:"action"`
+	Category string   `json:"category"`
+	Risk     string   `json:"risk"`
+	Reasons  []string `json:"reasons,omitempty"`
+}
+
+// Result is one result file, out/<id>.json.
+type Result struct {
+	Version     int       `json:"version"`
+	ID          string    `json:"id"`
+	Status      Status    `json:"status"`
+	Decision    Decision  `json:"decision,omitempty"`
+	DecidedBy   Decider   `json:"decided_by,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	Verdict     *Verdict  `json:"verdict,omitempty"`
+	ExitCode    *int      `json:"exit_code,omitempty"`
+	DurationMS  int64     `json:"duration_ms,omitempty"`
+	OutputTail  string    `json:"output_tail,omitempty"`
+	OutputBytes int64     `json:"output_bytes,omitempty"`
+	Log         string    `json:"log,omitempty"`
+	StartedAt   time.Time `json:"started_at,omitzero"`
+	FinishedAt  time.Time `json:"finished_at,omitzero"`
+}
+
+// Ran reports whether the command was started (so ExitCode, Log and the
+// output fields mean something).
+func (r *Result) Ran() bool {
+	switch r.Status {
+	case StatusDone, StatusTimeout, StatusKilled:
+		return true
+	}
+	return false
+}
+
+// DecodeResult parses result bytes. Results are written by sluice itself,
+// but a spool is writable by every process of the user, so the bytes are
+// still checked.
+func DecodeResult(data []byte) (*Result, error) {
+	var r Result
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("queue: decode result: %w", err)
+	}
+	if r.Version != Version {
+		return nil, fmt.Errorf("queue: result version %d, want %d", r.Version, Version)
+	}
+	if !ValidID(r.ID) || r.Status == "" {
+		return nil, fmt.Errorf("queue: result without a valid id and status")
+	}
+	return &r, nil
+}

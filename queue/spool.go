@@ -1,0 +1,140 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// The spool's subdirectories (SPEC section 3).
+const (
+	dirTmp = "tmp"
+	dirNew = "new"
+	dirCur = "cur"
+	dirOut = "out"
+	dirBad = "bad"
+)
+
+var subdirs = []string{dirTmp, dirNew, dirCur, dirOut, dirBad}
+
+// Spool is an opened spool directory.
+type Spool struct {
+	dir string
+}
+
+// Sentinel errors callers branch on.
+var (
+	ErrNotFound  = errors.New("queue: no such request")
+	ErrClaimed   = errors.New("queue: request already claimed")
+	ErrBusy      = errors.New("queue: request is being claimed by another process")
+	ErrExists    = errors.New("queue: request id already used")
+	ErrResulted  = errors.New("queue: result already written")
+	ErrExpired   = errors.New("queue: request expired")
+	ErrNoResult  = errors.New("queue: no result yet")
+	errNotLinked = errors.New("queue: file was replaced or removed")
+)
+
+// PermError says why a spool directory is unsafe to use and how to fix it.
+type PermError struct {
+	Path    string
+	Problem string
+	Fix     string
+}
+
+func (e *PermError) Error() string {
+	return fmt.Sprintf("spool %s %s; %s", e.Path, e.Problem, e.Fix)
+}
+
+// DefaultDir returns the spool directory of SPEC section 2 for the current
+// environment: $XDG_RUNTIME_DIR/sluice, else $XDG_STATE_HOME/sluice/spool,
+// else ~/.local/state/sluice/spool.
+func DefaultDir() (string, error) {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "sluice"), nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "sluice", "spool"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("queue: no spool directory: set SLUICE_SPOOL or HOME: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "sluice", "spool"), nil
+}
+
+// Open opens the spool at dir, creating it and its layout (mode 0700) if
+// missing. It refuses, with a *PermError, a spool or subdirectory that is a
+// symlink, not a directory, owned by another user, or writable by group or
+// others: anyone who can write there can put requests in front of the
+// person, or read what ran.
+func Open(dir string) (*Spool, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("queue: spool path: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, fmt.Errorf("queue: create spool parent: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("queue: create spool: %w", err)
+	}
+	if err := checkDir(dir, dir); err != nil {
+		return nil, err
+	}
+	for _, sub := range subdirs {
+		p := filepath.Join(dir, sub)
+		if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("queue: create %s: %w", p, err)
+		}
+		if err := checkDir(p, dir); err != nil {
+			return nil, err
+		}
+	}
+	return &Spool{dir: dir}, nil
+}
+
+// checkDir applies the spool's safety rules to p.
+func checkDir(p, spool string) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return fmt.Errorf("queue: %w", err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return &PermError{p, "is a symlink", fmt.Sprintf("point --spool (or SLUICE_SPOOL) at the real directory, or remove the link: rm %s", p)}
+	}
+	if !fi.IsDir() {
+		return &PermError{p, "is not a directory", fmt.Sprintf("move it away (mv %s %s.old) and let sluice create the spool", p, p)}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return &PermError{p, fmt.Sprintf("is owned by uid %d, not by you (uid %d)", st.Uid, os.Geteuid()),
+			fmt.Sprintf("use a spool of your own (--spool or SLUICE_SPOOL), or remove this one: sudo rm -r %s", spool)}
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return &PermError{p, fmt.Sprintf("is writable by group or others (mode %04o)", perm),
+			fmt.Sprintf("fix it with: chmod 700 %s", p)}
+	}
+	return nil
+}
+
+// Dir returns the spool's absolute path.
+func (s *Spool) Dir() string { return s.dir }
+
+func (s *Spool) path(sub, name string) string { return filepath.Join(s.dir, sub, name) }
+
+// RequestPath returns where request id waits while pending (new/<id>.json).
+func (s *Spool) RequestPath(id string) string { return s.path(dirNew, id+".json") }
+
+// ResultPath returns out/<id>.json.
+func (s *Spool) ResultPath(id string) string { return s.path(dirOut, id+".json") }
+
+// LogPath returns out/<id>.log, where a running command's output goes.
+func (s *Spool) LogPath(id string) string { return s.path(dirOut, id+".log") }
+
+// LogRel returns the log path relative to the spool, as results record it.
+func LogRel(id string) string { return dirOut + "/" + id + ".log" }
+
+// WakePath returns out/<id>.wake, the optional wake-up FIFO.
+func (s *Spool) WakePath(id string) string { return s.path(dirOut, id+".wake") }

@@ -1,0 +1,109 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// notifyWake writes one byte to out/<id>.wake, if that is a FIFO, without
+// blocking, and removes it. No reader, or no FIFO, is not an error: the
+// writer falls back to polling.
+func (s *Spool) notifyWake(id string) {
+	p := s.WakePath(id)
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+		return
+	}
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == nil {
+		_, _ = unix.Write(fd, []byte{1})
+		unix.Close(fd)
+	}
+	os.Remove(p)
+}
+
+// Waiter waits for one request's result. Create it before submitting the
+// request: it makes the FIFO out/<id>.wake, which the actor writes to once
+// the result is in place. Where FIFOs are not possible it polls.
+//
+// Short-lived writers use a Waiter rather than inotify: a process that
+// exits holding an inotify watch is held up by the kernel (about 14 ms).
+type Waiter struct {
+	s      *Spool
+	id     string
+	rd, wr int // FIFO ends; -1 when polling
+}
+
+// NewWaiter prepares to wait for request id's result.
+func (s *Spool) NewWaiter(id string) (*Waiter, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("queue: wait: %q is not a request id", id)
+	}
+	w := &Waiter{s: s, id: id, rd: -1, wr: -1}
+	p := s.WakePath(id)
+	if err := unix.Mkfifo(p, 0o600); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("%w: %s (its wake FIFO exists)", ErrExists, id)
+		}
+		return w, nil // e.g. a filesystem without FIFOs: poll
+	}
+	rd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		os.Remove(p)
+		return w, nil
+	}
+	// Holding a write end ourselves keeps poll from reporting a hang-up
+	// once the actor's write end closes (and on systems that report one
+	// before any writer came), so poll wakes only for the byte.
+	wr, err := unix.Open(p, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(rd)
+		os.Remove(p)
+		return w, nil
+	}
+	w.rd, w.wr = rd, wr
+	return w, nil
+}
+
+// Wait waits up to d for the result and returns it, or ErrNoResult if it
+// has not come. Callers loop, doing other work (following the log) between
+// calls.
+func (w *Waiter) Wait(d time.Duration) (*Result, error) {
+	if res, err := w.s.ReadResult(w.id); !errors.Is(err, ErrNoResult) {
+		return res, err
+	}
+	if w.rd < 0 {
+		time.Sleep(d)
+	} else {
+		ms := int(d / time.Millisecond)
+		if ms < 1 {
+			ms = 1
+		}
+		fds := []unix.PollFd{{Fd: int32(w.rd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, ms); err == nil && n > 0 {
+			var buf [16]byte
+			_, _ = unix.Read(w.rd, buf[:])
+		} else if err != nil && !errors.Is(err, syscall.EINTR) {
+			time.Sleep(d)
+		}
+	}
+	return w.s.ReadResult(w.id)
+}
+
+// Close releases the FIFO and removes it if the actor did not.
+func (w *Waiter) Close() {
+	if w.rd >= 0 {
+		unix.Close(w.rd)
+		unix.Close(w.wr)
+		w.rd, w.wr = -1, -1
+		if fi, err := os.Lstat(w.s.WakePath(w.id)); err == nil && fi.Mode()&fs.ModeNamedPipe != 0 {
+			os.Remove(w.s.WakePath(w.id))
+		}
+	}
+}
