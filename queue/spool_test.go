@@ -1,0 +1,615 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func newSpool(t *testing.T) *Spool {
+	t.Helper()
+	sp, err := Open(filepath.Join(t.TempDir(), "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+func execReq(cmd string) *Request {
+	return &Request{Kind: KindExec, Command: cmd, Cwd: "/home/me/src/app", Agent: "claude-code"}
+}
+
+// watchUntil runs a watcher until done returns true for an event, and
+// returns all events seen. It fails the test if that takes over 10 s.
+func watchUntil(t *testing.T, sp *Spool, done func(WatchEvent) bool) []WatchEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var seen []WatchEvent
+	for ev := range sp.Watch(ctx, WatchOptions{}) {
+		seen = append(seen, ev)
+		if done(ev) {
+			return seen
+		}
+	}
+	t.Fatalf("watcher ended before the awaited event; saw %+v", seen)
+	return nil
+}
+
+func resultOf(t *testing.T, sp *Spool, id string) *Result {
+	t.Helper()
+	res, err := sp.ReadResult(id)
+	if err != nil {
+		t.Fatalf("result of %s: %v", id, err)
+	}
+	return res
+}
+
+func TestOpenCreatesPrivateLayout(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	for _, sub := range append([]string{""}, subdirs...) {
+		fi, err := os.Stat(filepath.Join(sp.Dir(), sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: mode %v, want a 0700 directory", sub, fi.Mode())
+		}
+	}
+}
+
+func TestOpenRefusesUnsafeSpool(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, dir string) string
+		problem string
+		fix     string
+	}{
+		{"world writable", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "spool")
+			mustDo(t, os.Mkdir(p, 0o700))
+			mustDo(t, os.Chmod(p, 0o777))
+			return p
+		}, "writable by group or others", "chmod 700"},
+		{"group writable subdir", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "spool")
+			mustDo(t, os.MkdirAll(filepath.Join(p, "new"), 0o700))
+			mustDo(t, os.Chmod(filepath.Join(p, "new"), 0o770))
+			return p
+		}, "writable by group or others", "chmod 700 " + "SPOOL/new"},
+		{"symlink", func(t *testing.T, dir string) string {
+			real := filepath.Join(dir, "real")
+			mustDo(t, os.Mkdir(real, 0o700))
+			p := filepath.Join(dir, "spool")
+			mustDo(t, os.Symlink(real, p))
+			return p
+		}, "is a symlink", "real directory"},
+		{"symlinked subdir", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "spool")
+			mustDo(t, os.Mkdir(p, 0o700))
+			mustDo(t, os.Mkdir(filepath.Join(dir, "elsewhere"), 0o700))
+			mustDo(t, os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(p, "new")))
+			return p
+		}, "is a symlink", "rm "},
+		{"a file", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "spool")
+			mustDo(t, os.WriteFile(p, nil, 0o600))
+			return p
+		}, "is not a directory", "mv "},
+		{"someone else's", func(t *testing.T, dir string) string {
+			if os.Geteuid() != 0 {
+				t.Skip("needs root to give a directory away")
+			}
+			p := filepath.Join(dir, "spool")
+			mustDo(t, os.Mkdir(p, 0o700))
+			mustDo(t, os.Chown(p, 4242, 4242))
+			return p
+		}, "owned by uid 4242", "spool of your own"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := tt.prepare(t, t.TempDir())
+			_, err := Open(p)
+			var pe *PermError
+			if !errors.As(err, &pe) {
+				t.Fatalf("Open = %v, want a *PermError", err)
+			}
+			msg := strings.ReplaceAll(err.Error(), p, "SPOOL")
+			if !strings.Contains(msg, tt.problem) || !strings.Contains(msg, tt.fix) {
+				t.Errorf("message %q should name %q and the fix %q", msg, tt.problem, tt.fix)
+			}
+		})
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQuarantine puts each class of bad file in new/ the way a hostile or
+// broken writer would, and checks the watcher moves it to bad/ with a
+// reason, answers invalid when the name carries an id, and keeps serving.
+func TestQuarantine(t *testing.T) {
+	t.Parallel()
+	valid := func(id string) string {
+		return `{"version":1,"id":"` + id + `","kind":"exec","command":"git status"}`
+	}
+	tests := []struct {
+		name    string
+		file    string // name in new/
+		make    func(t *testing.T, p string)
+		reason  string
+		invalid bool // an invalid result is written for the file's id
+	}{
+		{"over 1 MiB", "BIG1.json", func(t *testing.T, p string) {
+			note := strings.Repeat("x", MaxRequestSize)
+			mustDo(t, os.WriteFile(p, []byte(`{"version":1,"id":"BIG1","kind":"exec","command":"ls","note":"`+note+`"}`), 0o600))
+		}, "over the 1048576 byte limit", true},
+		{"symlink", "LINK1.json", func(t *testing.T, p string) {
+			mustDo(t, os.Symlink("/etc/passwd", p))
+		}, "a symlink", true},
+		{"symlink to another spool file", "LINK2.json", func(t *testing.T, p string) {
+			other := filepath.Join(filepath.Dir(p), "..", "cur", "OTHER.json")
+			mustDo(t, os.WriteFile(other, []byte(valid("OTHER")), 0o600))
+			mustDo(t, os.Symlink(other, p))
+		}, "a symlink", true},
+		{"not JSON", "TXT1.json", func(t *testing.T, p string) {
+			mustDo(t, os.WriteFile(p, []byte("rm -rf ~\n"), 0o600))
+		}, "not JSON", true},
+		{"unknown version", "V2.json", func(t *testing.T, p string) {
+			mustDo(t, os.WriteFile(p, []byte(`{"version":2,"id":"V2","kind":"exec","command":"ls"}`), 0o600))
+		}, "unsupported version 2", true},
+		{"missing fields", "MISS1.json", func(t *testing.T, p string) {
+			mustDo(t, os.WriteFile(p, []byte(`{"version":1,"id":"MISS1","kind":"write"}`), 0o600))
+		}, `needs a "path"`, true},
+		{"id does not match the name", "NAME1.json", func(t *testing.T, p string) {
+			mustDo(t, os.WriteFile(p, []byte(valid("OTHERNAME")), 0o600))
+		}, "does not match the file name", true},
+		{"id with ..", "DOTS1.json", func(t *testing.T, p string) {
+			mustDo(t, os.WriteFile(p, []byte(valid("../../etc/x")), 0o600))
+		}, "is not 1-64", true},
+		{"non-UTF-8", "UTF1.json", func(t *testing.T, p string) {
+			mustDo(t, os.WriteFile(p, []byte("{\"version\":1,\"id\":\"UTF1\",\"kind\":\"exec\",\"command\":\"ls \xc3\x28\"}"), 0o600))
+		}, "UTF-8", true},
+		{"directory", "DIR1.json", func(t *testing.T, p string) {
+			mustDo(t, os.Mkdir(p, 0o700))
+		}, "a directory", true},
+		{"FIFO", "FIFO1.json", func(t *testing.T, p string) {
+			mustDo(t, syscall.Mkfifo(p, 0o600))
+		}, "a FIFO", true},
+		{"unreadable", "PERM1.json", func(t *testing.T, p string) {
+			if os.Geteuid() == 0 {
+				t.Skip("root reads mode 000 files")
+			}
+			mustDo(t, os.WriteFile(p, []byte(valid("PERM1")), 0o000))
+		}, "permission denied", true},
+		{"name not an id", "..json", func(t *testing.T, p string) {
+			mustDo(t, os.WriteFile(p, []byte(valid("X")), 0o600))
+		}, `file name "..json" is not <id>.json`, false},
+		{"name without .json", "notes.txt", func(t *testing.T, p string) {
+			mustDo(t, os.WriteFile(p, []byte("todo"), 0o600))
+		}, `file name "notes.txt"`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sp := newSpool(t)
+			tt.make(t, sp.path(dirNew, tt.file))
+			good := execReq("go vet ./...")
+			mustDo(t, sp.Submit(good))
+
+			invalidSeen, goodSeen := false, false
+			watchUntil(t, sp, func(ev WatchEvent) bool {
+				switch {
+				case ev.Op == Invalid:
+					invalidSeen = true
+				case ev.Op == Pending && ev.ID == good.ID:
+					goodSeen = true
+				}
+				return invalidSeen && goodSeen
+			})
+			if exists(sp.path(dirNew, tt.file)) {
+				t.Fatalf("%s is still in new/", tt.file)
+			}
+			whys, _ := filepath.Glob(filepath.Join(sp.Dir(), dirBad, "*.why"))
+			if len(whys) != 1 {
+				t.Fatalf("want one .why in bad/, got %v", whys)
+			}
+			why, _ := os.ReadFile(whys[0])
+			if !strings.Contains(string(why), tt.reason) || strings.Count(string(why), "\n") != 1 {
+				t.Errorf(".why = %q, want one line saying %q", why, tt.reason)
+			}
+			id := stemOf(tt.file)
+			if tt.invalid {
+				res := resultOf(t, sp, id)
+				if res.Status != StatusInvalid || !strings.Contains(res.Reason, tt.reason) {
+					t.Errorf("result %+v, want invalid saying %q", res, tt.reason)
+				}
+			} else if outs, _ := filepath.Glob(filepath.Join(sp.Dir(), dirOut, "*.json")); len(outs) != 0 {
+				t.Errorf("results written for a file without an id: %v", outs)
+			}
+		})
+	}
+}
+
+func TestSymlinkTargetUntouched(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	target := filepath.Join(t.TempDir(), "secret")
+	mustDo(t, os.WriteFile(target, []byte("do not move me"), 0o600))
+	mustDo(t, os.Symlink(target, sp.RequestPath("EVIL1")))
+	_, err := sp.Claim("EVIL1", time.Now())
+	var inv *InvalidError
+	if !errors.As(err, &inv) {
+		t.Fatalf("Claim = %v, want invalid", err)
+	}
+	if data, err := os.ReadFile(target); err != nil || string(data) != "do not move me" {
+		t.Fatalf("symlink target changed: %q, %v", data, err)
+	}
+	if fi, err := os.Lstat(sp.path(dirBad, "EVIL1.json")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("bad/EVIL1.json should be the link itself: %v", err)
+	}
+}
+
+func TestHalfWrittenTmpIgnored(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	half := sp.path(dirTmp, "HALF1.json")
+	mustDo(t, os.WriteFile(half, []byte(`{"version":1,"id":"HALF1","kind":"ex`), 0o600))
+	good := execReq("make test")
+	mustDo(t, sp.Submit(good))
+	evs := watchUntil(t, sp, func(ev WatchEvent) bool { return ev.Op == Pending && ev.ID == good.ID })
+	for _, ev := range evs {
+		if ev.ID == "HALF1" || ev.Op == Invalid {
+			t.Errorf("the half-written file was acted on: %+v", ev)
+		}
+	}
+	if !exists(half) || exists(sp.ResultPath("HALF1")) {
+		t.Error("the half-written file was moved or answered")
+	}
+	if bad, _ := os.ReadDir(sp.path(dirBad, "")); len(bad) != 0 {
+		t.Errorf("bad/ holds %d files", len(bad))
+	}
+}
+
+func TestDuplicateID(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	first := execReq("go build ./...")
+	mustDo(t, sp.Submit(first))
+	if err := sp.Submit(&Request{ID: first.ID, Kind: KindExec, Command: "rm -rf ~"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("second Submit of a pending id = %v, want ErrExists", err)
+	}
+	c, err := sp.Claim(first.ID, time.Now())
+	mustDo(t, err)
+	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
+	if err := sp.Submit(&Request{ID: first.ID, Kind: KindExec, Command: "rm -rf ~"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("Submit of an answered id = %v, want ErrExists", err)
+	}
+
+	// A writer that skips Submit and drops a file with a used id.
+	dup := `{"version":1,"id":"` + first.ID + `","kind":"exec","command":"rm -rf ~"}`
+	mustDo(t, os.WriteFile(sp.RequestPath(first.ID), []byte(dup), 0o600))
+	if _, err := sp.Claim(first.ID, time.Now()); !errors.Is(err, ErrExists) {
+		t.Fatalf("Claim of a reused id = %v, want ErrExists", err)
+	}
+	if exists(sp.RequestPath(first.ID)) {
+		t.Error("the duplicate is still pending")
+	}
+	if res := resultOf(t, sp, first.ID); res.Status != StatusDone {
+		t.Errorf("the first request's result was replaced: %+v", res)
+	}
+	why, _ := os.ReadFile(sp.path(dirBad, first.ID+".why"))
+	if !strings.Contains(string(why), "duplicate id") {
+		t.Errorf(".why = %q", why)
+	}
+}
+
+func TestFinishEveryStatusOnce(t *testing.T) {
+	t.Parallel()
+	for _, st := range []Status{StatusDone, StatusDenied, StatusTimeout, StatusKilled, StatusExpired,
+		StatusInterrupted, StatusInvalid, StatusFailed, StatusDecided} {
+		t.Run(string(st), func(t *testing.T) {
+			t.Parallel()
+			sp := newSpool(t)
+			req := execReq("go test ./...")
+			mustDo(t, sp.Submit(req))
+			c, err := sp.Claim(req.ID, time.Now())
+			mustDo(t, err)
+			if !exists(sp.path(dirCur, req.ID+".json")) || exists(sp.RequestPath(req.ID)) {
+				t.Fatal("a claimed request must be in cur/ and not in new/")
+			}
+			code := 3
+			want := Result{Status: st, Decision: Allow, DecidedBy: ByHuman, Reason: "r", ExitCode: &code, Log: LogRel(req.ID)}
+			mustDo(t, c.Finish(want))
+			got := resultOf(t, sp, req.ID)
+			if got.Status != st || got.ID != req.ID || got.Version != Version || *got.ExitCode != 3 {
+				t.Errorf("result %+v", got)
+			}
+			if err := c.Finish(Result{Status: StatusDenied}); !errors.Is(err, ErrResulted) {
+				t.Errorf("second Finish = %v, want ErrResulted", err)
+			}
+			// Even a second writer that bypasses the claim cannot replace it.
+			if err := sp.writeResult(Result{ID: req.ID, Status: StatusDenied}); !errors.Is(err, ErrResulted) {
+				t.Errorf("second writeResult = %v, want ErrResulted", err)
+			}
+			if again := resultOf(t, sp, req.ID); again.Status != st {
+				t.Errorf("result changed to %s", again.Status)
+			}
+			if _, err := sp.Claim(req.ID, time.Now()); !errors.Is(err, ErrResulted) {
+				t.Errorf("Claim after the result = %v, want ErrResulted", err)
+			}
+		})
+	}
+}
+
+func TestClaimRace(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	for range 50 {
+		req := execReq("make")
+		mustDo(t, sp.Submit(req))
+		var wins sync.WaitGroup
+		var mu sync.Mutex
+		won := 0
+		for range 4 {
+			wins.Go(func() {
+				c, err := sp.Claim(req.ID, time.Now())
+				if err == nil {
+					mu.Lock()
+					won++
+					mu.Unlock()
+					_ = c.Finish(Result{Status: StatusDone, ExitCode: new(int)})
+					return
+				}
+				if !errors.Is(err, ErrBusy) && !errors.Is(err, ErrClaimed) && !errors.Is(err, ErrResulted) && !errors.Is(err, ErrNotFound) {
+					t.Errorf("losing Claim = %v", err)
+				}
+			})
+		}
+		wins.Wait()
+		if won != 1 {
+			t.Fatalf("%d claimers won request %s, want exactly 1", won, req.ID)
+		}
+	}
+}
+
+func TestExpired(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	old := execReq("npm publish")
+	old.CreatedAt = time.Now().Add(-time.Hour)
+	old.ExpiresAt = time.Now().Add(-time.Minute)
+	mustDo(t, sp.Submit(old))
+	watchUntil(t, sp, func(ev WatchEvent) bool { return ev.Op == Expired && ev.ID == old.ID })
+	if res := resultOf(t, sp, old.ID); res.Status != StatusExpired || res.Decision != Deny {
+		t.Fatalf("result %+v, want expired/deny", res)
+	}
+
+	// A person acting on it after its time does not get to run it.
+	late := execReq("npm publish")
+	late.ExpiresAt = time.Now().Add(time.Minute)
+	mustDo(t, sp.Submit(late))
+	if _, err := sp.Claim(late.ID, time.Now().Add(2*time.Minute)); !errors.Is(err, ErrExpired) {
+		t.Fatalf("Claim after expiry = %v, want ErrExpired", err)
+	}
+	if res := resultOf(t, sp, late.ID); res.Status != StatusExpired {
+		t.Fatalf("result %+v, want expired", res)
+	}
+}
+
+func TestRecoverInterrupted(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	live, dead := execReq("sleep 600"), execReq("go test ./...")
+	mustDo(t, sp.Submit(live))
+	mustDo(t, sp.Submit(dead))
+	liveClaim, err := sp.Claim(live.ID, time.Now())
+	mustDo(t, err)
+	deadClaim, err := sp.Claim(dead.ID, time.Now())
+	mustDo(t, err)
+	deadClaim.Close() // its actor died: the lock is gone, no result
+
+	ids, err := sp.Recover()
+	mustDo(t, err)
+	if len(ids) != 1 || ids[0] != dead.ID {
+		t.Fatalf("Recover = %v, want only %s", ids, dead.ID)
+	}
+	if res := resultOf(t, sp, dead.ID); res.Status != StatusInterrupted {
+		t.Errorf("result %+v, want interrupted", res)
+	}
+	if _, err := sp.ReadResult(live.ID); !errors.Is(err, ErrNoResult) {
+		t.Errorf("a live claim was answered: %v", err)
+	}
+	if ids, _ := sp.Recover(); len(ids) != 0 {
+		t.Errorf("second Recover answered %v", ids)
+	}
+	mustDo(t, liveClaim.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
+
+	// A watcher started later does the same on its own.
+	again := execReq("make lint")
+	mustDo(t, sp.Submit(again))
+	c, err := sp.Claim(again.ID, time.Now())
+	mustDo(t, err)
+	c.Close()
+	watchUntil(t, sp, func(ev WatchEvent) bool { return ev.Op == Interrupted && ev.ID == again.ID })
+}
+
+func TestHalfDoneClaimNotPendingAgain(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	req := execReq("terraform apply")
+	mustDo(t, sp.Submit(req))
+	// An actor killed between the claim's link and unlink leaves the one
+	// file in both new/ and cur/.
+	mustDo(t, os.Link(sp.RequestPath(req.ID), sp.path(dirCur, req.ID+".json")))
+	if _, err := sp.Claim(req.ID, time.Now()); !errors.Is(err, ErrClaimed) {
+		t.Fatalf("Claim = %v, want ErrClaimed", err)
+	}
+	if exists(sp.RequestPath(req.ID)) {
+		t.Error("the half-claimed request is still pending")
+	}
+	ids, _ := sp.Recover()
+	if len(ids) != 1 {
+		t.Fatalf("Recover = %v", ids)
+	}
+}
+
+func TestReplacedAfterShown(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	req := execReq("git status")
+	mustDo(t, sp.Submit(req))
+	shown, err := sp.peek(req.ID + ".json")
+	mustDo(t, err)
+	// The agent swaps the file for another command with the same id.
+	swap := `{"version":1,"id":"` + req.ID + `","kind":"exec","command":"git push --force"}`
+	tmp := sp.path(dirTmp, "swap")
+	mustDo(t, os.WriteFile(tmp, []byte(swap), 0o600))
+	mustDo(t, os.Rename(tmp, sp.RequestPath(req.ID)))
+	c, err := sp.Claim(req.ID, time.Now())
+	mustDo(t, err)
+	defer c.Close()
+	if c.Request.Same(shown) {
+		t.Fatal("the swapped request compares the same as the one shown")
+	}
+	if c.Request.Command != "git push --force" {
+		t.Fatalf("claimed %q, want what the file holds now", c.Request.Command)
+	}
+	again, _ := sp.peek(req.ID + ".json")
+	if again != nil {
+		t.Fatal("still pending after the claim")
+	}
+}
+
+func TestWakeFIFO(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	req := execReq("go test ./...")
+	req.ID = NewID()
+	w, err := sp.NewWaiter(req.ID)
+	mustDo(t, err)
+	defer w.Close()
+	if fi, err := os.Lstat(sp.WakePath(req.ID)); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("no FIFO at out/%s.wake: %v", req.ID, err)
+	}
+	mustDo(t, sp.Submit(req))
+	got := make(chan *Result, 1)
+	go func() {
+		// Far longer than the test can take: only the wake-up returns early.
+		res, _ := w.Wait(time.Hour)
+		got <- res
+	}()
+	c, err := sp.Claim(req.ID, time.Now())
+	mustDo(t, err)
+	mustDo(t, c.Finish(Result{Status: StatusDenied, Decision: Deny, DecidedBy: ByHuman}))
+	select {
+	case res := <-got:
+		if res == nil || res.Status != StatusDenied {
+			t.Fatalf("woken with %+v", res)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter was not woken by the result")
+	}
+	if exists(sp.WakePath(req.ID)) {
+		t.Error("the actor left the FIFO behind")
+	}
+}
+
+func TestWakeWithoutReaderDoesNotBlock(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	req := execReq("true")
+	mustDo(t, sp.Submit(req))
+	mustDo(t, syscall.Mkfifo(sp.WakePath(req.ID), 0o600)) // a writer that died
+	c, err := sp.Claim(req.ID, time.Now())
+	mustDo(t, err)
+	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
+	if exists(sp.WakePath(req.ID)) {
+		t.Error("FIFO not removed")
+	}
+}
+
+func TestWakePathNotFIFOLeftAlone(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	req := execReq("true")
+	mustDo(t, sp.Submit(req))
+	mustDo(t, os.WriteFile(sp.WakePath(req.ID), []byte("keep"), 0o600))
+	c, err := sp.Claim(req.ID, time.Now())
+	mustDo(t, err)
+	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
+	if data, _ := os.ReadFile(sp.WakePath(req.ID)); string(data) != "keep" {
+		t.Errorf("a regular file at the wake path was written to: %q", data)
+	}
+}
+
+func TestWatchSeesArrivalsAndDepartures(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	before := execReq("ls")
+	mustDo(t, sp.Submit(before))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	events := sp.Watch(ctx, WatchOptions{})
+	next := func() WatchEvent {
+		t.Helper()
+		ev, ok := <-events
+		if !ok {
+			t.Fatal("watcher closed early")
+		}
+		return ev
+	}
+	if ev := next(); ev.Op != Pending || ev.ID != before.ID || ev.Request.Command != "ls" {
+		t.Fatalf("first event %+v", ev)
+	}
+	after := execReq("git log -n 3")
+	mustDo(t, sp.Submit(after))
+	if ev := next(); ev.Op != Pending || ev.ID != after.ID {
+		t.Fatalf("event %+v, want the new request", ev)
+	}
+	c, err := sp.Claim(before.ID, time.Now())
+	mustDo(t, err)
+	defer c.Close()
+	if ev := next(); ev.Op != Gone || ev.ID != before.ID {
+		t.Fatalf("event %+v, want %s gone", ev, before.ID)
+	}
+	cancel()
+	for range events {
+	}
+}
+
+func TestWatchPollingFallback(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	// Where the filesystem gives no events (NFS), the timed rescan alone
+	// must find arrivals: drive a watcher with no fsnotify behind it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w := &watcher{s: sp, opt: WatchOptions{Now: time.Now}, out: make(chan WatchEvent, 8),
+		pending: map[string]pendingFile{}, finished: map[string]bool{}, ctx: ctx}
+	w.rescan()
+	req := execReq("make")
+	mustDo(t, sp.Submit(req))
+	w.rescan() // what the timer does where no events come
+	select {
+	case ev := <-w.out:
+		if ev.Op != Pending || ev.ID != req.ID {
+			t.Fatalf("event %+v", ev)
+		}
+	default:
+		t.Fatal("rescan did not report the new request")
+	}
+}
