@@ -199,21 +199,32 @@ func (s *Spool) Recover() ([]string, error) {
 		if !ok || !ValidID(id) || exists(s.ResultPath(id)) {
 			continue
 		}
-		if s.recoverOne(id) {
+		if s.recoverOne(id, true) {
 			ids = append(ids, id)
 		}
 	}
 	return ids, nil
 }
 
-func (s *Spool) recoverOne(id string) bool {
+// recoverOne answers id interrupted if its claim is orphaned. A lock can be
+// held for a moment by something other than a live actor (List's probe, or
+// a child forked elsewhere in the holder's process before its exec closed
+// the descriptor), so a patient caller retries a busy lock for a few
+// milliseconds; only a lock that stays means a live actor. The watcher is
+// not patient: its next rescan is the retry.
+func (s *Spool) recoverOne(id string, patient bool) bool {
 	p := s.path(dirCur, id+".json")
 	f, err := openNoFollow(p)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	if lockNB(f, true) != nil || !sameFile(f, p) || exists(s.ResultPath(id)) {
+	err = lockNB(f, true)
+	for wait := time.Millisecond; patient && errors.Is(err, ErrBusy) && wait <= 8*time.Millisecond; wait *= 2 {
+		time.Sleep(wait)
+		err = lockNB(f, true)
+	}
+	if err != nil || !sameFile(f, p) || exists(s.ResultPath(id)) {
 		return false
 	}
 	// A claim cut off between its link and its unlink leaves the same file

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -611,5 +612,42 @@ func TestWatchPollingFallback(t *testing.T) {
 		}
 	default:
 		t.Fatal("rescan did not report the new request")
+	}
+}
+
+// TestRecoverAfterListWhileForking: List's probe of a claim's lock, and a
+// child forked elsewhere in the process that inherits it until exec, hold
+// the lock for a moment; Recover must not mistake that for a live actor.
+func TestRecoverAfterListWhileForking(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	stop := make(chan struct{})
+	forking := make(chan struct{})
+	go func() {
+		defer close(forking)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_ = exec.Command("/bin/true").Run()
+			}
+		}
+	}()
+	defer func() { close(stop); <-forking }()
+	for range 300 {
+		req := execReq("go test ./...")
+		mustDo(t, sp.Submit(req))
+		c, err := sp.Claim(req.ID, time.Now())
+		mustDo(t, err)
+		c.Close() // its actor died
+		if _, err := sp.List(); err != nil {
+			t.Fatal(err)
+		}
+		ids, err := sp.Recover()
+		mustDo(t, err)
+		if len(ids) != 1 || ids[0] != req.ID {
+			t.Fatalf("Recover = %v, want the orphan %s", ids, req.ID)
+		}
 	}
 }

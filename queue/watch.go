@@ -279,7 +279,7 @@ func (w *watcher) recover() {
 			w.finished[id] = true
 			continue
 		}
-		if w.s.recoverOne(id) {
+		if w.s.recoverOne(id, false) {
 			w.finished[id] = true
 			w.emit(WatchEvent{Op: Interrupted, ID: id})
 		}
