@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -66,6 +67,8 @@ func (s *Spool) List() ([]Entry, error) {
 			list = append(list, ent)
 		}
 	}
+	// Oldest first: ids need not sort by time (submit accepts any id).
+	slices.SortStableFunc(list, func(a, b Entry) int { return a.Since.Compare(b.Since) })
 	return list, nil
 }
 

@@ -109,6 +109,9 @@ func DecodeRequest(data []byte, name string) (*Request, error) {
 
 // jsonReason shortens encoding/json's messages to the part a writer needs.
 func jsonReason(err error) string {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of input (empty or truncated)"
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type, te.Value)
@@ -356,7 +359,21 @@ func ParseRequest(data []byte) (*Request, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		return nil, invalidf("not a request object: %s", jsonReason(err))
+		return nil, invalidf("not a request object: %s%s", jsonReason(err), fieldHint(err))
 	}
 	return &r, nil
+}
+
+// fieldHint suggests the field a writer probably meant.
+func fieldHint(err error) string {
+	for wrong, right := range map[string]string{
+		`"timeout"`: "timeout_s", `"cmd"`: "command", `"file_path"`: "path", `"content_diff"`: "diff",
+		`"working_dir"`: "cwd", `"workdir"`: "cwd", `"old"`: "old_string", `"new"`: "new_string",
+		`"args"`: "input", `"tool_input"`: "input", `"tool_name"`: "tool", `"expires"`: "expires_at",
+	} {
+		if strings.HasSuffix(err.Error(), "unknown field "+wrong) {
+			return fmt.Sprintf(" (did you mean %q?)", right)
+		}
+	}
+	return ""
 }

@@ -70,13 +70,14 @@ func run(args []string, std stdio) int {
 	g := &globals{}
 	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
 	fs.SetOutput(std.err)
-	fs.Usage = func() { usage(std.err) }
+	fs.Usage = func() {} // --help prints to stdout below; errors get the hint
 	g.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(std.out)
 			return exitOK
 		}
+		fmt.Fprintln(std.err, "Run 'sluice --help' for usage.")
 		return exitUsage
 	}
 	args = fs.Args()

@@ -67,7 +67,7 @@ func explainClaim(sp *queue.Spool, id string, err error) error {
 		}
 		return fmt.Errorf("%s was already answered", id)
 	case errors.Is(err, queue.ErrClaimed):
-		return fmt.Errorf("%s is already being acted on by another sluice process (running?)", id)
+		return fmt.Errorf("%s was already claimed: it is running, or its actor died and a console will answer it interrupted; see 'sluice ls'", id)
 	case errors.Is(err, queue.ErrBusy):
 		return fmt.Errorf("another sluice process is acting on %s right now; see 'sluice ls'", id)
 	case errors.Is(err, queue.ErrExpired):

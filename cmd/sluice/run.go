@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -128,10 +129,14 @@ func runExit(res *queue.Result, std stdio) int {
 	}
 	switch res.Status {
 	case queue.StatusDone:
-		if res.ExitCode != nil {
+		if res.ExitCode != nil && *res.ExitCode >= 0 && *res.ExitCode <= 255 {
 			return *res.ExitCode
 		}
-		fmt.Fprintf(std.err, "sluice run: done without an exit code%s\n", reason)
+		if res.ExitCode != nil {
+			fmt.Fprintf(std.err, "sluice run: the result's exit code %d is not 0-255%s\n", *res.ExitCode, reason)
+		} else {
+			fmt.Fprintf(std.err, "sluice run: done without an exit code%s\n", reason)
+		}
 		return exitNotRun
 	case queue.StatusDenied:
 		by := ""
@@ -144,6 +149,9 @@ func runExit(res *queue.Result, std stdio) int {
 		fmt.Fprintf(std.err, "sluice run: killed at its timeout after %s%s\n",
 			time.Duration(res.DurationMS)*time.Millisecond, reason)
 		return exitTimeout
+	case queue.StatusKilled:
+		fmt.Fprintf(std.err, "sluice run: killed by a person while it ran%s\n", reason)
+		return exitNotRun
 	}
 	fmt.Fprintf(std.err, "sluice run: not run: %s%s\n", show(string(res.Status)), reason)
 	return exitNotRun
@@ -157,10 +165,15 @@ func submitAndWait(sp *queue.Spool, req *queue.Request, logTo io.Writer) (*queue
 		return nil, err
 	}
 	defer w.Close()
+	// From the moment the request is in the spool, an interrupt must
+	// withdraw it rather than leave it for someone to approve unwatched.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	if err := sp.Submit(req); err != nil {
 		return nil, err
 	}
-	return waitFor(sp, w, req, logTo)
+	return waitFor(sp, w, req, logTo, sigs)
 }
 
 func absDir(dir string) (string, error) {

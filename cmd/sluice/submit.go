@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,10 @@ func cmdSubmit(args []string, std stdio, g *globals) int {
 	data, err := io.ReadAll(io.LimitReader(std.in, queue.MaxRequestSize+1))
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice submit: read stdin: %v\n", err)
+		return exitFail
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		fmt.Fprintln(std.err, "sluice submit: no request on stdin; pipe in its JSON (see 'sluice submit --help')")
 		return exitFail
 	}
 	req, err := queue.ParseRequest(data)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -38,12 +37,9 @@ func (e errAbandoned) Error() string {
 // (when not nil) while it runs. When the request's expires_at has passed
 // and nobody answered it, waitFor answers it expired itself, so a writer
 // never waits forever for a console that is not running. On SIGINT, SIGTERM
-// or SIGHUP it withdraws a request nobody has claimed yet.
-func waitFor(sp *queue.Spool, w *queue.Waiter, req *queue.Request, logTo io.Writer) (*queue.Result, error) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-
+// or SIGHUP (delivered on sigs) it withdraws a request nobody has claimed
+// yet.
+func waitFor(sp *queue.Spool, w *queue.Waiter, req *queue.Request, logTo io.Writer, sigs <-chan os.Signal) (*queue.Result, error) {
 	lf := &logFollower{path: sp.LogPath(req.ID), to: logTo}
 	defer lf.close()
 	poll := minPoll

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// BenchmarkRunProcess is the end-to-end cost an agent pays per command: a
+// new `sluice run -- true` process queues its request, a fake actor in this
+// process answers it at once (done, exit 0), and sluice run exits. The
+// binary is the real one, built with go build. Each iteration also starts a
+// Go hello-world process, the floor for any Go CLI, so that the ratio
+// run/hello comes from one run on one (noisy) machine.
+//
+// Reported: run-p50-ms, run-p99-ms, hello-p50-ms and run/hello-p50, for a
+// spool on tmpfs (where the default $XDG_RUNTIME_DIR/sluice lives) and on
+// disk (the ~/.local/state fallback).
+func BenchmarkRunProcess(b *testing.B) {
+	b.Run("tmpfs", func(b *testing.B) {
+		fi, err := os.Stat("/dev/shm")
+		if err != nil || !fi.IsDir() {
+			b.Skip("no /dev/shm")
+		}
+		dir, err := os.MkdirTemp("/dev/shm", "sluice-bench-")
+		if err != nil {
+			b.Skip(err)
+		}
+		defer os.RemoveAll(dir)
+		benchRunProcess(b, dir)
+	})
+	b.Run("disk", func(b *testing.B) { benchRunProcess(b, b.TempDir()) })
+}
+
+func benchRunProcess(b *testing.B, spoolParent string) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		b.Skip("no go command to build the binaries:", err)
+	}
+	dir := b.TempDir()
+	sluice := filepath.Join(dir, "sluice")
+	goBuild(b, goTool, ".", "-o", sluice, ".")
+	if err := os.WriteFile(filepath.Join(dir, "hello.go"), []byte(helloSrc), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	hello := filepath.Join(dir, "hello")
+	goBuild(b, goTool, dir, "-o", hello, "hello.go")
+
+	spool := filepath.Join(spoolParent, "spool")
+	sp, err := queue.Open(spool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stop := (&fakeActor{status: queue.StatusDone, exitCode: new(int), noLog: true}).start(sp)
+	defer func() {
+		for _, err := range stop() {
+			b.Error(err)
+		}
+	}()
+	env := append(os.Environ(), "SLUICE_SPOOL="+spool)
+
+	var runs, hellos []time.Duration
+	for b.Loop() {
+		hellos = append(hellos, timeProcess(b, env, hello))
+		runs = append(runs, timeProcess(b, env, sluice, "run", "--", "true"))
+	}
+	runP50, helloP50 := percentile(runs, 50), percentile(hellos, 50)
+	b.ReportMetric(ms(runP50), "run-p50-ms")
+	b.ReportMetric(ms(percentile(runs, 99)), "run-p99-ms")
+	b.ReportMetric(ms(helloP50), "hello-p50-ms")
+	b.ReportMetric(float64(runP50)/float64(helloP50), "run/hello-p50")
+}
+
+const helloSrc = `package main
+
+import "fmt"
+
+func main() { fmt.Println("hello") }
+`
+
+func goBuild(b *testing.B, goTool, dir string, args ...string) {
+	b.Helper()
+	cmd := exec.Command(goTool, append([]string{"build"}, args...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build %v: %v\n%s", args, err, out)
+	}
+}
+
+// timeProcess runs prog to completion and returns its wall time, start to
+// exit; it fails the benchmark unless prog exits 0.
+func timeProcess(b *testing.B, env []string, prog string, args ...string) time.Duration {
+	b.Helper()
+	cmd := exec.Command(prog, args...)
+	cmd.Env = env
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		b.Fatalf("%s %v: %v\n%s", filepath.Base(prog), args, err, out)
+	}
+	return d
+}
+
+// percentile returns the p-th percentile of ds (nearest rank).
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(i, 1)-1]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
