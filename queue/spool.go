@@ -34,7 +34,6 @@ var (
 	ErrResulted  = errors.New("queue: result already written")
 	ErrExpired   = errors.New("queue: request expired")
 	ErrNoResult  = errors.New("queue: no result yet")
-	errNotLinked = errors.New("queue: file was replaced or removed")
 )
 
 // PermError says why a spool directory is unsafe to use and how to fix it.
