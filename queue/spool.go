@@ -27,13 +27,13 @@ type Spool struct {
 
 // Sentinel errors callers branch on.
 var (
-	ErrNotFound  = errors.New("queue: no such request")
-	ErrClaimed   = errors.New("queue: request already claimed")
-	ErrBusy      = errors.New("queue: request is being claimed by another process")
-	ErrExists    = errors.New("queue: request id already used")
-	ErrResulted  = errors.New("queue: result already written")
-	ErrExpired   = errors.New("queue: request expired")
-	ErrNoResult  = errors.New("queue: no result yet")
+	ErrNotFound = errors.New("queue: no such request")
+	ErrClaimed  = errors.New("queue: request already claimed")
+	ErrBusy     = errors.New("queue: request is being claimed by another process")
+	ErrExists   = errors.New("queue: request id already used")
+	ErrResulted = errors.New("queue: result already written")
+	ErrExpired  = errors.New("queue: request expired")
+	ErrNoResult = errors.New("queue: no result yet")
 )
 
 // PermError says why a spool directory is unsafe to use and how to fix it.
