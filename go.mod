@@ -9,4 +9,9 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
-require golang.org/x/tools v0.26.0 // indirect
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
+	golang.org/x/tools v0.38.0 // indirect
+	mvdan.cc/sh/v3 v3.14.1 // indirect
+)

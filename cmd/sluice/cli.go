@@ -36,6 +36,8 @@ var commands = []command{
 	{"submit", "queue a request of any kind from JSON on stdin", cmdSubmit},
 	{"ls", "list pending and running requests", cmdLs},
 	{"deny", "deny a pending request", cmdDeny},
+	{"check", "print the policy's verdict for a command line", cmdCheck},
+	{"policy", "show the effective policy, or lint a policy file", cmdPolicy},
 	{"version", "print the version", cmdVersion},
 }
 

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/sluice-dev/sluice/policy"
+)
+
+const checkHelp = `Print the policy's verdict for one command line, without queueing it.
+The words after -- are joined with single spaces and parsed as one shell
+line, so both of these work:
+  sluice check -- 'git status; rm -rf ~'
+  sluice check -- git status
+
+Every simple command in the line is judged (pipelines, lists, subshells,
+substitutions, the commands that sudo, env, xargs, find -exec, sh -c …
+run); the line gets the strictest action and the most severe category of
+its parts. The human format shows each part, its category, its action and
+the rule or default that decided it.
+
+Exit status: 0 whatever the verdict; 2 on a usage or policy-file error.
+`
+
+// policyFlags are the flags that choose a policy and where it applies.
+type policyFlags struct {
+	file string
+	cwd  string
+}
+
+func (pf *policyFlags) register(fs *flagSet) {
+	fs.StringVar(&pf.file, "policy", "", "policy `FILE` layered over the embedded default (env SLUICE_POLICY; default $XDG_CONFIG_HOME/sluice/policy.toml)")
+	fs.StringVar(&pf.cwd, "cwd", "", "judge as if run in `DIR` (default: the current directory)")
+}
+
+// load loads the policy for pf.cwd: the embedded default, the user's file
+// and the project's .sluice/policy.toml.
+func (pf *policyFlags) load() (*policy.Policy, policy.Env, error) {
+	dir, err := absDir(pf.cwd)
+	if err != nil {
+		return nil, policy.Env{}, err
+	}
+	opts := policy.Options{User: pf.file, UserRequired: pf.file != "", Project: policy.ProjectFile(dir)}
+	if opts.User == "" {
+		if env := os.Getenv("SLUICE_POLICY"); env != "" {
+			opts.User, opts.UserRequired = env, true
+		} else {
+			opts.User = defaultPolicyFile()
+		}
+	}
+	p, err := policy.Load(opts)
+	return p, policy.Env{Cwd: dir, Roots: policy.Roots(dir)}, err
+}
+
+// defaultPolicyFile is $XDG_CONFIG_HOME/sluice/policy.toml.
+func defaultPolicyFile() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" || !filepath.IsAbs(dir) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "sluice", "policy.toml")
+}
+
+func cmdCheck(args []string, std stdio, g *globals) int {
+	fs := newFlags("check", "[--policy FILE] [--cwd DIR] [--json] -- COMMAND...", checkHelp, std, g)
+	var pf policyFlags
+	pf.register(fs)
+	asJSON := fs.Bool("json", false, "print the verdict as one JSON object")
+	words, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(words) == 0 {
+		return usageErr(std, "check", "no command given (sluice check -- COMMAND...)")
+	}
+	p, env, err := pf.load()
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice check: %v\n", err)
+		return exitUsage
+	}
+	for _, w := range p.Warnings() {
+		fmt.Fprintf(std.err, "sluice check: warning: %s\n", w)
+	}
+	v := p.Check(strings.Join(words, " "), env)
+	if *asJSON {
+		writeJSON(std.out, v)
+		return exitOK
+	}
+	fmt.Fprintf(std.out, "%s  %s  risk %s\n", strings.ToUpper(v.Action.String()), v.Category, v.Risk)
+	tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', 0)
+	for _, c := range v.Commands {
+		argv := make([]string, len(c.Argv))
+		for i, a := range c.Argv {
+			argv[i] = show(a)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Action, c.Category, clip(strings.Join(argv, " "), 48), show(c.Rule))
+	}
+	tw.Flush()
+	if len(v.Reasons) > 0 {
+		fmt.Fprintln(std.out, "because:")
+		for _, r := range v.Reasons {
+			fmt.Fprintf(std.out, "  - %s\n", show(r))
+		}
+	}
+	return exitOK
+}

@@ -1,0 +1,106 @@
+package policy
+
+import "strings"
+
+// opword is one word after a program's name, split into option or operand.
+type opword struct {
+	w      word
+	option bool   // starts with '-' (and is not "-" or after "--")
+	value  *word  // the option's value, when the option takes one
+	index  int    // position in the argument list
+}
+
+// splitArgs sorts args into options (with the values valueOpts say they
+// take) and operands. "--" ends the options; it is kept as an operand so
+// table conditions can name it (git checkout -- .).
+func splitArgs(args []word, valueOpts []string) []opword {
+	out := make([]opword, 0, len(args))
+	ended := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if ended || a.dyn || len(a.val) < 2 || a.val[0] != '-' {
+			out = append(out, opword{w: a, index: i})
+			continue
+		}
+		if a.val == "--" {
+			ended = true
+			out = append(out, opword{w: a, index: i})
+			continue
+		}
+		ow := opword{w: a, option: true, index: i}
+		if takesValue(a.val, valueOpts) && i+1 < len(args) {
+			v := args[i+1]
+			ow.value = &v
+			i++
+		}
+		out = append(out, ow)
+	}
+	return out
+}
+
+// takesValue reports whether option opt consumes the next word: it is one
+// of valueOpts exactly, or a short-option bundle ending in one (tar -xzf F).
+func takesValue(opt string, valueOpts []string) bool {
+	if strings.Contains(opt, "=") {
+		return false
+	}
+	for _, v := range valueOpts {
+		if opt == v {
+			return true
+		}
+	}
+	if len(opt) > 2 && opt[1] != '-' {
+		last := "-" + opt[len(opt)-1:]
+		for _, v := range valueOpts {
+			if v == last {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// optionValue returns the value given to option name in ow: "-o F",
+// "-oF", "--output F" or "--output=F".
+func optionValue(ow opword, name string) (word, bool) {
+	v := ow.w.val
+	switch {
+	case v == name && ow.value != nil:
+		return *ow.value, true
+	case strings.HasPrefix(name, "--") && strings.HasPrefix(v, name+"="):
+		return word{val: v[len(name)+1:], src: ow.w.src}, true
+	case len(name) == 2 && name[1] != '-' && len(v) > 2 && v[1] != '-' && strings.HasPrefix(v, name):
+		return word{val: v[2:], src: ow.w.src}, true
+	}
+	return word{}, false
+}
+
+// hasFlag reports whether option word v matches a table flag: "-r"
+// matches inside a short bundle ("-rf"), "--force" also as "--force=x",
+// "-delete" exactly, and an entry ending in '*' by prefix.
+//
+// A single-letter flag matches any short bundle holding its letter, even
+// where the rest of the bundle might be an attached value (sed -ni, rm
+// -vrf): a false match only escalates.
+func hasFlag(v, flag string) bool {
+	short := strings.TrimSuffix(flag, "*")
+	if len(short) == 2 && short[0] == '-' && short[1] != '-' && len(v) >= 2 && v[0] == '-' && v[1] != '-' {
+		return strings.IndexByte(v[1:], short[1]) >= 0
+	}
+	if strings.HasSuffix(flag, "*") {
+		return strings.HasPrefix(v, short)
+	}
+	return v == flag || strings.HasPrefix(v, flag+"=")
+}
+
+// operands returns the operand words (not options, not option values, not
+// the "--" separator).
+func operands(ops []opword) []word {
+	var out []word
+	for _, o := range ops {
+		if !o.option && !(o.w.val == "--" && !o.w.dyn) {
+			out = append(out, o.w)
+		}
+	}
+	return out
+}

@@ -1,0 +1,374 @@
+package policy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// Env is where a line would run.
+type Env struct {
+	Cwd   string   // absolute; relative paths resolve here
+	Home  string   // expands ~; default the policy's home
+	Roots []string // the jail: writes outside these escalate; default [Cwd]
+}
+
+// PartVerdict is the verdict on one simple command of a line.
+type PartVerdict struct {
+	Argv     []string `json:"argv"`
+	Category Category `json:"category"`
+	Action   Action   `json:"action"`
+	Rule     string   `json:"rule"`
+	Reasons  []string `json:"reasons,omitempty"`
+}
+
+// Verdict is the policy's judgement of a command line (SPEC section 4).
+type Verdict struct {
+	Action   Action        `json:"action"`
+	Category Category      `json:"category"`
+	Risk     Risk          `json:"risk"`
+	Reasons  []string      `json:"reasons"`
+	Commands []PartVerdict `json:"commands"`
+}
+
+// Queue returns the verdict in the form results carry.
+func (v *Verdict) Queue() queue.Verdict {
+	return queue.Verdict{Action: v.Action.String(), Category: v.Category.String(), Risk: v.Risk.String(), Reasons: v.Reasons}
+}
+
+// maxNesting bounds bracket nesting before parsing, so a hostile line
+// cannot make the parser's recursion run away.
+const maxNesting = 200
+
+// Check judges a shell command line run in env.
+func (p *Policy) Check(line string, env Env) *Verdict {
+	if env.Home == "" {
+		env.Home = p.home
+	}
+	if len(env.Roots) == 0 && env.Cwd != "" {
+		env.Roots = []string{env.Cwd}
+	}
+	v := &Verdict{Action: Allow, Category: ReadOnly, Risk: Low}
+	if bad := hiddenRunes(line); bad != "" {
+		v.floor(Ask, High, "the line holds control or invisible characters ("+bad+"): what you see may not be what runs")
+	}
+	if nestingTooDeep(line) {
+		v.Category = Unknown
+		v.floor(Ask, Medium, fmt.Sprintf("the line nests brackets more than %d deep; sluice will not judge it", maxNesting))
+		return v
+	}
+	f, err := p.parse(line)
+	if err != nil {
+		v.Category = Unknown
+		v.floor(Ask, Medium, "the line does not parse as shell: "+err.Error())
+		return v
+	}
+	w := &walker{line: line, cwd: word{val: env.Cwd, src: env.Cwd}}
+	w.stmts(f.Stmts, false)
+	j := &judge{k: p.tools, parse: p.parse}
+	for i := range w.out {
+		j.simple(&w.out[i])
+	}
+	for _, n := range append(w.errs, j.notes...) {
+		v.Category = max(v.Category, Unknown)
+		v.floor(Ask, Medium, n)
+	}
+	if len(j.parts) == 0 {
+		v.floor(Ask, Low, "there is no command in the line")
+		return v
+	}
+	for i := range j.parts {
+		pv, r := p.decide(&j.parts[i], env)
+		v.Commands = append(v.Commands, pv)
+		v.Category = max(v.Category, pv.Category)
+		v.floor(pv.Action, r, pv.Reasons...)
+	}
+	return v
+}
+
+// floor raises the verdict to at least act and risk, adding reasons.
+func (v *Verdict) floor(act Action, r Risk, reasons ...string) {
+	v.Action = max(v.Action, act)
+	v.Risk = max(v.Risk, r)
+	for _, s := range reasons {
+		if !slices.Contains(v.Reasons, s) {
+			v.Reasons = append(v.Reasons, s)
+		}
+	}
+}
+
+// baseRisk is the risk of a category before paths are considered.
+func baseRisk(c Category) Risk {
+	switch c {
+	case ReadOnly:
+		return Low
+	case Destructive:
+		return High
+	case HostEscape:
+		return Critical
+	}
+	return Medium
+}
+
+// decide applies rules, defaults and path checks to one part.
+func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
+	pv := PartVerdict{Argv: make([]string, len(pt.words)), Category: pt.cat, Reasons: slices.Clone(pt.reasons)}
+	for i, w := range pt.words {
+		pv.Argv[i] = w.src
+		if !w.dyn && w.src == "" {
+			pv.Argv[i] = w.val
+		}
+	}
+	if len(pt.writes) > 0 {
+		pv.Category = max(pv.Category, Mutating)
+	}
+	act, rule := p.commandRule(pt)
+	if rule == nil {
+		act = p.defaults[pv.Category]
+		pv.Rule = fmt.Sprintf("default: %s → %s (%s)", pv.Category, act, pt.label)
+	} else {
+		pv.Rule = fmt.Sprintf("rule %s %q (%s)", rule.Action, rule.Command, rule.Origin)
+		if rule.Reason != "" {
+			pv.Reasons = append(pv.Reasons, rule.Reason)
+		}
+	}
+	risk := baseRisk(pv.Category)
+	check := func(ref pathRef, access string) {
+		a, r, why := p.pathVerdict(ref, access, env)
+		if a > act {
+			pv.Rule = why
+		}
+		act, risk = max(act, a), max(risk, r)
+		if why != "" {
+			pv.Reasons = append(pv.Reasons, why)
+		}
+	}
+	for _, wr := range pt.writes {
+		check(wr, "write")
+	}
+	for _, rd := range pt.reads {
+		check(rd, "read")
+	}
+	pv.Action = act
+	return pv, risk
+}
+
+// commandRule finds the strictest user or default rule matching the part.
+func (p *Policy) commandRule(pt *part) (Action, *Rule) {
+	if len(pt.words) == 0 {
+		return 0, nil
+	}
+	argv := pt.words
+	if pt.name != "" && pt.name != argv[0].val {
+		argv = append([]word{{val: pt.name, src: argv[0].src}}, argv[1:]...)
+	}
+	var best *Rule
+	try := func(rs []*Rule) {
+		for _, r := range rs {
+			if (best == nil || r.Action > best.Action) && matchWords(r.words, argv) {
+				best = r
+			}
+		}
+	}
+	if !argv[0].dyn {
+		try(p.cmdRules[argv[0].val])
+	}
+	try(p.cmdRules["*"])
+	if best == nil {
+		return 0, nil
+	}
+	return best.Action, best
+}
+
+// pathVerdict judges one path a part writes or reads: path rules first
+// (strictest wins), then, for writes, the jail.
+func (p *Policy) pathVerdict(ref pathRef, access string, env Env) (Action, Risk, string) {
+	if ref.w.dyn {
+		if access == "write" {
+			return Ask, Medium, "writes to a path computed at run time (" + ref.w.src + ")"
+		}
+		return Allow, Low, ""
+	}
+	abs, ok := resolve(ref.w.val, ref.cwd, env, access == "write")
+	if !ok {
+		if access == "write" {
+			return Ask, Medium, "writes to " + ref.w.val + " relative to a directory computed at run time"
+		}
+		return Allow, Low, ""
+	}
+	var best *Rule
+	for _, r := range p.pathRules {
+		if r.Access != "any" && r.Access != access {
+			continue
+		}
+		if (best == nil || r.Action > best.Action) && p.pathMatch(r, abs, env) {
+			best = r
+		}
+	}
+	if best != nil {
+		switch best.Action {
+		case Deny:
+			return Deny, Critical, fmt.Sprintf("%s %s: %s (path rule %s)", verb(access), abs, reasonOr(best, "denied"), best.Origin)
+		case Ask:
+			return Ask, High, fmt.Sprintf("%s %s: %s (path rule %s)", verb(access), abs, reasonOr(best, "a person should see it"), best.Origin)
+		case Allow:
+			return Allow, Low, ""
+		}
+	}
+	if access == "write" && !inRoots(abs, env.Roots) {
+		return Ask, High, fmt.Sprintf("writes %s, outside the project (%s)", abs, strings.Join(env.Roots, ", "))
+	}
+	return Allow, Low, ""
+}
+
+func verb(access string) string {
+	if access == "write" {
+		return "writes"
+	}
+	return "reads"
+}
+
+func reasonOr(r *Rule, def string) string {
+	if r.Reason != "" {
+		return r.Reason
+	}
+	return def
+}
+
+// pathMatch matches a path rule against an absolute path.
+func (p *Policy) pathMatch(r *Rule, abs string, env Env) bool {
+	g := r.glob
+	switch {
+	case strings.HasPrefix(g, "./"):
+		for _, root := range env.Roots {
+			if ok, _ := doublestar.Match(filepath.Join(root, g[2:]), abs); ok {
+				return true
+			}
+		}
+		return false
+	case !strings.Contains(g, "/"):
+		ok, _ := doublestar.Match(g, filepath.Base(abs))
+		return ok
+	case strings.HasPrefix(g, "**/"):
+		if ok, _ := doublestar.Match(g[3:], strings.TrimPrefix(abs, "/")); ok {
+			return true
+		}
+	}
+	ok, _ := doublestar.Match(g, abs)
+	return ok
+}
+
+// resolve makes a path absolute the way the shell would see it: ~ expanded,
+// relative paths against the command's directory, cleaned. For a write,
+// symlinks in the part that exists are resolved too (a link in the project
+// pointing at ~/.ssh makes a write there a write to ~/.ssh); reads are
+// judged by name, which costs no system calls. A link the line itself
+// creates before writing through it is beyond any check made before the
+// line runs; the runner's jail is the guard there.
+func resolve(p string, cwd word, env Env, follow bool) (string, bool) {
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		p = env.Home + p[1:]
+	case filepath.IsAbs(p):
+	default:
+		if cwd.dyn {
+			return "", false
+		}
+		dir := cwd.val
+		if dir == "" {
+			dir = env.Cwd
+		}
+		if dir == "~" || strings.HasPrefix(dir, "~/") {
+			dir = env.Home + dir[1:]
+		}
+		p = filepath.Join(dir, p)
+	}
+	p = filepath.Clean(p)
+	if follow {
+		p = realPath(p)
+	}
+	return p, true
+}
+
+// realPath resolves symlinks in the longest existing prefix of p.
+func realPath(p string) string {
+	rest := ""
+	for cur := p; ; {
+		if _, err := os.Lstat(cur); err == nil {
+			if r, err := filepath.EvalSymlinks(cur); err == nil {
+				return filepath.Join(r, rest)
+			}
+			return p
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+func inRoots(abs string, roots []string) bool {
+	for _, r := range roots {
+		r = filepath.Clean(r)
+		if abs == r || strings.HasPrefix(abs, r+string(filepath.Separator)) || r == "/" {
+			return true
+		}
+	}
+	return false
+}
+
+// hiddenRunes lists, escaped, the characters in line that a terminal would
+// act on or not show: controls other than newline and tab, format
+// characters (bidi, zero-width), separators, invalid UTF-8.
+func hiddenRunes(line string) string {
+	var found []string
+	for i := 0; i < len(line); {
+		r, n := utf8.DecodeRuneInString(line[i:])
+		i += n
+		if r == '\n' || r == '\t' {
+			continue
+		}
+		bad := r == utf8.RuneError && n <= 1
+		if !bad && (unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r)) {
+			bad = true
+		}
+		if bad {
+			esc, _ := queue.Printable(line[i-n : i])
+			if !slices.Contains(found, esc) {
+				found = append(found, esc)
+			}
+			if len(found) == 5 {
+				break
+			}
+		}
+	}
+	return strings.Join(found, " ")
+}
+
+// nestingTooDeep reports brackets nested deeper than maxNesting.
+func nestingTooDeep(line string) bool {
+	depth := 0
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '(', '{', '[':
+			depth++
+			if depth > maxNesting {
+				return true
+			}
+		case ')', '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return false
+}

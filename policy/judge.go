@@ -1,0 +1,342 @@
+package policy
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// part is the judgement of one simple command before rules and paths.
+type part struct {
+	words   []word // the argv as the shell would pass it
+	name    string // the program, for rule matching; "" when not known
+	cat     Category
+	label   string // what decided the category
+	reasons []string
+	writes  []pathRef
+	reads   []pathRef
+}
+
+// pathRef is a path a command writes or reads, as written.
+type pathRef struct {
+	w   word
+	cwd word
+	how string
+}
+
+func (p *part) escalate(c Category, reason string) {
+	if c > p.cat {
+		p.cat = c
+	}
+	if reason != "" && !slices.Contains(p.reasons, reason) {
+		p.reasons = append(p.reasons, reason)
+	}
+}
+
+// judge turns the simple commands of a line into parts.
+type judge struct {
+	k     map[string]*Tool
+	parse func(src string) (*syntax.File, error)
+	parts []part
+	notes []string // line-level reasons (nesting too deep, …)
+}
+
+// systemDirs are where a path-qualified program is still the system tool.
+var systemDirs = []string{"/bin", "/usr/bin", "/sbin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/opt/homebrew/bin"}
+
+func (j *judge) simple(s *simple) {
+	pt := part{cat: ReadOnly, label: "no command"}
+	for _, r := range s.redirs {
+		j.redirect(&pt, r, s)
+	}
+	for _, a := range s.assigns {
+		checkAssign(&pt, a)
+	}
+	if len(s.args) == 0 {
+		for _, a := range s.assigns {
+			pt.words = append(pt.words, a)
+		}
+		if len(pt.writes) > 0 {
+			pt.escalate(Mutating, "")
+			pt.label = "redirection"
+		}
+		j.parts = append(j.parts, pt)
+		return
+	}
+	j.command(s.args, s, pt, s.depth)
+}
+
+// redirect records what a redirection writes, reads or feeds.
+func (j *judge) redirect(pt *part, r redirect, s *simple) {
+	switch r.op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll,
+		syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
+		if !r.target.dyn && isDevStream(r.target.val) {
+			return
+		}
+		pt.writes = append(pt.writes, pathRef{w: r.target, cwd: s.cwd, how: "redirection " + r.op.String()})
+	case syntax.DplOut, syntax.DplIn:
+		// >&2, 2>&1, <&0, >&- duplicate descriptors; bash's ">& FILE"
+		// (a word that is not a descriptor) writes the file.
+		if r.target.dyn || !isFD(r.target.val) {
+			pt.writes = append(pt.writes, pathRef{w: r.target, cwd: s.cwd, how: "redirection >&"})
+		}
+	case syntax.RdrIn:
+		pt.reads = append(pt.reads, pathRef{w: r.target, cwd: s.cwd, how: "input redirection"})
+	}
+}
+
+func isDevStream(p string) bool {
+	switch p {
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/stdin", "/dev/fd/1", "/dev/fd/2":
+		return true
+	}
+	return false
+}
+
+func isFD(s string) bool {
+	if s == "-" {
+		return true
+	}
+	s = strings.TrimSuffix(s, "-")
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// dangerousEnv are prefix assignments that make any program run code the
+// command line does not show.
+func checkAssign(pt *part, a word) {
+	name, _, _ := strings.Cut(a.val, "=")
+	switch {
+	case name == "LD_PRELOAD", name == "LD_LIBRARY_PATH", name == "LD_AUDIT", strings.HasPrefix(name, "DYLD_"):
+		pt.escalate(HostEscape, name+"= loads code into the program")
+	case name == "BASH_ENV", name == "ENV", name == "PROMPT_COMMAND", name == "GIT_SSH_COMMAND", name == "GIT_SSH",
+		name == "GIT_EXTERNAL_DIFF", name == "GIT_CONFIG_PARAMETERS", strings.HasPrefix(name, "GIT_CONFIG_KEY_"),
+		name == "GIT_CONFIG_COUNT", name == "PYTHONSTARTUP", name == "NODE_OPTIONS", name == "PERL5OPT", name == "RUBYOPT":
+		pt.escalate(HostEscape, name+"= makes the program run other code")
+	}
+}
+
+// program returns the name a command word calls, for the knowledge table:
+// the word itself, or the base name of a path in a standard system
+// directory. Any other path ("./sed", "/tmp/x/ls") is not the system tool.
+func program(name string) (string, bool) {
+	if !strings.Contains(name, "/") {
+		return name, true
+	}
+	dir, base := path.Split(path.Clean(name))
+	dir = strings.TrimSuffix(dir, "/")
+	if base != "" && slices.Contains(systemDirs, dir) {
+		return base, true
+	}
+	return "", false
+}
+
+// command judges one argv (a simple command's, or a wrapper's inner one).
+func (j *judge) command(args []word, s *simple, pt part, depth int) {
+	pt.words = args
+	name := args[0]
+	if name.dyn {
+		pt.escalate(Unknown, "the command name is computed when it runs ("+name.src+")")
+		pt.label = "dynamic command name"
+		j.parts = append(j.parts, pt)
+		return
+	}
+	prog, ok := program(name.val)
+	if !ok {
+		pt.escalate(Unknown, name.val+" is a program at a path, not the system tool of that name")
+		pt.label = "path-qualified program"
+		j.parts = append(j.parts, pt)
+		return
+	}
+	pt.name = prog
+	if s.funcs[prog] && prog == name.val {
+		pt.label = "function defined on this line (its body is judged)"
+		j.parts = append(j.parts, pt)
+		return
+	}
+	if depth > maxDepth {
+		pt.escalate(Unknown, "wrappers nested too deep to follow")
+		pt.label = "too deep"
+		j.parts = append(j.parts, pt)
+		return
+	}
+	if handled := j.special(prog, args, s, &pt, depth); handled {
+		return
+	}
+	j.known(prog, args, &pt)
+	j.finish(prog, args, s, &pt, depth)
+}
+
+// finish adds what every known program gets: reads of credential files
+// named anywhere in its arguments, program-specific checks, and the part.
+func (j *judge) finish(prog string, args []word, s *simple, pt *part, depth int) {
+	for _, a := range args[1:] {
+		if a.dyn {
+			continue
+		}
+		v := a.val
+		if i := strings.IndexByte(v, '='); i > 0 && strings.HasPrefix(v, "-") {
+			v = v[i+1:]
+		}
+		if v != "" && !strings.HasPrefix(v, "-") {
+			pt.reads = append(pt.reads, pathRef{w: word{val: v, src: a.src}, cwd: s.cwd, how: "argument"})
+		}
+	}
+	var inner func()
+	switch prog {
+	case "git":
+		inner = j.git(args, s, pt, depth)
+	case "docker", "podman", "nerdctl":
+		checkContainerRun(args, pt)
+	case "awk", "gawk", "mawk", "nawk":
+		checkAwk(args, pt)
+	case "sed", "gsed":
+		checkSed(args, pt)
+	case "find":
+		inner = func() { j.findExec(args, s, depth) }
+	}
+	j.parts = append(j.parts, *pt)
+	if inner != nil {
+		inner()
+	}
+}
+
+// known applies the knowledge table to argv.
+func (j *judge) known(prog string, args []word, pt *part) {
+	t := j.k[prog]
+	if t == nil {
+		pt.escalate(Unknown, prog+" is not in sluice's knowledge table")
+		pt.label = "unknown program"
+		return
+	}
+	label := prog
+	rest := args[1:]
+	for t.Sub != nil {
+		ops := splitArgs(rest, t.ValueOptions)
+		sub := -1
+		for i, o := range ops {
+			if !o.option {
+				sub = i
+				break
+			}
+		}
+		if sub < 0 || ops[sub].w.dyn {
+			break
+		}
+		next := t.Sub[ops[sub].w.val]
+		if next == nil {
+			if t.Category == Unknown {
+				pt.escalate(Unknown, label+": "+ops[sub].w.val+" is not a subcommand sluice knows")
+			}
+			break
+		}
+		t, label = next, label+" "+ops[sub].w.val
+		rest = rest[ops[sub].index+1:]
+	}
+	pt.escalate(t.Category, t.Reason)
+	pt.label = "knowledge: " + label
+	ops := splitArgs(rest, t.ValueOptions)
+	for _, c := range t.When {
+		if matches(c, ops) {
+			pt.escalate(c.Category, c.Reason)
+			pt.label = "knowledge: " + label + " " + strings.Join(append(slices.Clone(c.Flags), c.Args...), "|")
+		}
+	}
+	opnds := operands(ops)
+	switch t.Writes {
+	case "args":
+		for _, o := range opnds {
+			pt.writes = append(pt.writes, pathRef{w: o, how: label + " operand"})
+		}
+	case "last":
+		if len(opnds) >= 2 {
+			pt.writes = append(pt.writes, pathRef{w: opnds[len(opnds)-1], how: label + " destination"})
+		}
+	}
+	for _, wo := range t.WriteOptions {
+		for _, o := range ops {
+			if strings.HasSuffix(wo, "=") {
+				if !o.option && !o.w.dyn && strings.HasPrefix(o.w.val, wo) {
+					pt.writes = append(pt.writes, pathRef{w: word{val: o.w.val[len(wo):], src: o.w.src}, how: label + " " + wo})
+				}
+				continue
+			}
+			if o.option {
+				if v, ok := optionValue(o, wo); ok {
+					pt.writes = append(pt.writes, pathRef{w: v, how: label + " " + wo})
+				}
+			}
+		}
+	}
+	if pt.cat > ReadOnly && len(pt.reasons) == 0 {
+		pt.reasons = append(pt.reasons, label+" is "+t.Category.String())
+	}
+}
+
+// matches reports whether any of a condition's flags or args appear.
+func matches(c Condition, ops []opword) bool {
+	for _, o := range ops {
+		if o.w.dyn {
+			continue
+		}
+		if o.option {
+			for _, f := range c.Flags {
+				if hasFlag(o.w.val, f) {
+					return true
+				}
+			}
+			continue
+		}
+		for _, a := range c.Args {
+			if a == "*" || wildMatch(a, o.w.val) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wildMatch matches s against a pattern where '*' is any run of
+// characters (including '/') and '?' any one character.
+func wildMatch(pat, s string) bool {
+	px, sx := 0, 0
+	nextP, nextS := -1, -1
+	for px < len(pat) || sx < len(s) {
+		if px < len(pat) {
+			switch c := pat[px]; c {
+			case '*':
+				nextP, nextS = px, sx+1
+				px++
+				continue
+			case '?':
+				if sx < len(s) {
+					px++
+					sx++
+					continue
+				}
+			default:
+				if sx < len(s) && s[sx] == c {
+					px++
+					sx++
+					continue
+				}
+			}
+		}
+		if nextS > 0 && nextS <= len(s) {
+			px, sx = nextP, nextS
+			continue
+		}
+		return false
+	}
+	return true
+}

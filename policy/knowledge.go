@@ -1,0 +1,126 @@
+package policy
+
+import (
+	_ "embed"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+//go:embed knowledge.toml
+var knowledgeTOML string
+
+// Tool is what sluice knows about one program (or one subcommand of it):
+// its category, and the flags and arguments that change it.
+type Tool struct {
+	// Category is the program's category when nothing below escalates it.
+	Category Category `toml:"category"`
+	// Reason explains the category in a verdict.
+	Reason string `toml:"reason"`
+	// Aliases are other names the same program answers to (egrep, fgrep).
+	Aliases []string `toml:"aliases"`
+	// ValueOptions are options that consume the next word as their value,
+	// so that word is not taken for a subcommand or an operand
+	// (git -C DIR, docker --context X). "--opt=value" needs no entry.
+	ValueOptions []string `toml:"value_options"`
+	// Sub holds subcommands (git push, docker run), judged by their own
+	// entry. A program with subcommands whose subcommand is not listed
+	// takes the program's own Category.
+	Sub map[string]*Tool `toml:"sub"`
+	// When lists conditions that escalate the category.
+	When []Condition `toml:"when"`
+	// Writes says which operands are paths the program writes: "args"
+	// (every operand: rm, touch, mkdir), "last" (the last operand: cp, mv),
+	// or "" (none known).
+	Writes string `toml:"writes"`
+	// WriteOptions are options whose value is a path the program writes
+	// (curl -o FILE, sort -o FILE); an entry ending in '=' is an operand
+	// prefix instead (dd of=FILE).
+	WriteOptions []string `toml:"write_options"`
+}
+
+// Condition escalates a Tool's category when any of its Flags or Args
+// appears in the command.
+type Condition struct {
+	// Flags match options: "-r" also matches inside a bundle ("-rf",
+	// "-fr"); "--force" matches "--force" and "--force=x"; an entry ending
+	// in '*' matches by prefix ("-i*" matches "-i.bak").
+	Flags []string `toml:"flags"`
+	// Args match operands (words that are not options) by glob: "of=*",
+	// "1", "--" (the bare separator counts as an operand here), "*" (any
+	// operand at all).
+	Args     []string `toml:"args"`
+	Category Category `toml:"category"`
+	Reason   string   `toml:"reason"`
+}
+
+// knowledge is the decoded knowledge table.
+type knowledge struct {
+	Command map[string]*Tool `toml:"command"`
+}
+
+// loadKnowledge decodes and checks a knowledge table, returning tools by
+// every name and alias.
+func loadKnowledge(src, name string) (map[string]*Tool, error) {
+	var k knowledge
+	md, err := toml.Decode(src, &k)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %s: %w", name, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, u := range und {
+			keys[i] = u.String()
+		}
+		return nil, fmt.Errorf("policy: %s: unknown keys %s", name, strings.Join(keys, ", "))
+	}
+	tools := make(map[string]*Tool, len(k.Command))
+	names := make([]string, 0, len(k.Command))
+	for n := range k.Command {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t := k.Command[n]
+		if err := t.check(n); err != nil {
+			return nil, fmt.Errorf("policy: %s: %w", name, err)
+		}
+		for _, alias := range append([]string{n}, t.Aliases...) {
+			if _, dup := tools[alias]; dup {
+				return nil, fmt.Errorf("policy: %s: command %q described twice", name, alias)
+			}
+			tools[alias] = t
+		}
+	}
+	return tools, nil
+}
+
+func (t *Tool) check(path string) error {
+	if t.Category == 0 {
+		return fmt.Errorf("command %s: no category", path)
+	}
+	switch t.Writes {
+	case "", "args", "last":
+	default:
+		return fmt.Errorf("command %s: writes = %q, want \"args\", \"last\" or nothing", path, t.Writes)
+	}
+	for i, c := range t.When {
+		if c.Category == 0 {
+			return fmt.Errorf("command %s: when #%d has no category", path, i+1)
+		}
+		if len(c.Flags) == 0 && len(c.Args) == 0 {
+			return fmt.Errorf("command %s: when #%d has neither flags nor args", path, i+1)
+		}
+		if c.Category < t.Category {
+			return fmt.Errorf("command %s: when #%d lowers the category (%s below %s); conditions only escalate", path, i+1, c.Category, t.Category)
+		}
+	}
+	for n, s := range t.Sub {
+		if err := s.check(path + " " + n); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,523 @@
+package policy
+
+import (
+	"regexp"
+	"strings"
+)
+
+// gitGlobalValueOpts are git's options before the subcommand that take a
+// value.
+var gitGlobalValueOpts = []string{"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix"}
+
+// gitExecKeys are git configuration keys whose value git runs as a
+// command (or that redirect hooks and helpers): setting one is a way to run
+// anything, whatever the subcommand looks like.
+var gitExecKeys = regexp.MustCompile(`^(core\.(pager|sshcommand|editor|fsmonitor|hookspath|askpass|gitproxy)|diff\.external|diff\..*\.(textconv|command)|merge\..*\.driver|filter\..*|credential\.helper|credential\..*\.helper|sequence\.editor|gpg\.program|gpg\..*\.program|pager\..*|uploadpack\.packobjectshook|remote\..*\.(uploadpack|receivepack|vcs)|web\.browser|browser\..*\.(cmd|path)|man\..*\.(cmd|path)|interactive\.difffilter|include\.path|includeif\..*|alias\..*)$`)
+
+// git checks what git's knowledge entry cannot: configuration that runs
+// commands (-c KEY=VALUE, git config KEY VALUE) and the subcommands that
+// run a command line of their own (rebase --exec, submodule foreach,
+// bisect run). It returns a func judging those, to run after git's own
+// part is recorded.
+func (j *judge) git(args []word, s *simple, pt *part, depth int) func() {
+	rest := args[1:]
+	sub := -1
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a.dyn {
+			break
+		}
+		if a.val == "-c" && i+1 < len(rest) {
+			checkGitKey(pt, rest[i+1], true)
+			i++
+			continue
+		}
+		if strings.HasPrefix(a.val, "--config-env=") {
+			checkGitKey(pt, word{val: strings.TrimPrefix(a.val, "--config-env="), src: a.src}, true)
+			continue
+		}
+		if strings.HasPrefix(a.val, "-") {
+			if takesValue(a.val, gitGlobalValueOpts) {
+				i++
+			}
+			continue
+		}
+		sub = i
+		break
+	}
+	if sub < 0 {
+		return nil
+	}
+	subArgs := rest[sub+1:]
+	switch rest[sub].val {
+	case "config":
+		var ops []word
+		for _, a := range subArgs {
+			if a.dyn || !strings.HasPrefix(a.val, "-") {
+				ops = append(ops, a)
+			}
+		}
+		if len(ops) > 0 && !ops[0].dyn && (ops[0].val == "set" || ops[0].val == "--add") {
+			ops = ops[1:]
+		}
+		if len(ops) >= 2 {
+			key := ops[0]
+			if key.dyn {
+				pt.escalate(Unknown, "git config sets a key computed at run time")
+			} else {
+				checkGitKey(pt, word{val: key.val + "=" + ops[1].val, dyn: ops[1].dyn, src: key.src}, false)
+			}
+		}
+	case "rebase":
+		for i, a := range subArgs {
+			if a.dyn {
+				continue
+			}
+			var cmd *word
+			switch {
+			case (a.val == "-x" || a.val == "--exec") && i+1 < len(subArgs):
+				cmd = &subArgs[i+1]
+			case strings.HasPrefix(a.val, "--exec="):
+				cmd = &word{val: strings.TrimPrefix(a.val, "--exec="), src: a.src}
+			}
+			if cmd != nil {
+				c := *cmd
+				return func() { j.runString(c, "git rebase --exec", s, depth) }
+			}
+		}
+	case "submodule":
+		for i, a := range subArgs {
+			if !a.dyn && a.val == "foreach" {
+				ws := subArgs[i+1:]
+				for len(ws) > 0 && !ws[0].dyn && strings.HasPrefix(ws[0].val, "-") {
+					ws = ws[1:]
+				}
+				if len(ws) > 0 {
+					joined := word{val: literalJoin(ws), dyn: literalJoin(ws) == "", src: ws[0].src}
+					return func() { j.runString(joined, "git submodule foreach", s, depth) }
+				}
+			}
+		}
+	case "bisect":
+		if len(subArgs) > 1 && !subArgs[0].dyn && subArgs[0].val == "run" {
+			inner := subArgs[1:]
+			return func() { j.command(inner, s, part{cat: ReadOnly}, depth+1) }
+		}
+	case "filter-branch", "filter-repo":
+		pt.escalate(Unknown, "git "+rest[sub].val+" runs filter commands")
+	}
+	return nil
+}
+
+// runString judges a shell string that a program will run.
+func (j *judge) runString(w word, who string, s *simple, depth int) {
+	if w.dyn {
+		j.unknownPart([]word{w}, who+" runs a command computed at run time")
+		return
+	}
+	j.shellString(w.val, s, depth+1)
+}
+
+// checkGitKey escalates a "key=value" configuration that makes git run a
+// command. viaFlag is true for git -c.
+func checkGitKey(pt *part, kv word, viaFlag bool) {
+	if kv.dyn {
+		pt.escalate(Unknown, "git configuration computed at run time ("+kv.src+")")
+		return
+	}
+	key, val, _ := strings.Cut(kv.val, "=")
+	key = strings.ToLower(key)
+	if !gitExecKeys.MatchString(key) {
+		return
+	}
+	if strings.HasPrefix(key, "alias.") && !strings.HasPrefix(strings.TrimSpace(val), "!") {
+		return // an alias to another git subcommand runs no shell
+	}
+	how := "git config"
+	if viaFlag {
+		how = "git -c"
+	}
+	pt.escalate(HostEscape, how+" "+key+" makes git run a command of the caller's choosing")
+}
+
+// containerGlobalValueOpts are docker/podman options before the
+// subcommand that take a value.
+var containerGlobalValueOpts = []string{"-H", "--host", "--context", "-c", "--config", "-l", "--log-level", "--tlscacert", "--tlscert", "--tlskey", "--url", "--connection", "--root", "--runroot", "--storage-driver", "--cgroup-manager"}
+
+// containerSub returns the subcommand of a docker/podman argv and the words
+// after it ("container run" and "container exec" count as run and exec).
+func containerSub(args []word) (string, []word) {
+	rest := args[1:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a.dyn {
+			return "", nil
+		}
+		if strings.HasPrefix(a.val, "-") {
+			if takesValue(a.val, containerGlobalValueOpts) {
+				i++
+			}
+			continue
+		}
+		if a.val == "container" && i+1 < len(rest) && !rest[i+1].dyn {
+			return rest[i+1].val, rest[i+2:]
+		}
+		return a.val, rest[i+1:]
+	}
+	return "", nil
+}
+
+var hostFlags = []string{"--privileged", "--pid=host", "--network=host", "--net=host", "--ipc=host", "--uts=host", "--userns=host", "--cap-add*", "--device*", "--security-opt*", "--cgroupns=host"}
+
+// checkContainerRun escalates container runs that reach the host: the
+// privileged-class flags, and mounts of / or of the container engine's
+// socket.
+func checkContainerRun(args []word, pt *part) {
+	sub, rest := containerSub(args)
+	if sub != "run" && sub != "create" && sub != "exec" {
+		return
+	}
+	for i, a := range rest {
+		if a.dyn {
+			continue
+		}
+		for _, f := range hostFlags {
+			if hasFlag(a.val, f) || (f == "--pid=host" && a.val == "--pid" && i+1 < len(rest) && rest[i+1].val == "host") ||
+				((f == "--network=host" || f == "--net=host") && (a.val == "--network" || a.val == "--net") && i+1 < len(rest) && rest[i+1].val == "host") {
+				pt.escalate(HostEscape, sub+" "+a.val+" gives the container the host")
+			}
+		}
+		var mount string
+		switch {
+		case (a.val == "-v" || a.val == "--volume" || a.val == "--mount") && i+1 < len(rest):
+			if rest[i+1].dyn {
+				pt.escalate(HostEscape, "mounts a path computed at run time into the container")
+				continue
+			}
+			mount = rest[i+1].val
+		case strings.HasPrefix(a.val, "--volume=") || strings.HasPrefix(a.val, "--mount="):
+			mount = a.val[strings.IndexByte(a.val, '=')+1:]
+		case strings.HasPrefix(a.val, "-v") && len(a.val) > 2 && a.val[2] != '-':
+			mount = a.val[2:]
+		default:
+			continue
+		}
+		if src := mountSource(mount); src == "/" || strings.HasSuffix(src, "docker.sock") || strings.HasSuffix(src, "podman.sock") || strings.HasPrefix(src, "/etc") || strings.HasPrefix(src, "/root") || strings.HasPrefix(src, "/var/run") {
+			pt.escalate(HostEscape, "mounts "+src+" of the host into the container")
+		}
+	}
+}
+
+// mountSource returns the host side of "-v SRC:DST" or "--mount
+// type=bind,source=SRC,…".
+func mountSource(m string) string {
+	if strings.Contains(m, "source=") || strings.Contains(m, "src=") {
+		for _, kv := range strings.Split(m, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			if k == "source" || k == "src" {
+				if v != "/" {
+					v = strings.TrimSuffix(v, "/")
+				}
+				return v
+			}
+		}
+		return ""
+	}
+	src, _, _ := strings.Cut(m, ":")
+	if src != "/" {
+		src = strings.TrimSuffix(src, "/")
+	}
+	return src
+}
+
+// containerExec judges `docker exec [opts] CONTAINER CMD…` by its inner
+// command. Other subcommands go to the knowledge table.
+func (j *judge) containerExec(prog string, args []word, s *simple, pt *part, depth int) bool {
+	sub, rest := containerSub(args)
+	if sub != "exec" {
+		return false
+	}
+	valueOpts := []string{"-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir", "--detach-keys"}
+	i := 0
+	for i < len(rest) && !rest[i].dyn && strings.HasPrefix(rest[i].val, "-") {
+		if takesValue(rest[i].val, valueOpts) {
+			i++
+		}
+		i++
+	}
+	checkContainerRun(args, pt)
+	pt.escalate(Mutating, prog+" exec runs a command inside a container")
+	pt.label = prog + " exec"
+	j.parts = append(j.parts, *pt)
+	if i+1 < len(rest) {
+		j.command(rest[i+1:], s, part{cat: ReadOnly}, depth+1)
+	}
+	return true
+}
+
+// kubectlExec judges `kubectl exec POD -- CMD…` by its inner command.
+func (j *judge) kubectlExec(prog string, args []word, s *simple, pt *part, depth int) bool {
+	rest := args[1:]
+	at := -1
+	for i, a := range rest {
+		if !a.dyn && !strings.HasPrefix(a.val, "-") {
+			if a.val == "exec" {
+				at = i
+			}
+			break
+		}
+	}
+	if at < 0 {
+		return false
+	}
+	pt.escalate(Networked, prog+" exec runs a command in a pod")
+	pt.label = prog + " exec"
+	j.parts = append(j.parts, *pt)
+	for i, a := range rest[at+1:] {
+		if !a.dyn && a.val == "--" {
+			if inner := rest[at+2+i:]; len(inner) > 0 {
+				j.command(inner, s, part{cat: ReadOnly}, depth+1)
+			}
+			return true
+		}
+	}
+	j.unknownPart(rest[at+1:], prog+" exec without -- : sluice cannot tell the command from the pod")
+	return true
+}
+
+// envRunner judges `devbox run CMD`, `mise exec -- CMD`, `direnv exec DIR
+// CMD`, `poetry run CMD`, `bundle exec CMD`, `nix-shell --run STRING`….
+func (j *judge) envRunner(prog string, args []word, s *simple, pt *part, depth int) bool {
+	if len(args) < 2 || args[1].dyn {
+		return false
+	}
+	sub := args[1].val
+	var inner []word
+	switch {
+	case prog == "nix-shell":
+		for i, a := range args[1:] {
+			if !a.dyn && (a.val == "--run" || a.val == "--command") && i+2 < len(args) {
+				pt.label = "nix-shell " + a.val
+				j.parts = append(j.parts, *pt)
+				j.runString(args[i+2], "nix-shell "+a.val, s, depth)
+				return true
+			}
+		}
+		return false
+	case (prog == "mise" || prog == "rtx") && (sub == "exec" || sub == "x"):
+		for i, a := range args[2:] {
+			if !a.dyn && a.val == "--" {
+				inner = args[3+i:]
+				break
+			}
+		}
+		if inner == nil {
+			j.unknownPart(args, prog+" "+sub+" without -- : sluice cannot tell the command from the tools")
+			return true
+		}
+	case prog == "direnv" && sub == "exec":
+		if len(args) > 3 {
+			inner = args[3:]
+		}
+	case prog == "bundle" && sub == "exec", sub == "run" && prog != "bundle":
+		inner = args[2:]
+		for len(inner) > 0 && !inner[0].dyn && strings.HasPrefix(inner[0].val, "-") {
+			inner = inner[1:]
+		}
+	default:
+		return false
+	}
+	pt.label = prog + " " + sub
+	j.parts = append(j.parts, *pt)
+	if len(inner) > 0 {
+		j.command(inner, s, part{cat: ReadOnly}, depth+1)
+	}
+	return true
+}
+
+// findExec judges the commands find runs (-exec, -execdir, -ok, -okdir).
+func (j *judge) findExec(args []word, s *simple, depth int) {
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a.dyn || (a.val != "-exec" && a.val != "-execdir" && a.val != "-ok" && a.val != "-okdir") {
+			continue
+		}
+		var inner []word
+		i++
+		for ; i < len(args); i++ {
+			w := args[i]
+			if !w.dyn && (w.val == ";" || w.val == "+") {
+				break
+			}
+			if !w.dyn && strings.Contains(w.val, "{}") {
+				w = word{dyn: true, src: w.src}
+			}
+			inner = append(inner, w)
+		}
+		if len(inner) > 0 {
+			j.command(inner, s, part{cat: ReadOnly}, depth+1)
+		}
+	}
+}
+
+var awkRedirect = regexp.MustCompile(`\b(print|printf)\b[^;}\n]*>`)
+
+// checkAwk escalates awk programs that run commands or write files.
+func checkAwk(args []word, pt *part) {
+	ops := splitArgs(args[1:], []string{"-F", "-v", "--assign", "--field-separator"})
+	for _, o := range ops {
+		if o.option && (o.w.val == "-f" || strings.HasPrefix(o.w.val, "--file")) {
+			pt.escalate(Unknown, "awk -f runs a program file sluice cannot see")
+			return
+		}
+	}
+	var prog *word
+	for _, o := range ops {
+		if o.option && (o.w.val == "-e" || o.w.val == "--source") && o.value != nil {
+			prog = o.value
+			break
+		}
+		if !o.option {
+			w := o.w
+			prog = &w
+			break
+		}
+	}
+	if prog == nil {
+		return
+	}
+	if prog.dyn {
+		pt.escalate(Unknown, "the awk program is computed at run time")
+		return
+	}
+	src := prog.val
+	switch {
+	case strings.Contains(src, "system"):
+		pt.escalate(Unknown, "the awk program calls system()")
+	case strings.Contains(strings.ReplaceAll(src, "||", ""), "|"):
+		pt.escalate(Unknown, "the awk program pipes to or from a command")
+	case awkRedirect.MatchString(src):
+		pt.escalate(Unknown, "the awk program may write to a file")
+	}
+}
+
+// checkSed escalates sed scripts that run commands (e, s///e) or write
+// files (w, W, s///w).
+func checkSed(args []word, pt *part) {
+	ops := splitArgs(args[1:], []string{"-e", "--expression", "-f", "--file", "-l", "--line-length"})
+	var scripts []word
+	fromE := false
+	for _, o := range ops {
+		if !o.option {
+			continue
+		}
+		if o.w.val == "-f" || strings.HasPrefix(o.w.val, "--file") {
+			pt.escalate(Unknown, "sed -f runs a script file sluice cannot see")
+			return
+		}
+		if v, ok := optionValue(o, "-e"); ok {
+			scripts, fromE = append(scripts, v), true
+		} else if v, ok := optionValue(o, "--expression"); ok {
+			scripts, fromE = append(scripts, v), true
+		}
+	}
+	if !fromE {
+		for _, o := range ops {
+			if !o.option {
+				scripts = append(scripts, o.w)
+				break
+			}
+		}
+	}
+	for _, sc := range scripts {
+		if sc.dyn {
+			pt.escalate(Unknown, "the sed script is computed at run time")
+			return
+		}
+		if why := sedDanger(sc.val); why != "" {
+			pt.escalate(Unknown, "the sed script "+why)
+			return
+		}
+	}
+}
+
+// sedDanger finds the e and w commands and the e and w flags of s in a sed
+// script. It reads the script the way sed does, command by command; where
+// it cannot follow the script it says so rather than pass it.
+func sedDanger(sc string) string {
+	i := 0
+	for i < len(sc) {
+		// Skip separators, addresses and negation before a command.
+		for i < len(sc) && strings.IndexByte(" \t\n;{}!", sc[i]) >= 0 {
+			i++
+		}
+		for i < len(sc) && (sc[i] == '/' || sc[i] == '\\' || sc[i] == '$' || sc[i] == ',' || sc[i] == '~' || sc[i] == '+' || (sc[i] >= '0' && sc[i] <= '9')) {
+			if sc[i] == '/' || sc[i] == '\\' {
+				d := sc[i]
+				if d == '\\' {
+					if i+1 >= len(sc) {
+						return ""
+					}
+					i++
+					d = sc[i]
+				}
+				i++
+				for i < len(sc) && sc[i] != d {
+					if sc[i] == '\\' {
+						i++
+					}
+					i++
+				}
+			}
+			i++
+			for i < len(sc) && (sc[i] == ' ' || sc[i] == 'I' || sc[i] == 'M') {
+				i++
+			}
+		}
+		for i < len(sc) && (sc[i] == ' ' || sc[i] == '!') {
+			i++
+		}
+		if i >= len(sc) {
+			return ""
+		}
+		c := sc[i]
+		i++
+		switch c {
+		case 'e':
+			return "runs a command (e)"
+		case 'w', 'W':
+			return "writes to a file (" + string(c) + ")"
+		case 's', 'y':
+			if i >= len(sc) {
+				return "cannot be read"
+			}
+			d := sc[i]
+			i++
+			for n := 0; n < 2; n++ {
+				for i < len(sc) && sc[i] != d {
+					if sc[i] == '\\' {
+						i++
+					}
+					i++
+				}
+				i++
+			}
+			for i < len(sc) && strings.IndexByte("gipmIM0123456789ew", sc[i]) >= 0 {
+				if c == 's' && sc[i] == 'e' {
+					return "runs the result as a command (s///e)"
+				}
+				if c == 's' && sc[i] == 'w' {
+					return "writes to a file (s///w)"
+				}
+				i++
+			}
+		case 'a', 'i', 'c', 'r', 'R', 'b', 't', 'T', ':', 'l', 'L', 'q', 'Q', 'v', 'z', 'F':
+			// These take the rest of the line (text, a label or a file to
+			// read): skip to the end of the command.
+			for i < len(sc) && sc[i] != '\n' && (c == 'a' || c == 'i' || c == 'c' || sc[i] != ';') {
+				i++
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,391 @@
+package policy
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/BurntSushi/toml"
+	"github.com/bmatcuk/doublestar/v4"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+//go:embed default.toml
+var defaultTOML string
+
+// Origin names of the policy layers.
+const (
+	OriginDefault = "default"
+	originUser    = "user"
+	originProject = "project"
+)
+
+// Rule is one rule of a policy file: an action for the commands matching
+// a pattern over one simple command's argv, or for the paths matching a
+// glob.
+type Rule struct {
+	Action  Action
+	Command string // "go test *": words matched against argv; a final * matches any rest
+	Path    string // a doublestar glob: "~/.ssh/**", "./build/**", "/etc/**", "*.pem"
+	Access  string // for Path: "read", "write" or "any"
+	Reason  string
+	Origin  string // "default", or FILE:LINE
+
+	words []string // Command split into shell words
+	glob  string   // Path with ~ expanded; "./" kept for the jail root
+}
+
+// ruleFile is the TOML shape of a policy file.
+type ruleFile struct {
+	Defaults map[string]Action `toml:"defaults"`
+	Rule     []struct {
+		Action  *Action `toml:"action"`
+		Command string  `toml:"command"`
+		Path    string  `toml:"path"`
+		Access  string  `toml:"access"`
+		Reason  string  `toml:"reason"`
+	} `toml:"rule"`
+}
+
+// Policy is a compiled policy: the knowledge table, the action for each
+// category, and the rules of every layer. It is safe for concurrent use.
+type Policy struct {
+	tools    map[string]*Tool
+	defaults [HostEscape + 1]Action
+	// defaultOrigin says which layer set each default.
+	defaultOrigin [HostEscape + 1]string
+	cmdRules      map[string][]*Rule // by the program the pattern names; "*" for a pattern starting with a glob
+	pathRules     []*Rule
+	rules         []*Rule // every rule, in load order, for Show
+	warnings      []string
+	home          string
+	parsers       sync.Pool
+}
+
+// Options says which policy files to layer over the embedded default.
+type Options struct {
+	// User is the user's policy file; it may loosen anything. Missing is
+	// fine unless UserRequired.
+	User         string
+	UserRequired bool
+	// Project is a project's policy file (.sluice/policy.toml); it may only
+	// add deny and ask rules and make defaults stricter. Missing is fine.
+	Project string
+	// Home expands ~ in path rules; default $HOME.
+	Home string
+}
+
+// LoadError is a policy file that cannot be used, with where and a hint.
+type LoadError struct {
+	File string
+	Line int // 0 when unknown
+	Msg  string
+}
+
+func (e *LoadError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("policy: %s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("policy: %s: %s", e.File, e.Msg)
+}
+
+// Default returns the embedded default policy alone.
+func Default() *Policy {
+	p, err := Load(Options{})
+	if err != nil {
+		panic("policy: the embedded default policy does not load: " + err.Error())
+	}
+	return p
+}
+
+// Load compiles the embedded default policy with the files opts names.
+func Load(opts Options) (*Policy, error) {
+	home := opts.Home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	tools, err := loadKnowledge(knowledgeTOML, "knowledge.toml")
+	if err != nil {
+		return nil, err
+	}
+	p := &Policy{tools: tools, cmdRules: map[string][]*Rule{}, home: home}
+	p.parsers.New = func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }
+	if err := p.layer(defaultTOML, OriginDefault, "default policy"); err != nil {
+		return nil, err
+	}
+	for c := ReadOnly; c <= HostEscape; c++ {
+		if p.defaultOrigin[c] == "" {
+			return nil, fmt.Errorf("policy: the default policy has no default for %s", c)
+		}
+	}
+	if opts.User != "" {
+		src, err := os.ReadFile(opts.User)
+		switch {
+		case err == nil:
+			if err := p.layer(string(src), originUser, opts.User); err != nil {
+				return nil, err
+			}
+		case errors.Is(err, fs.ErrNotExist) && !opts.UserRequired:
+		default:
+			return nil, &LoadError{File: opts.User, Msg: err.Error()}
+		}
+	}
+	if opts.Project != "" {
+		src, err := os.ReadFile(opts.Project)
+		switch {
+		case err == nil:
+			if err := p.layer(string(src), originProject, opts.Project); err != nil {
+				return nil, err
+			}
+		case errors.Is(err, fs.ErrNotExist):
+		default:
+			return nil, &LoadError{File: opts.Project, Msg: err.Error()}
+		}
+	}
+	return p, nil
+}
+
+// Lint checks a policy file as Load would, without keeping it.
+func Lint(file string) error {
+	_, err := Load(Options{User: file, UserRequired: true})
+	return err
+}
+
+// layer adds one policy file's defaults and rules.
+func (p *Policy) layer(src, origin, file string) error {
+	var rf ruleFile
+	md, err := toml.Decode(src, &rf)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return &LoadError{File: file, Line: pe.Position.Line, Msg: pe.Message + " (the file must be TOML; see 'sluice policy show' for the shape)"}
+		}
+		return &LoadError{File: file, Msg: fixTOMLMsg(err.Error())}
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0].String()
+		return &LoadError{File: file, Line: lineOf(src, und[0][len(und[0])-1]), Msg: fmt.Sprintf("unknown key %q (a file has [defaults] and [[rule]] tables; a rule has action, command or path, access, reason)", k)}
+	}
+	for name, act := range rf.Defaults {
+		c, err := ParseCategory(name)
+		if err != nil {
+			return &LoadError{File: file, Line: lineOf(src, name), Msg: "[defaults]: " + err.Error()}
+		}
+		if origin == originProject && act < p.defaults[c] {
+			p.warnings = append(p.warnings, fmt.Sprintf("%s: [defaults] %s = %q ignored: a project policy may only make defaults stricter", file, name, act))
+			continue
+		}
+		p.defaults[c] = act
+		p.defaultOrigin[c] = origin
+		if origin != OriginDefault {
+			p.defaultOrigin[c] = file
+		}
+	}
+	for i, r := range rf.Rule {
+		line := nthLine(src, "[[rule]]", i)
+		where := fmt.Sprintf("%s:%d", file, line)
+		if origin == OriginDefault {
+			where = OriginDefault
+		}
+		if r.Action == nil {
+			return &LoadError{File: file, Line: line, Msg: `rule without an action (action = "allow", "ask" or "deny")`}
+		}
+		rule := &Rule{Action: *r.Action, Command: r.Command, Path: r.Path, Access: r.Access, Reason: r.Reason, Origin: where}
+		if err := p.compile(rule); err != nil {
+			return &LoadError{File: file, Line: line, Msg: err.Error()}
+		}
+		if origin == originProject && rule.Action == Allow {
+			p.warnings = append(p.warnings, fmt.Sprintf("%s: allow rule ignored: a project policy may only add deny and ask rules (the agent can write it)", where))
+			continue
+		}
+		p.rules = append(p.rules, rule)
+		if rule.Path != "" {
+			p.pathRules = append(p.pathRules, rule)
+		} else {
+			key := rule.words[0]
+			if strings.ContainsAny(key, "*?[") {
+				key = "*"
+			}
+			p.cmdRules[key] = append(p.cmdRules[key], rule)
+		}
+	}
+	return nil
+}
+
+// compile checks a rule and prepares it for matching.
+func (p *Policy) compile(r *Rule) error {
+	switch {
+	case r.Command != "" && r.Path != "":
+		return errors.New("a rule has a command or a path, not both (make two rules)")
+	case r.Command == "" && r.Path == "":
+		return errors.New(`a rule needs a command ("go test *") or a path ("~/.ssh/**")`)
+	case r.Command != "":
+		if r.Access != "" {
+			return errors.New("access applies to path rules only")
+		}
+		words, err := p.patternWords(r.Command)
+		if err != nil {
+			return fmt.Errorf("command %q: %v (write it as one simple command, quoted as in a shell)", r.Command, err)
+		}
+		r.words = words
+	default:
+		switch r.Access {
+		case "":
+			r.Access = "any"
+		case "read", "write", "any":
+		default:
+			return fmt.Errorf("access %q: want read, write or any", r.Access)
+		}
+		g := r.Path
+		switch {
+		case g == "~" || strings.HasPrefix(g, "~/"):
+			g = p.home + g[1:]
+		case strings.HasPrefix(g, "~"):
+			return fmt.Errorf("path %q: ~user is not supported; write the full path", r.Path)
+		case strings.HasPrefix(g, "./"), strings.HasPrefix(g, "/"):
+		case strings.Contains(g, "/"):
+			g = "**/" + g
+		}
+		if !doublestar.ValidatePattern(g) {
+			return fmt.Errorf("path %q is not a valid glob (check its brackets and braces)", r.Path)
+		}
+		r.glob = g
+	}
+	return nil
+}
+
+// patternWords splits a command pattern into words as the shell would.
+func (p *Policy) patternWords(pat string) ([]string, error) {
+	f, err := p.parse(pat)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.Stmts) != 1 {
+		return nil, errors.New("a pattern is one simple command")
+	}
+	call, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Assigns) > 0 || len(f.Stmts[0].Redirs) > 0 || len(call.Args) == 0 {
+		return nil, errors.New("a pattern is one simple command, without assignments or redirections")
+	}
+	w := &walker{line: pat}
+	var words []string
+	for _, a := range call.Args {
+		wd := w.word(a)
+		if wd.dyn {
+			return nil, fmt.Errorf("%s is not literal", wd.src)
+		}
+		words = append(words, wd.val)
+	}
+	if len(w.out) > 0 {
+		return nil, errors.New("a pattern cannot hold substitutions")
+	}
+	return words, nil
+}
+
+// parse parses a shell line with a pooled parser.
+func (p *Policy) parse(src string) (*syntax.File, error) {
+	pr := p.parsers.Get().(*syntax.Parser)
+	defer p.parsers.Put(pr)
+	return pr.Parse(strings.NewReader(src), "")
+}
+
+// matchWords matches a rule's pattern words against argv words. A final
+// "*" matches any number of remaining words (none too); another "*"
+// matches exactly one word, dynamic ones included; other globs match
+// literal words only.
+func matchWords(pat []string, argv []word) bool {
+	for i, p := range pat {
+		if p == "*" && i == len(pat)-1 {
+			return true
+		}
+		if i >= len(argv) {
+			return false
+		}
+		a := argv[i]
+		if p == "*" {
+			continue
+		}
+		if a.dyn || !wildMatch(p, a.val) {
+			return false
+		}
+	}
+	return len(pat) == len(argv)
+}
+
+// lineOf finds the first line that mentions key, for messages.
+func lineOf(src, key string) int {
+	for i, l := range strings.Split(src, "\n") {
+		if strings.Contains(l, key) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// nthLine returns the line of the n-th (from 0) line starting with marker.
+func nthLine(src, marker string, n int) int {
+	for i, l := range strings.Split(src, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), marker) {
+			if n == 0 {
+				return i + 1
+			}
+			n--
+		}
+	}
+	return 0
+}
+
+func fixTOMLMsg(m string) string {
+	return strings.TrimPrefix(m, "toml: ")
+}
+
+// DefaultFor returns the action for a category and the layer that set it.
+func (p *Policy) DefaultFor(c Category) (Action, string) {
+	return p.defaults[c], p.defaultOrigin[c]
+}
+
+// Rules returns every rule in load order: the embedded defaults, then the
+// user's file, then the project's.
+func (p *Policy) Rules() []*Rule { return slices.Clone(p.rules) }
+
+// Warnings returns what loading ignored (a project file's allow rules).
+func (p *Policy) Warnings() []string { return slices.Clone(p.warnings) }
+
+// Programs returns how many names the knowledge table describes.
+func (p *Policy) Programs() int { return len(p.tools) }
+
+// ProjectFile returns the project policy file for a directory: the
+// .sluice/policy.toml of its git top level, else of dir itself.
+func ProjectFile(dir string) string {
+	return filepath.Join(ProjectRoot(dir), ".sluice", "policy.toml")
+}
+
+// ProjectRoot returns the git top level holding dir (found by looking for
+// .git upward), or dir itself.
+func ProjectRoot(dir string) string {
+	for d := filepath.Clean(dir); ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir
+		}
+		d = parent
+	}
+}
+
+// Roots returns the default jail for a directory: the directory, and the
+// git top level holding it when there is one.
+func Roots(dir string) []string {
+	if root := ProjectRoot(dir); root != dir {
+		return []string{dir, root}
+	}
+	return []string{dir}
+}

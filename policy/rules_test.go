@@ -1,0 +1,246 @@
+package policy
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, name, src string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func load(t *testing.T, user, project string) *Policy {
+	t.Helper()
+	opts := Options{Home: "/home/me"}
+	if user != "" {
+		opts.User, opts.UserRequired = writeFile(t, "policy.toml", user), true
+	}
+	if project != "" {
+		opts.Project = writeFile(t, ".sluice/policy.toml", project)
+	}
+	p, err := Load(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRuleMatchesOneCommandNeverTheString(t *testing.T) {
+	t.Parallel()
+	p := load(t, `
+[[rule]]
+action = "allow"
+command = "go test *"
+
+[[rule]]
+action = "allow"
+command = "git status *"
+`, "")
+	tests := []struct {
+		line string
+		want Action
+	}{
+		{"go test ./...", Allow},
+		{"go test -run TestX ./pkg", Allow},
+		{"go test", Allow},
+		{"go testx", Ask},                // the pattern word is "test", not a prefix
+		{"go test ./... && rm -rf ~", Ask}, // every part must be allowed
+		{"git status; rm -rf ~", Ask},
+		{"git status --short", Allow},
+		{"echo $(go test ./...)", Allow},
+		{"go test ./... > /home/me/.ssh/authorized_keys", Deny}, // paths are judged after rules
+		{"go vet ./...", Ask},
+	}
+	for _, tt := range tests {
+		if v := p.Check(tt.line, tableEnv); v.Action != tt.want {
+			t.Errorf("%q: %s, want %s (%s)", tt.line, v.Action, tt.want, explain(v))
+		}
+	}
+}
+
+func TestPrecedenceDenyAskAllow(t *testing.T) {
+	t.Parallel()
+	p := load(t, `
+[[rule]]
+action = "allow"
+command = "git *"
+
+[[rule]]
+action = "deny"
+command = "git push *"
+reason = "we push from CI"
+
+[[rule]]
+action = "ask"
+command = "git commit *"
+`, "")
+	for line, want := range map[string]Action{
+		"git log":                Allow,
+		"git push origin main":   Deny,
+		"git commit -m fix":      Ask,
+		"git log; git push":      Deny,
+		"git -C sub push origin": Allow, // the pattern is over argv: "git -C sub push" is not "git push *"
+	} {
+		v := p.Check(line, tableEnv)
+		if v.Action != want {
+			t.Errorf("%q: %s, want %s (%s)", line, v.Action, want, explain(v))
+		}
+	}
+	if v := p.Check("git push", tableEnv); !strings.Contains(strings.Join(v.Reasons, ";"), "we push from CI") {
+		t.Errorf("the rule's reason is missing: %v", v.Reasons)
+	}
+}
+
+func TestUserLoosensProjectOnlyTightens(t *testing.T) {
+	t.Parallel()
+	p := load(t, `
+[defaults]
+mutating = "allow"
+`, `
+[defaults]
+mutating = "allow"
+networked = "deny"
+
+[[rule]]
+action = "allow"
+command = "rm *"
+
+[[rule]]
+action = "deny"
+command = "make deploy *"
+`)
+	if v := p.Check("touch notes.txt", tableEnv); v.Action != Allow {
+		t.Errorf("the user's default for mutating did not apply: %s", explain(v))
+	}
+	if v := p.Check("curl https://example.com", tableEnv); v.Action != Deny {
+		t.Errorf("the project's stricter default did not apply: %s", explain(v))
+	}
+	if v := p.Check("rm -rf build", tableEnv); v.Action != Ask {
+		t.Errorf("a project allow rule loosened the policy: %s", explain(v))
+	}
+	if v := p.Check("make deploy prod", tableEnv); v.Action != Deny {
+		t.Errorf("the project's deny rule did not apply: %s", explain(v))
+	}
+	if len(p.Warnings()) != 1 || !strings.Contains(p.Warnings()[0], "allow rule ignored") {
+		t.Errorf("warnings %v", p.Warnings())
+	}
+}
+
+func TestPathRules(t *testing.T) {
+	t.Parallel()
+	p := load(t, `
+[[rule]]
+action = "allow"
+access = "write"
+path = "/tmp/**"
+
+[[rule]]
+action = "deny"
+access = "read"
+path = "./secrets/**"
+
+[[rule]]
+action = "allow"
+access = "write"
+path = "~/.ssh/known_hosts"
+`, "")
+	for line, want := range map[string]Action{
+		"echo hi > /tmp/out.txt":          Ask,  // mutating by default; no jail escalation
+		"echo hi > /var/tmp/out.txt":      Ask,  // outside the jail
+		"cat secrets/prod.json":           Deny, // ./ is the project root
+		"cd sub && cat ../secrets/a.json": Deny,
+		"echo x >> ~/.ssh/known_hosts":    Deny, // a user allow cannot beat the default deny
+		"echo hi > ./out.txt":             Ask,
+	} {
+		if v := p.Check(line, tableEnv); v.Action != want {
+			t.Errorf("%q: %s, want %s (%s)", line, v.Action, want, explain(v))
+		}
+	}
+	v := p.Check("echo hi > /tmp/out.txt", tableEnv)
+	for _, r := range v.Reasons {
+		if strings.Contains(r, "outside the project") {
+			t.Errorf("an allowed path still escalated: %v", v.Reasons)
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, src, want string
+		line          int
+	}{
+		{"not TOML", "[[rule]\naction = 1", "must be TOML", 2},
+		{"unknown key", "[[rule]]\naction = \"allow\"\ncommmand = \"ls\"\n", `unknown key "rule.commmand"`, 3},
+		{"bad action", "[[rule]]\naction = \"permit\"\ncommand = \"ls\"\n", `unknown action "permit"`, 0},
+		{"no action", "\n\n[[rule]]\ncommand = \"ls\"\n", "rule without an action", 3},
+		{"bad glob", "[[rule]]\naction = \"deny\"\npath = \"/etc/[abc\"\n", "not a valid glob", 1},
+		{"both", "[[rule]]\naction = \"deny\"\npath = \"/etc/**\"\ncommand = \"ls\"\n", "not both", 1},
+		{"neither", "[[rule]]\naction = \"deny\"\n", "needs a command", 1},
+		{"bad category", "[defaults]\nreadonly = \"allow\"\n", `unknown category "readonly"`, 2},
+		{"pattern with substitution", "[[rule]]\naction = \"allow\"\ncommand = \"echo $(id)\"\n", "not literal", 1},
+		{"pattern list", "[[rule]]\naction = \"allow\"\ncommand = \"ls; rm x\"\n", "one simple command", 1},
+		{"bad access", "[[rule]]\naction = \"deny\"\npath = \"/x\"\naccess = \"exec\"\n", `access "exec"`, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := writeFile(t, "policy.toml", tt.src)
+			err := Lint(f)
+			var le *LoadError
+			if !errors.As(err, &le) {
+				t.Fatalf("Lint = %v, want a *LoadError", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), f) {
+				t.Errorf("error %q should name the file and say %q", err, tt.want)
+			}
+			if tt.line > 0 && le.Line != tt.line {
+				t.Errorf("line %d, want %d (%v)", le.Line, tt.line, err)
+			}
+		})
+	}
+}
+
+func TestMissingFiles(t *testing.T) {
+	t.Parallel()
+	if _, err := Load(Options{User: "/nonexistent/policy.toml"}); err != nil {
+		t.Errorf("a missing default user file must be fine: %v", err)
+	}
+	if _, err := Load(Options{User: "/nonexistent/policy.toml", UserRequired: true}); err == nil {
+		t.Error("a missing --policy file must be an error")
+	}
+}
+
+func TestSymlinkIntoProtectedPath(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	proj := filepath.Join(home, "src", "app")
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(home, ".ssh"), filepath.Join(proj, "keys")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(Options{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := p.Check("echo ssh-ed25519 AAAA >> keys/authorized_keys", Env{Cwd: proj, Home: home})
+	if v.Action != Deny {
+		t.Fatalf("a write through a symlink into ~/.ssh: %s", explain(v))
+	}
+}

@@ -1,0 +1,98 @@
+package policy
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// tableEnv is where every line of testdata/verdicts.txt runs.
+var tableEnv = Env{Cwd: "/home/me/src/app", Home: "/home/me", Roots: []string{"/home/me/src/app"}}
+
+type tableCase struct {
+	line     int
+	action   Action
+	category Category
+	cmd      string
+}
+
+// readTable reads testdata/verdicts.txt: "ACTION CATEGORY | COMMAND LINE",
+// with an optional "ESCAPED " prefix meaning the command line holds Go
+// escapes (\x1b, \r, \u202e) to unquote.
+func readTable(t testing.TB) []tableCase {
+	t.Helper()
+	f, err := os.Open("testdata/verdicts.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var cases []tableCase
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		l := sc.Text()
+		if strings.TrimSpace(l) == "" || strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		head, cmd, ok := strings.Cut(l, " | ")
+		if !ok {
+			t.Fatalf("verdicts.txt:%d: no ' | ' in %q", n, l)
+		}
+		fields := strings.Fields(head)
+		escaped := len(fields) > 0 && fields[0] == "ESCAPED"
+		if escaped {
+			fields = fields[1:]
+			u, err := strconv.Unquote(`"` + strings.ReplaceAll(cmd, `"`, `\"`) + `"`)
+			if err != nil {
+				t.Fatalf("verdicts.txt:%d: unquote %q: %v", n, cmd, err)
+			}
+			cmd = u
+		}
+		if len(fields) != 2 {
+			t.Fatalf("verdicts.txt:%d: want ACTION CATEGORY before ' | ', got %q", n, head)
+		}
+		act, err := ParseAction(fields[0])
+		if err != nil {
+			t.Fatalf("verdicts.txt:%d: %v", n, err)
+		}
+		cat, err := ParseCategory(fields[1])
+		if err != nil {
+			t.Fatalf("verdicts.txt:%d: %v", n, err)
+		}
+		cases = append(cases, tableCase{line: n, action: act, category: cat, cmd: cmd})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return cases
+}
+
+// TestVerdictTable runs every line of testdata/verdicts.txt through the
+// embedded default policy.
+func TestVerdictTable(t *testing.T) {
+	t.Parallel()
+	p := Default()
+	cases := readTable(t)
+	if len(cases) < 250 {
+		t.Errorf("the table has %d lines; issue 3 asks for at least 250", len(cases))
+	}
+	for _, c := range cases {
+		v := p.Check(c.cmd, tableEnv)
+		if v.Action != c.action || v.Category != c.category {
+			t.Errorf("verdicts.txt:%d: %q\n\tgot  %s %s\n\twant %s %s\n\t%s", c.line, c.cmd, v.Action, v.Category, c.action, c.category, explain(v))
+		}
+	}
+}
+
+func explain(v *Verdict) string {
+	var b strings.Builder
+	for _, c := range v.Commands {
+		b.WriteString(c.Action.String() + " " + c.Category.String() + " " + strings.Join(c.Argv, " ") + " [" + c.Rule + "]; ")
+	}
+	b.WriteString(strings.Join(v.Reasons, "; "))
+	return b.String()
+}

@@ -1,0 +1,398 @@
+package policy
+
+import (
+	"strings"
+)
+
+// wrapper describes a program that runs another command given on its
+// command line.
+type wrapper struct {
+	own       Category
+	reason    string
+	valueOpts []string
+	skip      int    // operands before the command (timeout DURATION)
+	assigns   bool   // NAME=VALUE words may precede the command (env, sudo)
+	shellOpt  string // an option whose value is a shell string (flock -c, env -S)
+	joined    bool   // the remaining words are joined and run by sh -c (watch)
+	stdinArgs bool   // appends operands read from stdin (xargs)
+}
+
+var wrappers = map[string]wrapper{
+	"sudo": {own: HostEscape, reason: "sudo runs the command as another user (root by default)", assigns: true,
+		valueOpts: []string{"-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host",
+			"-p", "--prompt", "-r", "--role", "-t", "--type", "-U", "--other-user", "-T", "--command-timeout"}},
+	"doas":     {own: HostEscape, reason: "doas runs the command as another user (root by default)", valueOpts: []string{"-u", "-C"}},
+	"env":      {assigns: true, shellOpt: "-S", valueOpts: []string{"-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P"}},
+	"nice":     {valueOpts: []string{"-n", "--adjustment"}},
+	"nohup":    {},
+	"timeout":  {skip: 1, valueOpts: []string{"-s", "--signal", "-k", "--kill-after"}},
+	"gtimeout": {skip: 1, valueOpts: []string{"-s", "--signal", "-k", "--kill-after"}},
+	"time":     {valueOpts: []string{"-f", "--format", "-o", "--output"}},
+	"stdbuf":   {valueOpts: []string{"-i", "-o", "-e", "--input", "--output", "--error"}},
+	"ionice":   {valueOpts: []string{"-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"}},
+	"setsid":   {},
+	"watch":    {joined: true, valueOpts: []string{"-n", "--interval", "-q", "--equexit", "--no-rerun"}},
+	"flock": {skip: 1, shellOpt: "-c", valueOpts: []string{"-w", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"}},
+	"builtin":    {},
+	"exec":       {valueOpts: []string{"-a"}},
+	"caffeinate": {valueOpts: []string{"-t", "-w"}},
+	"unbuffer":   {},
+	"chronic":    {},
+	"xargs": {stdinArgs: true, valueOpts: []string{"-n", "--max-args", "-I", "-L", "--max-lines", "-P", "--max-procs",
+		"-d", "--delimiter", "-a", "--arg-file", "-E", "-s", "--max-chars", "--process-slot-var"}},
+	"strace": {own: Mutating, reason: "strace traces (and can tamper with) the command",
+		valueOpts: []string{"-o", "-e", "-p", "-s", "-u", "-E", "-P", "-I", "-b", "-a", "-X"}},
+	"ltrace": {own: Mutating, reason: "ltrace traces the command", valueOpts: []string{"-o", "-e", "-p", "-s", "-u", "-n", "-a"}},
+}
+
+var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true, "fish": true, "yash": true, "busybox": true}
+
+// interpreters maps each interpreter to its inline-code options.
+var interpreters = map[string][]string{
+	"python": {"-c"}, "python2": {"-c"}, "python3": {"-c"}, "pypy": {"-c"}, "pypy3": {"-c"},
+	"node": {"-e", "-p", "--eval", "--print"}, "nodejs": {"-e", "-p", "--eval", "--print"},
+	"deno": {}, "bun": {"-e", "--eval", "-p", "--print"},
+	"ruby": {"-e"}, "perl": {"-e", "-E"}, "php": {"-r"}, "lua": {"-e"}, "luajit": {"-e"},
+	"Rscript": {"-e"}, "osascript": {"-e"}, "pwsh": {"-c", "-Command", "-EncodedCommand"}, "powershell": {"-c", "-Command"},
+	"tclsh": {}, "jshell": {}, "irb": {}, "groovy": {"-e"}, "julia": {"-e", "--eval"}, "scala": {"-e"},
+}
+
+// special judges programs that run other programs: wrappers, shells,
+// interpreters, eval and source, and the shell builtins that need no
+// table. It reports whether it handled argv.
+func (j *judge) special(prog string, args []word, s *simple, pt *part, depth int) bool {
+	if w, ok := wrappers[prog]; ok {
+		j.wrapped(prog, w, args, s, pt, depth)
+		return true
+	}
+	if shells[prog] {
+		j.shell(prog, args, s, pt, depth)
+		return true
+	}
+	if strings.HasPrefix(prog, "python3.") {
+		prog = "python3"
+	}
+	if inline, ok := interpreters[prog]; ok {
+		j.interpreter(prog, inline, args, s, pt, depth)
+		return true
+	}
+	switch prog {
+	case "eval":
+		pt.escalate(Unknown, "eval runs a string as shell code")
+		pt.label = "eval"
+		lit := literalJoin(args[1:])
+		j.parts = append(j.parts, *pt)
+		if lit != "" {
+			j.shellString(lit, s, depth+1)
+		}
+		return true
+	case "source", ".":
+		pt.escalate(Unknown, prog+" runs a script file in the current shell")
+		pt.label = prog
+		j.parts = append(j.parts, *pt)
+		return true
+	case "command":
+		for _, a := range args[1:] {
+			if !a.dyn && (a.val == "-v" || a.val == "-V") {
+				pt.label = "command -v (looks a name up)"
+				j.parts = append(j.parts, *pt)
+				return true
+			}
+		}
+		j.wrapped(prog, wrapper{}, args, s, pt, depth)
+		return true
+	case "tee":
+		for _, o := range operands(splitArgs(args[1:], nil)) {
+			if o.dyn || !isDevStream(o.val) {
+				pt.writes = append(pt.writes, pathRef{w: o, cwd: s.cwd, how: "tee"})
+			}
+		}
+		pt.label = "tee"
+		if len(pt.writes) > 0 {
+			pt.escalate(Mutating, "tee writes to a file")
+		}
+		j.parts = append(j.parts, *pt)
+		return true
+	case "cd", "pushd", "popd", "dirs", "exit", "return", "break", "continue", "shift", "wait", "jobs", "set",
+		"unset", "read", "readarray", "mapfile", "getopts", "hash", "shopt", "umask", "ulimit", ":", "local", "declare",
+		"typeset", "export", "readonly":
+		pt.label = "shell builtin"
+		j.finish(prog, args, s, pt, depth)
+		return true
+	case "trap":
+		pt.escalate(Unknown, "trap runs a string as shell code later")
+		pt.label = "trap"
+		j.parts = append(j.parts, *pt)
+		return true
+	case "alias":
+		pt.escalate(Mutating, "alias changes what later command names run")
+		pt.label = "alias"
+		j.parts = append(j.parts, *pt)
+		return true
+	case "docker", "podman", "nerdctl":
+		return j.containerExec(prog, args, s, pt, depth)
+	case "kubectl", "oc":
+		return j.kubectlExec(prog, args, s, pt, depth)
+	case "devbox", "mise", "rtx", "direnv", "nix-shell", "poetry", "uv", "pipenv", "pdm", "hatch", "bundle":
+		return j.envRunner(prog, args, s, pt, depth)
+	}
+	return false
+}
+
+// wrapped records the wrapper's own part and judges the command it runs.
+func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part, depth int) {
+	pt.label = "wrapper " + prog
+	if w.own != 0 {
+		pt.escalate(w.own, w.reason)
+	}
+	rest := args[1:]
+	i := 0
+	replace := false
+	for i < len(rest) {
+		a := rest[i]
+		if a.dyn {
+			break
+		}
+		if a.val == "--" {
+			i++
+			break
+		}
+		if strings.HasPrefix(a.val, "-") && len(a.val) > 1 {
+			if w.shellOpt != "" && (a.val == w.shellOpt || strings.HasPrefix(a.val, w.shellOpt+"=") || (len(w.shellOpt) == 2 && strings.HasPrefix(a.val, w.shellOpt) && len(a.val) > 2)) {
+				v := ""
+				switch {
+				case a.val == w.shellOpt && i+1 < len(rest):
+					if rest[i+1].dyn {
+						pt.escalate(Unknown, prog+" "+w.shellOpt+" runs a string computed at run time")
+						j.parts = append(j.parts, *pt)
+						return
+					}
+					v = rest[i+1].val
+				case strings.HasPrefix(a.val, w.shellOpt+"="):
+					v = a.val[len(w.shellOpt)+1:]
+				default:
+					v = a.val[len(w.shellOpt):]
+				}
+				j.parts = append(j.parts, *pt)
+				j.shellString(v, s, depth+1)
+				return
+			}
+			if prog == "xargs" && (a.val == "-I" || strings.HasPrefix(a.val, "-I") || a.val == "-i" || strings.HasPrefix(a.val, "--replace")) {
+				replace = true
+			}
+			if takesValue(a.val, w.valueOpts) {
+				i++
+			}
+			i++
+			continue
+		}
+		if w.assigns && strings.Contains(a.val, "=") && !strings.HasPrefix(a.val, "=") && validName(a.val[:strings.IndexByte(a.val, '=')]) {
+			checkAssign(pt, a)
+			i++
+			continue
+		}
+		break
+	}
+	inner := rest[i:]
+	if w.skip > 0 {
+		if len(inner) <= w.skip {
+			inner = nil
+		} else {
+			inner = inner[w.skip:]
+		}
+	}
+	j.parts = append(j.parts, *pt)
+	if len(inner) == 0 {
+		return
+	}
+	if w.joined {
+		if lit := literalJoin(inner); lit != "" {
+			j.shellString(lit, s, depth+1)
+		} else {
+			j.unknownPart(inner, prog+" runs a command line computed at run time")
+		}
+		return
+	}
+	if w.stdinArgs && !replace {
+		inner = append(inner[:len(inner):len(inner)], word{dyn: true, src: "<arguments from stdin>"})
+	}
+	j.command(inner, s, part{cat: ReadOnly}, depth+1)
+}
+
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// literalJoin joins words with spaces, or returns "" if any is dynamic.
+func literalJoin(ws []word) string {
+	vals := make([]string, len(ws))
+	for i, w := range ws {
+		if w.dyn {
+			return ""
+		}
+		vals[i] = w.val
+	}
+	return strings.Join(vals, " ")
+}
+
+func (j *judge) unknownPart(ws []word, reason string) {
+	p := part{words: ws, cat: Unknown, label: "unknown", reasons: []string{reason}}
+	j.parts = append(j.parts, p)
+}
+
+// shellString parses src as a shell line and judges every command in it.
+func (j *judge) shellString(src string, s *simple, depth int) {
+	if depth > maxDepth {
+		j.unknownPart([]word{{val: src, src: src}}, "shell code nested too deep to follow")
+		return
+	}
+	f, err := j.parse(src)
+	if err != nil {
+		j.unknownPart([]word{{val: src, src: src}}, "the shell code does not parse: "+err.Error())
+		return
+	}
+	w := &walker{line: src, cwd: s.cwd, funcs: s.funcs, depth: depth}
+	w.stmts(f.Stmts, false)
+	j.notes = append(j.notes, w.errs...)
+	for i := range w.out {
+		j.simple(&w.out[i])
+	}
+}
+
+// shell judges sh/bash/zsh…: -c STRING is parsed and judged; a script file
+// or a program on stdin is unknown, unless stdin is a literal here-doc,
+// which is parsed too.
+func (j *judge) shell(prog string, args []word, s *simple, pt *part, depth int) {
+	pt.label = "shell " + prog
+	rest := args[1:]
+	if prog == "busybox" {
+		if len(rest) > 0 && !rest[0].dyn && shells[rest[0].val] {
+			j.shell(rest[0].val, rest, s, pt, depth)
+			return
+		}
+		j.known(prog, args, pt)
+		j.finish(prog, args, s, pt, depth)
+		return
+	}
+	cmode := false
+	var script *word
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a.dyn {
+			script = &rest[i]
+			break
+		}
+		if a.val == "--" || a.val == "-" {
+			if i+1 < len(rest) {
+				script = &rest[i+1]
+			}
+			break
+		}
+		if strings.HasPrefix(a.val, "-") || strings.HasPrefix(a.val, "+") {
+			if a.val == "-o" || a.val == "+o" || a.val == "-O" || a.val == "+O" || a.val == "--rcfile" || a.val == "--init-file" {
+				i++
+				continue
+			}
+			if !strings.HasPrefix(a.val, "--") && strings.ContainsRune(a.val[1:], 'c') {
+				cmode = true
+			}
+			if a.val == "--command" || a.val == "-command" {
+				cmode = true
+			}
+			continue
+		}
+		script = &rest[i]
+		break
+	}
+	switch {
+	case cmode && script != nil && !script.dyn:
+		j.parts = append(j.parts, *pt)
+		j.shellString(script.val, s, depth+1)
+	case cmode:
+		pt.escalate(Unknown, prog+" -c runs shell code computed at run time")
+		j.parts = append(j.parts, *pt)
+	case script != nil:
+		pt.escalate(Unknown, prog+" runs the script "+script.src+", which sluice cannot see")
+		j.parts = append(j.parts, *pt)
+	default:
+		if body := hereDoc(s); body != nil && !body.dyn && !s.stdin {
+			j.parts = append(j.parts, *pt)
+			j.shellString(body.val, s, depth+1)
+			return
+		}
+		pt.escalate(Unknown, prog+" runs shell code read from stdin")
+		j.parts = append(j.parts, *pt)
+	}
+}
+
+func hereDoc(s *simple) *word {
+	for _, r := range s.redirs {
+		if r.hdoc != nil {
+			return r.hdoc
+		}
+	}
+	return nil
+}
+
+// interpreter judges python, node, ruby…: inline code, a script, or a
+// program on stdin are all unknown; "-m MODULE" is judged as MODULE where
+// the table knows it (python -m pytest); --version alone is read-only.
+func (j *judge) interpreter(prog string, inline []string, args []word, s *simple, pt *part, depth int) {
+	pt.label = "interpreter " + prog
+	rest := args[1:]
+	for i, a := range rest {
+		if a.dyn {
+			break
+		}
+		for _, f := range inline {
+			if a.val == f || (len(f) == 2 && strings.HasPrefix(a.val, f) && !strings.HasPrefix(a.val, "--")) {
+				pt.escalate(Unknown, prog+" "+f+" runs inline code")
+				j.parts = append(j.parts, *pt)
+				return
+			}
+		}
+		if a.val == "-m" && (prog == "python" || prog == "python2" || prog == "python3" || prog == "pypy3") && i+1 < len(rest) && !rest[i+1].dyn {
+			mod := rest[i+1].val
+			if _, known := j.k[mod]; known {
+				pt.label = prog + " -m " + mod
+				j.parts = append(j.parts, *pt)
+				j.command(rest[i+1:], s, part{cat: ReadOnly}, depth+1)
+				return
+			}
+			pt.escalate(Unknown, prog+" -m "+mod+" runs a module sluice does not know")
+			j.parts = append(j.parts, *pt)
+			return
+		}
+		if (prog == "deno" || prog == "bun") && (a.val == "eval" || a.val == "run" || a.val == "x") {
+			pt.escalate(Unknown, prog+" "+a.val+" runs code")
+			j.parts = append(j.parts, *pt)
+			return
+		}
+		if !strings.HasPrefix(a.val, "-") {
+			pt.escalate(Unknown, prog+" runs "+a.src+", whose code sluice cannot see")
+			j.parts = append(j.parts, *pt)
+			return
+		}
+	}
+	versionOnly := len(rest) > 0
+	for _, a := range rest {
+		if a.dyn || (a.val != "--version" && a.val != "-V" && a.val != "-v" && a.val != "--help" && a.val != "-h") {
+			versionOnly = false
+		}
+	}
+	if versionOnly && !s.stdin && hereDoc(s) == nil {
+		pt.label = prog + " --version"
+		j.parts = append(j.parts, *pt)
+		return
+	}
+	pt.escalate(Unknown, prog+" runs code read from stdin or an interactive prompt")
+	j.parts = append(j.parts, *pt)
+}
