@@ -5,9 +5,9 @@ import "strings"
 // opword is one word after a program's name, split into option or operand.
 type opword struct {
 	w      word
-	option bool   // starts with '-' (and is not "-" or after "--")
-	value  *word  // the option's value, when the option takes one
-	index  int    // position in the argument list
+	option bool  // starts with '-' (and is not "-" or after "--")
+	value  *word // the option's value, when the option takes one
+	index  int   // position in the argument list
 }
 
 // splitArgs sorts args into options (with the values valueOpts say they

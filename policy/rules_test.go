@@ -54,7 +54,7 @@ command = "git status *"
 		{"go test ./...", Allow},
 		{"go test -run TestX ./pkg", Allow},
 		{"go test", Allow},
-		{"go testx", Ask},                // the pattern word is "test", not a prefix
+		{"go testx", Ask},                  // the pattern word is "test", not a prefix
 		{"go test ./... && rm -rf ~", Ask}, // every part must be allowed
 		{"git status; rm -rf ~", Ask},
 		{"git status --short", Allow},
@@ -179,7 +179,7 @@ func TestLoadErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, src, want string
-		line          int
+		line            int
 	}{
 		{"not TOML", "[[rule]\naction = 1", "must be TOML", 2},
 		{"unknown key", "[[rule]]\naction = \"allow\"\ncommmand = \"ls\"\n", `unknown key "rule.commmand"`, 3},
