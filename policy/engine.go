@@ -326,27 +326,27 @@ func inRoots(abs string, roots []string) bool {
 	return false
 }
 
-// hiddenRunes lists, escaped, the characters in line that a terminal would
-// act on or not show: controls other than newline and tab, format
-// characters (bidi, zero-width), separators, invalid UTF-8.
+// hiddenRunes names the characters in line that a terminal would act on
+// or not show: controls other than newline and tab, format characters
+// (bidi, zero-width), line and paragraph separators, invalid UTF-8. They
+// are named by code point (U+202E), so the reason itself holds none.
 func hiddenRunes(line string) string {
 	var found []string
 	for i := 0; i < len(line); {
 		r, n := utf8.DecodeRuneInString(line[i:])
+		name := ""
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			name = fmt.Sprintf("byte 0x%02X", line[i])
+		case r == '\n' || r == '\t':
+		case unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r):
+			name = fmt.Sprintf("U+%04X", r)
+		}
 		i += n
-		if r == '\n' || r == '\t' {
-			continue
-		}
-		bad := r == utf8.RuneError && n <= 1
-		if !bad && (unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r)) {
-			bad = true
-		}
-		if bad {
-			esc, _ := queue.Printable(line[i-n : i])
-			if !slices.Contains(found, esc) {
-				found = append(found, esc)
-			}
+		if name != "" && !slices.Contains(found, name) {
+			found = append(found, name)
 			if len(found) == 5 {
+				found = append(found, "…")
 				break
 			}
 		}
