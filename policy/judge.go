@@ -76,6 +76,10 @@ func (j *judge) redirect(pt *part, r redirect, s *simple) {
 		if !r.target.dyn && isDevStream(r.target.val) {
 			return
 		}
+		if netRedirect(r.target) {
+			pt.escalate(Networked, "redirects to a network socket ("+r.target.val+")")
+			return
+		}
 		pt.writes = append(pt.writes, pathRef{w: r.target, cwd: s.cwd, how: "redirection " + r.op.String()})
 	case syntax.DplOut, syntax.DplIn:
 		// >&2, 2>&1, <&0, >&- duplicate descriptors; bash's ">& FILE"
@@ -84,8 +88,18 @@ func (j *judge) redirect(pt *part, r redirect, s *simple) {
 			pt.writes = append(pt.writes, pathRef{w: r.target, cwd: s.cwd, how: "redirection >&"})
 		}
 	case syntax.RdrIn:
+		if netRedirect(r.target) {
+			pt.escalate(Networked, "reads from a network socket ("+r.target.val+")")
+			return
+		}
 		pt.reads = append(pt.reads, pathRef{w: r.target, cwd: s.cwd, how: "input redirection"})
 	}
+}
+
+// netRedirect reports bash's /dev/tcp/HOST/PORT and /dev/udp/… paths,
+// which open network connections.
+func netRedirect(w word) bool {
+	return !w.dyn && (strings.HasPrefix(w.val, "/dev/tcp/") || strings.HasPrefix(w.val, "/dev/udp/"))
 }
 
 func isDevStream(p string) bool {
@@ -123,6 +137,8 @@ func checkAssign(pt *part, a word) {
 		name == "GIT_EXTERNAL_DIFF", name == "GIT_CONFIG_PARAMETERS", strings.HasPrefix(name, "GIT_CONFIG_KEY_"),
 		name == "GIT_CONFIG_COUNT", name == "PYTHONSTARTUP", name == "NODE_OPTIONS", name == "PERL5OPT", name == "RUBYOPT":
 		pt.escalate(HostEscape, name+"= makes the program run other code")
+	case name == "PATH":
+		pt.escalate(Unknown, "PATH= changes which program a name runs")
 	}
 }
 
