@@ -55,9 +55,7 @@ func (j *judge) simple(s *simple) {
 		checkAssign(&pt, a)
 	}
 	if len(s.args) == 0 {
-		for _, a := range s.assigns {
-			pt.words = append(pt.words, a)
-		}
+		pt.words = append(pt.words, s.assigns...)
 		if len(pt.writes) > 0 {
 			pt.escalate(Mutating, "")
 			pt.label = "redirection"

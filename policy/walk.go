@@ -102,9 +102,7 @@ func (w *walker) command(cmd syntax.Command, redirs []redirect, stdin bool) {
 			s.assigns = append(s.assigns, w.assign(a))
 		}
 		for _, arg := range c.Args {
-			for _, exp := range expand.Braces(arg) {
-				s.args = append(s.args, w.word(exp))
-			}
+			s.args = append(s.args, w.braces(arg)...)
 		}
 		w.emit(s)
 		w.followCd(s)
@@ -244,6 +242,31 @@ func (w *walker) followCd(s simple) {
 	default:
 		w.cwd = word{val: filepath.Join(w.cwd.val, target.val), src: target.src}
 	}
+}
+
+// maxBraceWords bounds what one word's brace expansion may produce;
+// {1..1000}{1..1000}{1..1000} must not cost a billion words.
+const maxBraceWords = 256
+
+// braces expands a word's brace expressions as the shell would
+// ({-r,-f} is two words), or, past maxBraceWords, keeps one dynamic word.
+func (w *walker) braces(arg *syntax.Word) []word {
+	if !syntax.SplitBraces(arg) {
+		return []word{w.word(arg)}
+	}
+	var out []word
+	for exp, err := range expand.BracesSeq(nil, arg) {
+		if err != nil || len(out) == maxBraceWords {
+			w.errs = append(w.errs, "a brace expansion makes too many words to judge ("+strings.TrimSpace(w.src(arg))+")")
+			return []word{{dyn: true, src: w.src(arg)}}
+		}
+		wd := w.word(exp)
+		if !wd.dyn {
+			wd.src = wd.val // the expanded word, not the source they share
+		}
+		out = append(out, wd)
+	}
+	return out
 }
 
 func (w *walker) assign(a *syntax.Assign) word {
