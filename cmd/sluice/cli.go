@@ -36,6 +36,7 @@ var commands = []command{
 	{"submit", "queue a request of any kind from JSON on stdin", cmdSubmit},
 	{"ls", "list pending and running requests", cmdLs},
 	{"deny", "deny a pending request", cmdDeny},
+	{"audit", "verify or read the audit log", cmdAudit},
 	{"check", "print the policy's verdict for a command line", cmdCheck},
 	{"policy", "show the effective policy, or lint a policy file", cmdPolicy},
 	{"version", "print the version", cmdVersion},
@@ -57,6 +58,7 @@ Environment:
                   else $XDG_STATE_HOME/sluice/spool (~/.local/state/sluice/spool)
   SLUICE_AGENT    the agent name 'sluice run' records (--agent)
   SLUICE_SESSION  the session id 'sluice run' records
+  SLUICE_AUDIT    the audit log (--audit); see 'sluice audit --help'
 `
 
 func usage(w io.Writer) {

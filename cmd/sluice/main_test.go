@@ -62,6 +62,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitpending": cmdWaitPending,
 			"actor":       cmdActor,
+			"auditlog":    cmdAuditLog,
 		},
 	})
 }

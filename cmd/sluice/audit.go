@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/audit"
+)
+
+const auditUsage = `Usage: sluice audit verify [--audit FILE]
+       sluice audit tail [-n N] [-f] [--json] [--id ID] [--event E] [--agent A] [--since DUR] [--audit FILE]
+
+The audit log holds one JSON line per step of every request (queued,
+auto_allowed, auto_denied, approved, denied, started, finished, timeout,
+killed, expired, interrupted, invalid), each with the SHA-256 of the line
+before it, so that an edited, removed, reordered or inserted line breaks the
+chain where it was done.
+
+  verify   check the chain: exit 0 and a summary, or exit 1 and the first
+           line that breaks it
+  tail     show the last lines, as a table or as JSON; -f keeps following
+
+The log is --audit FILE, else $SLUICE_AUDIT, else
+$XDG_STATE_HOME/sluice/audit.jsonl (~/.local/state/sluice/audit.jsonl).
+Run 'sluice audit verify --help' or 'sluice audit tail --help' for flags.
+`
+
+func cmdAudit(args []string, std stdio, g *globals) int {
+	if len(args) == 0 {
+		return usageErr(std, "audit", "verify or tail? ('sluice audit verify', 'sluice audit tail')")
+	}
+	switch args[0] {
+	case "verify":
+		return cmdAuditVerify(args[1:], std, g)
+	case "tail":
+		return cmdAuditTail(args[1:], std, g)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(std.out, auditUsage)
+		return exitOK
+	}
+	return usageErr(std, "audit", "unknown subcommand %q; use verify or tail", show(args[0]))
+}
+
+// auditPath is --audit, else $SLUICE_AUDIT, else the default.
+func auditPath(flagValue string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	if p := os.Getenv("SLUICE_AUDIT"); p != "" {
+		return p, nil
+	}
+	return audit.DefaultPath()
+}
+
+const auditFlagHelp = "the audit log `FILE` (env SLUICE_AUDIT)"
+
+const verifyHelp = `Check the audit log's hash chain: every line's hash matches its content,
+every line names the hash of the line before it, and seq counts 1, 2, 3, ...
+
+Exit 0 with a one-line summary on stdout: the number of lines, the times of
+the first and last, and the head hash (the last line's: note it somewhere
+else to check later that nothing was cut from the end or rewritten).
+
+Exit 1 naming, on stderr, the first line that breaks the chain and how:
+  edited     a line was changed after it was written
+  removed    lines are missing before this one
+  reordered  this line is out of its place
+  inserted   this line was never part of the chain
+  torn       the log ends in a line cut short by a crash (not tampering);
+             the next append records it as repaired and carries on
+`
+
+func cmdAuditVerify(args []string, std stdio, g *globals) int {
+	fs := newFlags("audit verify", "[--audit FILE]", verifyHelp, std, g)
+	file := fs.String("audit", "", auditFlagHelp)
+	pos, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErr(std, "audit verify", "takes no arguments; give the log with --audit FILE")
+	}
+	path, err := auditPath(*file)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice audit verify: %v\n", err)
+		return exitFail
+	}
+	rep, err := audit.VerifyFile(path)
+	var ce *audit.ChainError
+	switch {
+	case errors.As(err, &ce):
+		intact := ""
+		if ce.Line > 1 {
+			intact = fmt.Sprintf("; lines 1-%d verify", ce.Line-1)
+		}
+		fmt.Fprintf(std.err, "sluice audit verify: %s: line %d: %s: %s%s\n", show(path), ce.Line, ce.Kind, ce.Detail, intact)
+		return exitFail
+	case err != nil:
+		fmt.Fprintf(std.err, "sluice audit verify: %s\n", explainOpen(path, err))
+		return exitFail
+	}
+	if rep.Lines == 0 {
+		fmt.Fprintf(std.out, "%s: ok, empty\n", show(path))
+		return exitOK
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: ok, %d lines, %s to %s, head %s", show(path), rep.Lines,
+		rep.First.UTC().Format(time.RFC3339), rep.Last.UTC().Format(time.RFC3339), rep.Head)
+	if n := len(rep.Repaired); n > 0 {
+		lines := make([]string, n)
+		for i, r := range rep.Repaired {
+			lines[i] = strconv.FormatInt(r.Line, 10)
+		}
+		fmt.Fprintf(&b, "; %d torn by a crash and repaired (line %s)", n, strings.Join(lines, ", "))
+	}
+	fmt.Fprintln(std.out, b.String())
+	return exitOK
+}
+
+// explainOpen says what to do about a log that cannot be read.
+func explainOpen(path string, err error) string {
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Sprintf("no audit log at %s: nothing was recorded there yet, or it was removed; point --audit (or SLUICE_AUDIT) at the log", show(path))
+	}
+	return show(err.Error())
+}
