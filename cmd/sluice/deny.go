@@ -3,20 +3,27 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/queue"
 )
 
 const denyHelp = `Deny pending requests: the waiting agent gets status "denied" with the
 reason (for 'sluice run', exit status 126). ID may be any unique prefix of
 at least 4 characters of a pending request's id, as 'sluice ls' shows it.
+Each denial is recorded in the audit log (durably) before the agent is
+answered.
 `
 
 func cmdDeny(args []string, std stdio, g *globals) int {
 	fs := newFlags("deny", "[--reason TEXT] ID...", denyHelp, std, g)
 	reason := fs.String("reason", "", "tell the agent why (it sees this text)")
+	auditFile := fs.String("audit", "", auditFlagHelp)
 	ids, code, ok := fs.parse(args, true)
 	if !ok {
 		return code
@@ -28,11 +35,24 @@ func cmdDeny(args []string, std stdio, g *globals) int {
 	if err != nil {
 		return spoolErr(std, "deny", err)
 	}
+	// The decision is recorded before it is acted on: a log that cannot be
+	// opened stops the denial before anything changes.
+	logPath, err := auditPath(*auditFile)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice deny: %v\n", err)
+		return exitFail
+	}
+	log, err := audit.Open(logPath)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice deny: %v\n", err)
+		return exitFail
+	}
+	defer log.Close()
 	status := exitOK
 	for _, arg := range ids {
 		id, err := resolveID(sp, arg)
 		if err == nil {
-			err = deny(sp, id, *reason)
+			err = deny(sp, log, id, *reason)
 		}
 		if err != nil {
 			fmt.Fprintf(std.err, "sluice deny: %v\n", err)
@@ -44,7 +64,10 @@ func cmdDeny(args []string, std stdio, g *globals) int {
 	return status
 }
 
-func deny(sp *queue.Spool, id, reason string) error {
+// deny claims request id, records the denial in the audit log, then
+// answers it. If the record fails, the claim is released unanswered: the
+// next console answers it interrupted, and nothing unrecorded happened.
+func deny(sp *queue.Spool, rec queue.Recorder, id, reason string) error {
 	c, err := sp.Claim(id, time.Now())
 	if err != nil {
 		return explainClaim(sp, id, err)
@@ -52,8 +75,22 @@ func deny(sp *queue.Spool, id, reason string) error {
 	if reason == "" {
 		reason = "denied by a person with sluice deny"
 	}
+	ev := queue.NewEvent(queue.EventDenied, c.Request)
+	ev.Actor, ev.Status, ev.Reason = loginName(), queue.StatusDenied, reason
+	if err := rec.Record(ev); err != nil {
+		c.Close()
+		return fmt.Errorf("%s: not denied, the audit log failed: %w", id, err)
+	}
 	return c.Finish(queue.Result{Status: queue.StatusDenied, Decision: queue.Deny,
 		DecidedBy: queue.ByHuman, Reason: reason})
+}
+
+// loginName is the person acting, as the audit log records them.
+func loginName() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
 }
 
 // explainClaim turns a failed claim into a message that says what happened

@@ -51,6 +51,7 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("SLUICE_SPOOL", filepath.Join(env.WorkDir, "spool"))
 			env.Setenv("XDG_RUNTIME_DIR", "")
+			env.Setenv("SLUICE_AUDIT", filepath.Join(env.WorkDir, "audit.jsonl"))
 			// Under -race every process sleeps a second at exit, waiting
 			// for reports from other goroutines; sluice's are short-lived.
 			if gorace := os.Getenv("GORACE"); !strings.Contains(gorace, "atexit_sleep_ms") {
