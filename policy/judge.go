@@ -261,9 +261,9 @@ func (j *judge) known(prog string, args []word, pt *part) {
 	pt.label = "knowledge: " + label
 	ops := splitArgs(rest, t.ValueOptions)
 	for _, c := range t.When {
-		if matches(c, ops) {
+		if hit, ok := matches(c, ops); ok {
 			pt.escalate(c.Category, c.Reason)
-			pt.label = "knowledge: " + label + " " + strings.Join(append(slices.Clone(c.Flags), c.Args...), "|")
+			pt.label = "knowledge: " + label + " " + hit
 		}
 	}
 	opnds := operands(ops)
@@ -297,8 +297,9 @@ func (j *judge) known(prog string, args []word, pt *part) {
 	}
 }
 
-// matches reports whether any of a condition's flags or args appear.
-func matches(c Condition, ops []opword) bool {
+// matches reports whether any of a condition's flags or args appear, and
+// the word that matched.
+func matches(c Condition, ops []opword) (string, bool) {
 	for _, o := range ops {
 		if o.w.dyn {
 			continue
@@ -306,18 +307,18 @@ func matches(c Condition, ops []opword) bool {
 		if o.option {
 			for _, f := range c.Flags {
 				if hasFlag(o.w.val, f) {
-					return true
+					return o.w.val, true
 				}
 			}
 			continue
 		}
 		for _, a := range c.Args {
 			if a == "*" || wildMatch(a, o.w.val) {
-				return true
+				return o.w.val, true
 			}
 		}
 	}
-	return false
+	return "", false
 }
 
 // wildMatch matches s against a pattern where '*' is any run of
