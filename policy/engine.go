@@ -152,6 +152,14 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 	}
 	for _, wr := range pt.writes {
 		check(wr, "write")
+		if pv.Category == Destructive && !wr.w.dyn {
+			if abs, ok := resolve(wr.w.val, wr.cwd, env, false); ok && holdsProtected(abs, env.Home) {
+				act, risk = Deny, Critical
+				why := "destroys " + abs + ", which holds the home directory or the system"
+				pv.Rule = why
+				pv.Reasons = append(pv.Reasons, why)
+			}
+		}
 	}
 	for _, rd := range pt.reads {
 		check(rd, "read")
@@ -196,6 +204,9 @@ func (p *Policy) pathVerdict(ref pathRef, access string, env Env) (Action, Risk,
 		}
 		return Allow, Low, ""
 	}
+	if strings.ContainsAny(ref.w.val, "*?[") {
+		return p.globVerdict(ref, access, env)
+	}
 	abs, ok := resolve(ref.w.val, ref.cwd, env, access == "write")
 	if !ok {
 		if access == "write" {
@@ -203,6 +214,66 @@ func (p *Policy) pathVerdict(ref pathRef, access string, env Env) (Action, Risk,
 		}
 		return Allow, Low, ""
 	}
+	if a, r, why, matched := p.pathRule(abs, access, env); matched {
+		return a, r, why
+	}
+	if access == "write" && !inRoots(abs, env.Roots) {
+		return Ask, High, fmt.Sprintf("writes %s, outside the project (%s)", abs, strings.Join(env.Roots, ", "))
+	}
+	return Allow, Low, ""
+}
+
+// globVerdict judges a path pattern the shell will expand: every file it
+// matches now is judged, and a write to a pattern asks, since what it will
+// match when the line runs is not known.
+func (p *Policy) globVerdict(ref pathRef, access string, env Env) (Action, Risk, string) {
+	abs, ok := resolve(ref.w.val, ref.cwd, env, false)
+	act, risk, why := Allow, Low, ""
+	if access == "write" {
+		act, risk, why = Ask, Medium, "writes to a pattern the shell expands ("+ref.w.val+")"
+	}
+	if !ok {
+		return act, risk, why
+	}
+	// The pattern itself, read as a name, already falls under rules such
+	// as ~/.ssh/** (cat ~/.ssh/*.pub); then every file it matches now.
+	if a, r, w := p.pathRuleVerdict(abs, access, env); a > act {
+		act, risk, why = a, r, w
+	}
+	// A pattern over hidden files, inside a hidden directory or directly
+	// in the home directory (~/.bash*c, ~/.ss?/…, .git/hook?/…) may reach
+	// protected files that do not exist yet: treat it as protected.
+	if sensitiveGlob(abs, env.Home) && (access == "write" || strings.Contains(ref.w.val, "/")) {
+		if access == "write" && act < Deny {
+			act, risk, why = Deny, Critical, "writes through a pattern over hidden or home files ("+ref.w.val+")"
+		} else if access == "read" && act < Ask {
+			act, risk, why = Ask, High, "reads through a pattern over hidden or home files ("+ref.w.val+")"
+		}
+	}
+	matches, _ := filepath.Glob(abs)
+	if dir, base := filepath.Split(abs); len(matches) == 0 && !strings.ContainsAny(base, "*?[") {
+		// The file may not exist yet (it is being written): expand the
+		// directories it would land in.
+		dirs, _ := filepath.Glob(filepath.Clean(dir))
+		for _, d := range dirs {
+			matches = append(matches, filepath.Join(d, base))
+		}
+	}
+	for i, m := range matches {
+		if i == 64 {
+			break
+		}
+		a, r, w := p.pathVerdict(pathRef{w: word{val: m, src: m}, how: ref.how}, access, env)
+		if a > act {
+			why = w
+		}
+		act, risk = max(act, a), max(risk, r)
+	}
+	return act, risk, why
+}
+
+// pathRule applies the strictest path rule matching abs, if any.
+func (p *Policy) pathRule(abs, access string, env Env) (Action, Risk, string, bool) {
 	var best *Rule
 	for _, r := range p.pathRules {
 		if r.Access != "any" && r.Access != access {
@@ -212,20 +283,44 @@ func (p *Policy) pathVerdict(ref pathRef, access string, env Env) (Action, Risk,
 			best = r
 		}
 	}
-	if best != nil {
-		switch best.Action {
-		case Deny:
-			return Deny, Critical, fmt.Sprintf("%s %s: %s (path rule %s)", verb(access), abs, reasonOr(best, "denied"), best.Origin)
-		case Ask:
-			return Ask, High, fmt.Sprintf("%s %s: %s (path rule %s)", verb(access), abs, reasonOr(best, "a person should see it"), best.Origin)
-		case Allow:
-			return Allow, Low, ""
+	if best == nil {
+		return Allow, Low, "", false
+	}
+	switch best.Action {
+	case Deny:
+		return Deny, Critical, fmt.Sprintf("%s %s: %s (path rule %s)", verb(access), abs, reasonOr(best, "denied"), best.Origin), true
+	case Ask:
+		return Ask, High, fmt.Sprintf("%s %s: %s (path rule %s)", verb(access), abs, reasonOr(best, "a person should see it"), best.Origin), true
+	}
+	return Allow, Low, "", true
+}
+
+// pathRuleVerdict is pathRule without the "matched" flag.
+func (p *Policy) pathRuleVerdict(abs, access string, env Env) (Action, Risk, string) {
+	a, r, why, _ := p.pathRule(abs, access, env)
+	return a, r, why
+}
+
+// sensitiveGlob reports a pattern with a wildcard component that is
+// hidden (starts with '.'), or whose parent is hidden or the home
+// directory.
+func sensitiveGlob(abs, home string) bool {
+	parent := ""
+	for _, c := range strings.Split(abs, "/") {
+		if strings.ContainsAny(c, "*?[") {
+			if strings.HasPrefix(c, ".") || strings.HasPrefix(filepath.Base(parent), ".") || (home != "" && parent == home) {
+				return true
+			}
+		}
+		if parent == "/" {
+			parent = "/" + c
+		} else if parent == "" && c == "" {
+			parent = "/"
+		} else {
+			parent = parent + "/" + c
 		}
 	}
-	if access == "write" && !inRoots(abs, env.Roots) {
-		return Ask, High, fmt.Sprintf("writes %s, outside the project (%s)", abs, strings.Join(env.Roots, ", "))
-	}
-	return Allow, Low, ""
+	return false
 }
 
 func verb(access string) string {
@@ -276,6 +371,14 @@ func resolve(p string, cwd word, env Env, follow bool) (string, bool) {
 	switch {
 	case p == "~" || strings.HasPrefix(p, "~/"):
 		p = env.Home + p[1:]
+	case strings.HasPrefix(p, "~"):
+		// ~user/…: judged as if it were this user's home, so that the
+		// protections of ~/… cannot be sidestepped by naming oneself.
+		if i := strings.IndexByte(p, '/'); i > 0 {
+			p = env.Home + p[i:]
+		} else {
+			p = env.Home
+		}
 	case filepath.IsAbs(p):
 	default:
 		if cwd.dyn {
@@ -314,6 +417,17 @@ func realPath(p string) string {
 		rest = filepath.Join(filepath.Base(cur), rest)
 		cur = parent
 	}
+}
+
+// holdsProtected reports a path whose destruction takes the home
+// directory or the system with it: /, the home directory and its parents,
+// and the system's top-level directories.
+func holdsProtected(abs, home string) bool {
+	switch abs {
+	case "/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/var", "/opt", "/home", "/Users", "/System", "/Library", "/root":
+		return true
+	}
+	return home != "" && (abs == home || strings.HasPrefix(home, abs+"/"))
 }
 
 func inRoots(abs string, roots []string) bool {

@@ -137,8 +137,34 @@ func checkAssign(pt *part, a word) {
 		pt.escalate(HostEscape, name+"= makes the program run other code")
 	case name == "PATH":
 		pt.escalate(Unknown, "PATH= changes which program a name runs")
+	case pagerVars[name]:
+		if _, val, _ := strings.Cut(a.val, "="); a.dyn || !harmlessPagers[strings.TrimSpace(val)] {
+			pt.escalate(HostEscape, name+"= makes the command run a program of the caller's choosing")
+		}
+	case execEnv[name] || strings.HasPrefix(name, "GIT_CONFIG") || (name == "GOFLAGS" && strings.Contains(a.val, "toolexec")):
+		pt.escalate(HostEscape, name+"= makes the command run code of the caller's choosing")
+	case riskyEnv[name] || strings.HasPrefix(name, "npm_config_"):
+		pt.escalate(Unknown, name+"= changes what code or configuration the program loads")
 	}
 }
+
+// pagerVars name a program the command runs (a pager or an editor).
+var pagerVars = map[string]bool{"PAGER": true, "GIT_PAGER": true, "MANPAGER": true, "EDITOR": true, "VISUAL": true,
+	"GIT_EDITOR": true, "GIT_SEQUENCE_EDITOR": true, "SYSTEMD_PAGER": true, "BAT_PAGER": true, "DELTA_PAGER": true}
+
+// harmlessPagers are the values agents set to keep output flowing.
+var harmlessPagers = map[string]bool{"": true, "cat": true, "less": true, "more": true, "less -R": true, "less -FRX": true,
+	"less -FR": true, "true": true, ":": true, "/bin/cat": true, "/usr/bin/cat": true}
+
+// execEnv point a program at code or configuration that runs commands.
+var execEnv = map[string]bool{"GIT_DIR": true, "GIT_EXEC_PATH": true, "GIT_TEMPLATE_DIR": true, "RUSTC_WRAPPER": true,
+	"RUSTC": true, "CARGO_BUILD_RUSTC_WRAPPER": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true, "GIT_PROXY_COMMAND": true}
+
+// riskyEnv change what code or configuration a program loads.
+var riskyEnv = map[string]bool{"GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_EXEC_PATH": true, "GIT_TEMPLATE_DIR": true,
+	"HOME": true, "XDG_CONFIG_HOME": true, "GOFLAGS": true, "RUSTC_WRAPPER": true, "RUSTC": true, "CC": true, "CXX": true,
+	"PYTHONPATH": true, "PYTHONHOME": true, "NODE_PATH": true, "RUBYLIB": true, "PERL5LIB": true, "DOCKER_HOST": true,
+	"KUBECONFIG": true, "SHELL": true, "IFS": true, "CARGO_HOME": true, "GOTOOLCHAIN": true, "LESSOPEN": true}
 
 // program returns the name a command word calls, for the knowledge table:
 // the word itself, or the base name of a path in a standard system
@@ -173,7 +199,11 @@ func (j *judge) command(args []word, s *simple, pt part, depth int) {
 		return
 	}
 	pt.name = prog
-	if s.funcs[prog] && prog == name.val {
+	// A function defined on the line is judged by its body. A function
+	// may not lower a program's verdict by shadowing its name (rm() { :; }
+	// may be defined in a branch never taken, or be bypassed by command
+	// or env), so only names sluice does not know count as calls.
+	if s.funcs[prog] && prog == name.val && j.k[prog] == nil && !isSpecial(prog) {
 		pt.label = "function defined on this line (its body is judged)"
 		j.parts = append(j.parts, pt)
 		return
@@ -202,8 +232,13 @@ func (j *judge) finish(prog string, args []word, s *simple, pt *part, depth int)
 		if i := strings.IndexByte(v, '='); i > 0 && strings.HasPrefix(v, "-") {
 			v = v[i+1:]
 		}
+		v = strings.TrimPrefix(v, "@") // curl -d @file, gh --input @file
 		if v != "" && !strings.HasPrefix(v, "-") {
 			pt.reads = append(pt.reads, pathRef{w: word{val: v, src: a.src}, cwd: s.cwd, how: "argument"})
+			// git show REV:PATH, scp HOST:PATH name a file after the colon.
+			if i := strings.LastIndexByte(v, ':'); i > 0 && i < len(v)-1 && !strings.Contains(v, "://") {
+				pt.reads = append(pt.reads, pathRef{w: word{val: v[i+1:], src: a.src}, cwd: s.cwd, how: "argument"})
+			}
 		}
 	}
 	var inner func()
@@ -213,9 +248,9 @@ func (j *judge) finish(prog string, args []word, s *simple, pt *part, depth int)
 	case "docker", "podman", "nerdctl":
 		checkContainerRun(args, pt)
 	case "awk", "gawk", "mawk", "nawk":
-		checkAwk(args, pt)
+		checkAwk(args, s, pt)
 	case "sed", "gsed":
-		checkSed(args, pt)
+		checkSed(args, s, pt)
 	case "find":
 		inner = func() { j.findExec(args, s, depth) }
 	}

@@ -12,7 +12,7 @@ var gitGlobalValueOpts = []string{"-C", "-c", "--git-dir", "--work-tree", "--nam
 // gitExecKeys are git configuration keys whose value git runs as a
 // command (or that redirect hooks and helpers): setting one is a way to run
 // anything, whatever the subcommand looks like.
-var gitExecKeys = regexp.MustCompile(`^(core\.(pager|sshcommand|editor|fsmonitor|hookspath|askpass|gitproxy)|diff\.external|diff\..*\.(textconv|command)|merge\..*\.driver|filter\..*|credential\.helper|credential\..*\.helper|sequence\.editor|gpg\.program|gpg\..*\.program|pager\..*|uploadpack\.packobjectshook|remote\..*\.(uploadpack|receivepack|vcs)|web\.browser|browser\..*\.(cmd|path)|man\..*\.(cmd|path)|interactive\.difffilter|include\.path|includeif\..*|alias\..*)$`)
+var gitExecKeys = regexp.MustCompile(`^(core\.(pager|sshcommand|editor|fsmonitor|hookspath|askpass|gitproxy)|diff\.external|diff\..*\.(textconv|command)|merge\..*\.driver|filter\..*|credential\.helper|credential\..*\.helper|sequence\.editor|gpg\.program|gpg\..*\.program|pager\..*|uploadpack\.packobjectshook|remote\..*\.(uploadpack|receivepack|vcs)|web\.browser|browser\..*\.(cmd|path)|man\..*\.(cmd|path)|interactive\.difffilter|include\.path|includeif\..*|alias\..*|protocol\.(.*\.)?allow|core\.sshcommand|ssh\.variant)$`)
 
 // git checks what git's knowledge entry cannot: configuration that runs
 // commands (-c KEY=VALUE, git config KEY VALUE) and the subcommands that
@@ -51,11 +51,11 @@ func (j *judge) git(args []word, s *simple, pt *part, depth int) func() {
 	subArgs := rest[sub+1:]
 	switch rest[sub].val {
 	case "config":
-		var ops []word
-		for _, a := range subArgs {
-			if a.dyn || !strings.HasPrefix(a.val, "-") {
-				ops = append(ops, a)
-			}
+		parsed := splitArgs(subArgs, []string{"-f", "--file", "--blob", "--type", "--default", "--comment", "--value"})
+		ops := operands(parsed)
+		if gitConfigReadOnly(parsed, ops) {
+			pt.cat, pt.reasons = ReadOnly, nil
+			pt.label = "knowledge: git config (reading)"
 		}
 		if len(ops) > 0 && !ops[0].dyn && (ops[0].val == "set" || ops[0].val == "--add") {
 			ops = ops[1:]
@@ -107,6 +107,29 @@ func (j *judge) git(args []word, s *simple, pt *part, depth int) func() {
 		pt.escalate(Unknown, "git "+rest[sub].val+" runs filter commands")
 	}
 	return nil
+}
+
+// gitConfigReadOnly reports a git config invocation that only reads:
+// --get/--list/… (or the get/list subcommands) and no value to set.
+func gitConfigReadOnly(parsed []opword, ops []word) bool {
+	reading := false
+	for _, o := range parsed {
+		if o.w.dyn {
+			return false
+		}
+		if o.option {
+			switch strings.SplitN(o.w.val, "=", 2)[0] {
+			case "--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--show-scope", "--name-only", "--null", "-z", "--global", "--system", "--local", "--worktree", "-f", "--file", "--includes", "--no-includes", "--type", "--default", "--bool", "--int", "--path":
+				reading = reading || strings.HasPrefix(o.w.val, "--get") || o.w.val == "--list" || o.w.val == "-l"
+			default:
+				return false
+			}
+		}
+	}
+	if len(ops) > 0 && (ops[0].val == "get" || ops[0].val == "list") {
+		return len(ops) <= 2
+	}
+	return reading && len(ops) <= 1
 }
 
 // runString judges a shell string that a program will run.
@@ -174,6 +197,14 @@ var hostFlags = []string{"--privileged", "--pid=host", "--network=host", "--net=
 // socket.
 func checkContainerRun(args []word, pt *part) {
 	sub, rest := containerSub(args)
+	if sub == "compose" {
+		for i, a := range rest {
+			if !a.dyn && !strings.HasPrefix(a.val, "-") {
+				sub, rest = a.val, rest[i+1:]
+				break
+			}
+		}
+	}
 	if sub != "run" && sub != "create" && sub != "exec" {
 		return
 	}
@@ -191,7 +222,10 @@ func checkContainerRun(args []word, pt *part) {
 		switch {
 		case (a.val == "-v" || a.val == "--volume" || a.val == "--mount") && i+1 < len(rest):
 			if rest[i+1].dyn {
-				pt.escalate(HostEscape, "mounts a path computed at run time into the container")
+				// -v "$PWD":/src and -v $(pwd):/app mount the project.
+				if !projectMount(rest[i+1].src) {
+					pt.escalate(Unknown, "mounts a path computed at run time into the container ("+rest[i+1].src+")")
+				}
 				continue
 			}
 			mount = rest[i+1].val
@@ -202,10 +236,45 @@ func checkContainerRun(args []word, pt *part) {
 		default:
 			continue
 		}
-		if src := mountSource(mount); src == "/" || strings.HasSuffix(src, "docker.sock") || strings.HasSuffix(src, "podman.sock") || strings.HasPrefix(src, "/etc") || strings.HasPrefix(src, "/root") || strings.HasPrefix(src, "/var/run") {
+		if src := mountSource(mount); hostMount(src) {
 			pt.escalate(HostEscape, "mounts "+src+" of the host into the container")
 		}
 	}
+}
+
+// projectMount reports a dynamic mount source that is the working
+// directory: $PWD, ${PWD}, "$PWD", $(pwd), `pwd`, optionally with a
+// relative path after it.
+func projectMount(src string) bool {
+	src = strings.Trim(src, `"'`)
+	for _, p := range []string{"$PWD", "${PWD}", "$(pwd)", "`pwd`"} {
+		if strings.HasPrefix(src, p) {
+			rest := strings.TrimPrefix(src, p)
+			rest = strings.TrimLeft(rest, `"'`)
+			return !strings.Contains(rest, "..") && !strings.Contains(rest, "$")
+		}
+	}
+	return false
+}
+
+// hostMount reports mount sources that hand the host to the container:
+// the root, the engine's socket, system directories, the home directory
+// and its credentials.
+func hostMount(src string) bool {
+	if src == "" {
+		return false
+	}
+	switch src {
+	case "/", "~", "/home", "/Users", "/root", "/etc", "/var", "/usr", "/proc", "/sys", "/dev", "/boot", "/run":
+		return true
+	}
+	for _, p := range []string{"/etc/", "/root/", "/var/run/", "/run/", "/proc/", "/sys/", "/dev/", "/boot/", "~/.ssh", "~/.aws", "~/.kube", "~/.config", "~/.docker", "~/.gnupg"} {
+		if strings.HasPrefix(src, p) {
+			return true
+		}
+	}
+	return strings.HasSuffix(src, ".sock") || (strings.HasPrefix(src, "/home/") && strings.Count(src, "/") == 2) ||
+		(strings.HasPrefix(src, "/Users/") && strings.Count(src, "/") == 2)
 }
 
 // mountSource returns the host side of "-v SRC:DST" or "--mount
@@ -328,6 +397,11 @@ func (j *judge) envRunner(prog string, args []word, s *simple, pt *part, depth i
 		return false
 	}
 	pt.label = prog + " " + sub
+	// These load the project's own configuration (scripts in devbox.json or
+	// pyproject.toml, .envrc, .mise.toml, the Gemfile) before the command,
+	// and "run NAME" may name a project script rather than a program:
+	// project code runs whatever the command is.
+	pt.escalate(Unknown, prog+" "+sub+" runs the project's scripts or environment")
 	j.parts = append(j.parts, *pt)
 	if len(inner) > 0 {
 		j.command(inner, s, part{cat: ReadOnly}, depth+1)
@@ -362,8 +436,14 @@ func (j *judge) findExec(args []word, s *simple, depth int) {
 
 var awkRedirect = regexp.MustCompile(`\b(print|printf)\b[^;}\n]*>`)
 
+// awkRead finds the files an awk program reads with getline < "FILE".
+var awkRead = regexp.MustCompile(`getline[^<;}]*<\s*"([^"]+)"`)
+
+// sedRead finds the files a sed script reads with r FILE or R FILE.
+var sedRead = regexp.MustCompile(`(?m)(?:^|[;{}\s\d$/])[rR]\s*([^\s;}]+)`)
+
 // checkAwk escalates awk programs that run commands or write files.
-func checkAwk(args []word, pt *part) {
+func checkAwk(args []word, s *simple, pt *part) {
 	ops := splitArgs(args[1:], []string{"-F", "-v", "--assign", "--field-separator"})
 	for _, o := range ops {
 		if o.option && (o.w.val == "-f" || strings.HasPrefix(o.w.val, "--file")) {
@@ -391,6 +471,9 @@ func checkAwk(args []word, pt *part) {
 		return
 	}
 	src := prog.val
+	for _, m := range awkRead.FindAllStringSubmatch(src, -1) {
+		pt.reads = append(pt.reads, pathRef{w: word{val: m[1], src: m[1]}, cwd: s.cwd, how: "awk getline"})
+	}
 	switch {
 	case strings.Contains(src, "system"):
 		pt.escalate(Unknown, "the awk program calls system()")
@@ -403,7 +486,7 @@ func checkAwk(args []word, pt *part) {
 
 // checkSed escalates sed scripts that run commands (e, s///e) or write
 // files (w, W, s///w).
-func checkSed(args []word, pt *part) {
+func checkSed(args []word, s *simple, pt *part) {
 	ops := splitArgs(args[1:], []string{"-e", "--expression", "-f", "--file", "-l", "--line-length"})
 	var scripts []word
 	fromE := false
@@ -437,6 +520,25 @@ func checkSed(args []word, pt *part) {
 		if why := sedDanger(sc.val); why != "" {
 			pt.escalate(Unknown, "the sed script "+why)
 			return
+		}
+		for _, m := range sedRead.FindAllStringSubmatch(sc.val, -1) {
+			pt.reads = append(pt.reads, pathRef{w: word{val: m[1], src: m[1]}, cwd: s.cwd, how: "sed r"})
+		}
+	}
+	// sed -i writes every file it is given.
+	inPlace := false
+	for _, o := range ops {
+		if o.option && (hasFlag(o.w.val, "-i*") || strings.HasPrefix(o.w.val, "--in-place")) {
+			inPlace = true
+		}
+	}
+	if inPlace {
+		files := operands(ops)
+		if !fromE && len(files) > 0 {
+			files = files[1:] // the first operand was the script
+		}
+		for _, f := range files {
+			pt.writes = append(pt.writes, pathRef{w: f, cwd: s.cwd, how: "sed -i"})
 		}
 	}
 }

@@ -79,6 +79,10 @@ type Options struct {
 	Project string
 	// Home expands ~ in path rules; default $HOME.
 	Home string
+	// Protect lists sluice's own files and directories where they are
+	// not in the default places (the spool, the audit log, the policy
+	// file): writes to them are denied like writes to ~/.config/sluice.
+	Protect []string
 }
 
 // LoadError is a policy file that cannot be used, with where and a hint.
@@ -122,6 +126,20 @@ func Load(opts Options) (*Policy, error) {
 	for c := ReadOnly; c <= HostEscape; c++ {
 		if p.defaultOrigin[c] == "" {
 			return nil, fmt.Errorf("policy: the default policy has no default for %s", c)
+		}
+	}
+	for _, path := range opts.Protect {
+		if path == "" || !filepath.IsAbs(path) {
+			continue
+		}
+		for _, g := range []string{path, path + "/**"} {
+			r := &Rule{Action: Deny, Path: escapeGlob(g[:len(path)]) + g[len(path):], Access: "write",
+				Reason: "writes to sluice's own files (" + path + ")", Origin: OriginDefault}
+			if err := p.compile(r); err != nil {
+				return nil, err
+			}
+			p.rules = append(p.rules, r)
+			p.pathRules = append(p.pathRules, r)
 		}
 	}
 	if opts.User != "" {
@@ -242,10 +260,8 @@ func (p *Policy) compile(r *Rule) error {
 		default:
 			return fmt.Errorf("access %q: want read, write or any", r.Access)
 		}
-		g := r.Path
+		g := expandTilde(r.Path, p.home)
 		switch {
-		case g == "~" || strings.HasPrefix(g, "~/"):
-			g = p.home + g[1:]
 		case strings.HasPrefix(g, "~"):
 			return fmt.Errorf("path %q: ~user is not supported; write the full path", r.Path)
 		case strings.HasPrefix(g, "./"), strings.HasPrefix(g, "/"):
@@ -258,6 +274,33 @@ func (p *Policy) compile(r *Rule) error {
 		r.glob = g
 	}
 	return nil
+}
+
+// escapeGlob quotes a literal path for use in a doublestar pattern.
+func escapeGlob(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if strings.IndexByte(`*?[]{}\`, p[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
+
+// expandTilde replaces ~ with home where it starts a pattern or an
+// alternative of a brace group: "~/.ssh/**", "{~/.a,~/.b}".
+func expandTilde(g, home string) string {
+	var b strings.Builder
+	for i := 0; i < len(g); i++ {
+		atStart := i == 0 || g[i-1] == '{' || g[i-1] == ','
+		if g[i] == '~' && atStart && (i+1 == len(g) || strings.IndexByte("/,}", g[i+1]) >= 0) {
+			b.WriteString(home)
+			continue
+		}
+		b.WriteByte(g[i])
+	}
+	return b.String()
 }
 
 // patternWords splits a command pattern into words as the shell would.

@@ -55,12 +55,13 @@ command = "git status *"
 		{"go test -run TestX ./pkg", Allow},
 		{"go test", Allow},
 		{"go testx", Ask},                  // the pattern word is "test", not a prefix
-		{"go test ./... && rm -rf ~", Ask}, // every part must be allowed
-		{"git status; rm -rf ~", Ask},
+		{"go test ./... && rm -rf build", Ask}, // every part must be allowed
+		{"git status; rm -rf build", Ask},
+		{"git status; rm -rf ~", Deny},
 		{"git status --short", Allow},
 		{"echo $(go test ./...)", Allow},
 		{"go test ./... > /home/me/.ssh/authorized_keys", Deny}, // paths are judged after rules
-		{"go vet ./...", Ask},
+		{"go run ./cmd/app", Ask},
 	}
 	for _, tt := range tests {
 		if v := p.Check(tt.line, tableEnv); v.Action != tt.want {
@@ -242,5 +243,33 @@ func TestSymlinkIntoProtectedPath(t *testing.T) {
 	v := p.Check("echo ssh-ed25519 AAAA >> keys/authorized_keys", Env{Cwd: proj, Home: home})
 	if v.Action != Deny {
 		t.Fatalf("a write through a symlink into ~/.ssh: %s", explain(v))
+	}
+}
+
+// TestGlobExpandsToProtectedPath: a pattern is judged by the files it
+// matches when checked; here only the expansion, through a symlink in the
+// project, shows that the write lands in ~/.ssh.
+func TestGlobExpandsToProtectedPath(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	proj := filepath.Join(home, "src", "app")
+	for _, d := range []string{filepath.Join(home, ".ssh"), proj} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(home, ".ssh"), filepath.Join(proj, "keys-backup")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(Options{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Cwd: proj, Home: home}
+	if v := p.Check("cp id.pub keys-*/authorized_keys", env); v.Action != Deny {
+		t.Fatalf("write through a pattern into ~/.ssh: %s", explain(v))
+	}
+	if v := p.Check("cp id.pub build-*/out", env); v.Action != Ask {
+		t.Fatalf("a pattern matching nothing protected: %s", explain(v))
 	}
 }

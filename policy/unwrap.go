@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -53,8 +54,23 @@ var interpreters = map[string][]string{
 	"node": {"-e", "-p", "--eval", "--print"}, "nodejs": {"-e", "-p", "--eval", "--print"},
 	"deno": {}, "bun": {"-e", "--eval", "-p", "--print"},
 	"ruby": {"-e"}, "perl": {"-e", "-E"}, "php": {"-r"}, "lua": {"-e"}, "luajit": {"-e"},
-	"Rscript": {"-e"}, "osascript": {"-e"}, "pwsh": {"-c", "-Command", "-EncodedCommand"}, "powershell": {"-c", "-Command"},
+	"Rscript": {"-e"}, "pwsh": {"-c", "-Command", "-EncodedCommand"}, "powershell": {"-c", "-Command"},
 	"tclsh": {}, "jshell": {}, "irb": {}, "groovy": {"-e"}, "julia": {"-e", "--eval"}, "scala": {"-e"},
+}
+
+// isSpecial reports names judged in code rather than by the table.
+func isSpecial(prog string) bool {
+	if _, ok := wrappers[prog]; ok {
+		return true
+	}
+	if _, ok := interpreters[prog]; ok {
+		return true
+	}
+	switch prog {
+	case "eval", "source", ".", "command", "tee", "trap", "alias", "hash", "exec", "builtin":
+		return true
+	}
+	return shells[prog]
 }
 
 // special judges programs that run other programs: wrappers, shells,
@@ -73,10 +89,18 @@ func (j *judge) special(prog string, args []word, s *simple, pt *part, depth int
 		prog = "python3"
 	}
 	if inline, ok := interpreters[prog]; ok {
+		if t := j.k[prog]; t != nil && t.Sub != nil && len(args) > 1 && !args[1].dyn && t.Sub[args[1].val] != nil {
+			return false // bun install, deno test: the table knows these
+		}
 		j.interpreter(prog, inline, args, s, pt, depth)
 		return true
 	}
 	switch prog {
+	case "osascript":
+		pt.escalate(HostEscape, "osascript drives other applications (it can type into this console)")
+		pt.label = "osascript"
+		j.parts = append(j.parts, *pt)
+		return true
 	case "eval":
 		pt.escalate(Unknown, "eval runs a string as shell code")
 		pt.label = "eval"
@@ -113,9 +137,18 @@ func (j *judge) special(prog string, args []word, s *simple, pt *part, depth int
 		}
 		j.parts = append(j.parts, *pt)
 		return true
+	case "hash":
+		for _, a := range args[1:] {
+			if a.dyn || strings.HasPrefix(a.val, "-") && strings.Contains(a.val, "p") {
+				pt.escalate(Unknown, "hash -p changes which program a name runs")
+			}
+		}
+		pt.label = "shell builtin"
+		j.finish(prog, args, s, pt, depth)
+		return true
 	case "cd", "pushd", "popd", "dirs", "exit", "return", "break", "continue", "shift", "wait", "jobs", "set",
-		"unset", "read", "readarray", "mapfile", "getopts", "hash", "shopt", "umask", "ulimit", ":", "local", "declare",
-		"typeset", "export", "readonly":
+		"unset", "read", "readarray", "mapfile", "getopts", "shopt", "umask", "ulimit", ":", "local", "declare",
+		"typeset", "export", "readonly", "[[", "((":
 		pt.label = "shell builtin"
 		j.finish(prog, args, s, pt, depth)
 		return true
@@ -128,6 +161,12 @@ func (j *judge) special(prog string, args []word, s *simple, pt *part, depth int
 		pt.escalate(Mutating, "alias changes what later command names run")
 		pt.label = "alias"
 		j.parts = append(j.parts, *pt)
+		// What an alias expands to runs when its name is used: judge it.
+		for _, a := range args[1:] {
+			if _, val, ok := strings.Cut(a.val, "="); ok {
+				j.runString(word{val: val, dyn: a.dyn, src: a.src}, "alias", s, depth)
+			}
+		}
 		return true
 	case "docker", "podman", "nerdctl":
 		return j.containerExec(prog, args, s, pt, depth)
@@ -147,7 +186,7 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 	}
 	rest := args[1:]
 	i := 0
-	replace := false
+	replace, replStr := false, ""
 	for i < len(rest) {
 		a := rest[i]
 		if a.dyn {
@@ -177,8 +216,19 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 				j.shellString(v, s, depth+1)
 				return
 			}
-			if prog == "xargs" && (a.val == "-I" || strings.HasPrefix(a.val, "-I") || a.val == "-i" || strings.HasPrefix(a.val, "--replace")) {
-				replace = true
+			if prog == "xargs" {
+				switch {
+				case a.val == "-I" && i+1 < len(rest):
+					replace, replStr = true, rest[i+1].val
+				case strings.HasPrefix(a.val, "-I"):
+					replace, replStr = true, a.val[2:]
+				case a.val == "-i" || a.val == "--replace":
+					replace, replStr = true, "{}"
+				case strings.HasPrefix(a.val, "-i"):
+					replace, replStr = true, a.val[2:]
+				case strings.HasPrefix(a.val, "--replace="):
+					replace, replStr = true, strings.TrimPrefix(a.val, "--replace=")
+				}
 			}
 			if takesValue(a.val, w.valueOpts) {
 				i++
@@ -201,6 +251,14 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 			inner = inner[w.skip:]
 		}
 	}
+	// flock FILE -c STRING: the shell option may follow the operand.
+	if w.shellOpt != "" && len(inner) > 0 && !inner[0].dyn && inner[0].val == w.shellOpt {
+		j.parts = append(j.parts, *pt)
+		if len(inner) > 1 {
+			j.runString(inner[1], prog+" "+w.shellOpt, s, depth)
+		}
+		return
+	}
 	j.parts = append(j.parts, *pt)
 	if len(inner) == 0 {
 		return
@@ -215,6 +273,16 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 	}
 	if w.stdinArgs && !replace {
 		inner = append(inner[:len(inner):len(inner)], word{dyn: true, src: "<arguments from stdin>"})
+	}
+	if replace && replStr != "" {
+		// Each word holding the replace string gets text from stdin:
+		// xargs -I{} sh -c 'echo {}' runs whatever the input says.
+		inner = slices.Clone(inner)
+		for k, wd := range inner {
+			if !wd.dyn && strings.Contains(wd.val, replStr) {
+				inner[k] = word{dyn: true, src: wd.src}
+			}
+		}
 	}
 	j.command(inner, s, part{cat: ReadOnly}, depth+1)
 }

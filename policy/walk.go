@@ -184,10 +184,10 @@ func (w *walker) command(cmd syntax.Command, redirs []redirect, stdin bool) {
 		w.redirsOnly(redirs, stdin)
 	case *syntax.ArithmCmd:
 		w.arith(c.X)
-		w.redirsOnly(redirs, stdin)
+		w.emit(simple{args: []word{{val: "((", src: "(( … ))"}}, redirs: redirs, stdin: stdin})
 	case *syntax.TestClause:
 		w.testExpr(c.X)
-		w.redirsOnly(redirs, stdin)
+		w.emit(simple{args: []word{{val: "[[", src: "[[ … ]]"}}, redirs: redirs, stdin: stdin})
 	default:
 		// A construct this walker does not know (zsh-only syntax, say)
 		// must not pass unjudged.
@@ -323,6 +323,12 @@ func (w *walker) parts(parts []syntax.WordPart, b *strings.Builder, quoted bool)
 				dyn = true
 			}
 		case *syntax.ParamExp:
+			// $HOME at the start of a word is the home directory: keep it
+			// as ~ so protected paths under it are still recognised.
+			if b.Len() == 0 && isPlainParam(p, "HOME") {
+				b.WriteString("~")
+				continue
+			}
 			dyn = true
 			w.paramExp(p)
 		case *syntax.CmdSubst:
@@ -341,6 +347,12 @@ func (w *walker) parts(parts []syntax.WordPart, b *strings.Builder, quoted bool)
 		}
 	}
 	return dyn
+}
+
+// isPlainParam reports $NAME or ${NAME} with no operator.
+func isPlainParam(p *syntax.ParamExp, name string) bool {
+	return p.Param != nil && p.Param.Value == name && !p.Excl && !p.Length && !p.Width &&
+		p.Index == nil && p.Slice == nil && p.Repl == nil && p.Exp == nil && p.Names == 0
 }
 
 // nested walks the statements of a substitution one level deeper.
