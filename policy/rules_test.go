@@ -54,7 +54,7 @@ command = "git status *"
 		{"go test ./...", Allow},
 		{"go test -run TestX ./pkg", Allow},
 		{"go test", Allow},
-		{"go testx", Ask},                  // the pattern word is "test", not a prefix
+		{"go testx", Ask},                      // the pattern word is "test", not a prefix
 		{"go test ./... && rm -rf build", Ask}, // every part must be allowed
 		{"git status; rm -rf build", Ask},
 		{"git status; rm -rf ~", Deny},
