@@ -22,6 +22,7 @@ bench: build
 
 fuzz:
 	$(GO) test ./queue -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME)
+	$(GO) test ./policy -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME)
 	$(GO) test ./audit -run '^$$' -fuzz '^FuzzDecodeLine$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./audit -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./audit -run '^$$' -fuzz '^FuzzVerifyTamper$$' -fuzztime $(FUZZTIME)

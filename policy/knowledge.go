@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -55,6 +56,12 @@ type Condition struct {
 	Category Category `toml:"category"`
 	Reason   string   `toml:"reason"`
 }
+
+// embeddedKnowledge decodes the embedded table once per process: it is
+// read-only after loading, and decoding it is most of a Load's cost.
+var embeddedKnowledge = sync.OnceValues(func() (map[string]*Tool, error) {
+	return loadKnowledge(knowledgeTOML, "knowledge.toml")
+})
 
 // knowledge is the decoded knowledge table.
 type knowledge struct {

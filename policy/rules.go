@@ -114,7 +114,7 @@ func Load(opts Options) (*Policy, error) {
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
-	tools, err := loadKnowledge(knowledgeTOML, "knowledge.toml")
+	tools, err := embeddedKnowledge()
 	if err != nil {
 		return nil, err
 	}

@@ -243,7 +243,7 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 		}
 		break
 	}
-	inner := rest[i:]
+	inner := rest[min(i, len(rest)):] // an option's value may be missing
 	if w.skip > 0 {
 		if len(inner) <= w.skip {
 			inner = nil

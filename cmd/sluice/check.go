@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/sluice-dev/sluice/policy"
+	"github.com/sluice-dev/sluice/queue"
 )
 
 const checkHelp = `Print the policy's verdict for one command line, without queueing it.
@@ -27,8 +28,9 @@ Exit status: 0 whatever the verdict; 2 on a usage or policy-file error.
 
 // policyFlags are the flags that choose a policy and where it applies.
 type policyFlags struct {
-	file string
-	cwd  string
+	file  string
+	cwd   string
+	spool string // the --spool in effect, to protect it
 }
 
 func (pf *policyFlags) register(fs *flagSet) {
@@ -51,8 +53,35 @@ func (pf *policyFlags) load() (*policy.Policy, policy.Env, error) {
 			opts.User = defaultPolicyFile()
 		}
 	}
+	opts.Protect = ownPaths(opts.User, pf.spool)
 	p, err := policy.Load(opts)
 	return p, policy.Env{Cwd: dir, Roots: policy.Roots(dir)}, err
+}
+
+// ownPaths are sluice's own files wherever they are configured to be:
+// the policy file, the spool and the audit log. Writes to them are denied.
+func ownPaths(policyFile, spool string) []string {
+	paths := []string{policyFile, os.Getenv("SLUICE_CONFIG")}
+	if spool == "" {
+		spool = os.Getenv("SLUICE_SPOOL")
+	}
+	if spool == "" {
+		spool, _ = queue.DefaultDir()
+	}
+	paths = append(paths, spool)
+	if a, err := auditPath(""); err == nil {
+		paths = append(paths, a)
+	}
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			out = append(out, abs)
+		}
+	}
+	return out
 }
 
 // defaultPolicyFile is $XDG_CONFIG_HOME/sluice/policy.toml.
@@ -77,6 +106,7 @@ func cmdCheck(args []string, std stdio, g *globals) int {
 	if !ok {
 		return code
 	}
+	pf.spool = g.spool
 	if len(words) == 0 {
 		return usageErr(std, "check", "no command given (sluice check -- COMMAND...)")
 	}
