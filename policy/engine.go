@@ -339,7 +339,16 @@ func reasonOr(r *Rule, def string) string {
 
 // pathMatch matches a path rule against an absolute path.
 func (p *Policy) pathMatch(r *Rule, abs string, env Env) bool {
-	g := r.glob
+	for _, a := range r.alts {
+		if matchAlt(a, abs, env) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchAlt(a alt, abs string, env Env) bool {
+	g := a.glob
 	switch {
 	case strings.HasPrefix(g, "./"):
 		for _, root := range env.Roots {
@@ -351,6 +360,10 @@ func (p *Policy) pathMatch(r *Rule, abs string, env Env) bool {
 	case !strings.Contains(g, "/"):
 		ok, _ := doublestar.Match(g, filepath.Base(abs))
 		return ok
+	case a.prefix != "" && !strings.HasPrefix(abs, a.prefix):
+		return false
+	case a.needle != "" && !strings.Contains(abs, a.needle):
+		return false
 	case strings.HasPrefix(g, "**/"):
 		if ok, _ := doublestar.Match(g[3:], strings.TrimPrefix(abs, "/")); ok {
 			return true

@@ -39,6 +39,15 @@ type Rule struct {
 
 	words []string // Command split into shell words
 	glob  string   // Path with ~ expanded; "./" kept for the jail root
+	alts  []alt    // glob with its braces expanded, for matching
+}
+
+// alt is one brace alternative of a path rule, with a literal part that
+// every match must hold, so most paths are ruled out without a glob match.
+type alt struct {
+	glob   string
+	prefix string // a match starts with this (absolute patterns)
+	needle string // a match contains this ("**/" patterns)
 }
 
 // ruleFile is the TOML shape of a policy file.
@@ -261,19 +270,69 @@ func (p *Policy) compile(r *Rule) error {
 			return fmt.Errorf("access %q: want read, write or any", r.Access)
 		}
 		g := expandTilde(r.Path, p.home)
-		switch {
-		case strings.HasPrefix(g, "~"):
+		if strings.HasPrefix(g, "~") {
 			return fmt.Errorf("path %q: ~user is not supported; write the full path", r.Path)
-		case strings.HasPrefix(g, "./"), strings.HasPrefix(g, "/"):
-		case strings.Contains(g, "/"):
-			g = "**/" + g
 		}
 		if !doublestar.ValidatePattern(g) {
 			return fmt.Errorf("path %q is not a valid glob (check its brackets and braces)", r.Path)
 		}
 		r.glob = g
+		for _, e := range expandBraces(g) {
+			switch {
+			case strings.HasPrefix(e, "./"), strings.HasPrefix(e, "/"), strings.HasPrefix(e, "**"):
+			case strings.HasPrefix(e, "~"):
+				return fmt.Errorf("path %q: ~user is not supported; write the full path", r.Path)
+			case strings.Contains(e, "/"):
+				e = "**/" + e // a relative pattern matches at any depth
+			}
+			a := alt{glob: e}
+			lit := e[:strings.IndexAny(e+"*", "*?[{\\")]
+			switch {
+			case strings.HasPrefix(e, "/"):
+				// "/a/b/**" also matches "/a/b" itself.
+				a.prefix = strings.TrimSuffix(lit, "/")
+			case strings.HasPrefix(e, "**/"):
+				rest := e[3:]
+				a.needle = strings.TrimSuffix("/"+rest[:strings.IndexAny(rest+"*", "*?[{\\")], "/")
+			}
+			r.alts = append(r.alts, a)
+		}
 	}
 	return nil
+}
+
+// expandBraces expands {a,b} groups (nested too) into every alternative.
+func expandBraces(g string) []string {
+	open := strings.IndexByte(g, '{')
+	if open < 0 {
+		return []string{g}
+	}
+	depth, start := 0, open+1
+	var parts []string
+	for i := open; i < len(g); i++ {
+		switch g[i] {
+		case '\\':
+			i++
+		case '{':
+			depth++
+		case ',':
+			if depth == 1 {
+				parts = append(parts, g[start:i])
+				start = i + 1
+			}
+		case '}':
+			depth--
+			if depth == 0 {
+				parts = append(parts, g[start:i])
+				var out []string
+				for _, p := range parts {
+					out = append(out, expandBraces(g[:open]+p+g[i+1:])...)
+				}
+				return out
+			}
+		}
+	}
+	return []string{g} // unbalanced: ValidatePattern already refused it
 }
 
 // escapeGlob quotes a literal path for use in a doublestar pattern.
