@@ -151,31 +151,29 @@ func Load(opts Options) (*Policy, error) {
 			p.pathRules = append(p.pathRules, r)
 		}
 	}
-	if opts.User != "" {
-		src, err := os.ReadFile(opts.User)
-		switch {
-		case err == nil:
-			if err := p.layer(string(src), originUser, opts.User); err != nil {
-				return nil, err
-			}
-		case errors.Is(err, fs.ErrNotExist) && !opts.UserRequired:
-		default:
-			return nil, &LoadError{File: opts.User, Msg: err.Error()}
-		}
+	if err := p.layerFile(opts.User, originUser, opts.UserRequired); err != nil {
+		return nil, err
 	}
-	if opts.Project != "" {
-		src, err := os.ReadFile(opts.Project)
-		switch {
-		case err == nil:
-			if err := p.layer(string(src), originProject, opts.Project); err != nil {
-				return nil, err
-			}
-		case errors.Is(err, fs.ErrNotExist):
-		default:
-			return nil, &LoadError{File: opts.Project, Msg: err.Error()}
-		}
+	if err := p.layerFile(opts.Project, originProject, false); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// layerFile adds a policy file as the given layer. A missing file is
+// fine unless required.
+func (p *Policy) layerFile(file, origin string, required bool) error {
+	if file == "" {
+		return nil
+	}
+	src, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		return p.layer(string(src), origin, file)
+	case errors.Is(err, fs.ErrNotExist) && !required:
+		return nil
+	}
+	return &LoadError{File: file, Msg: err.Error()}
 }
 
 // Lint checks a policy file as Load would, without keeping it.

@@ -388,23 +388,21 @@ func (w *walker) paramExp(p *syntax.ParamExp) {
 
 // arith walks the substitutions inside arithmetic: $(( $(cmd) + 1 )).
 func (w *walker) arith(x syntax.ArithmExpr) {
-	if x == nil {
-		return
+	if x != nil {
+		w.wordsIn(x)
 	}
-	syntax.Walk(x, func(n syntax.Node) bool {
-		if wd, ok := n.(*syntax.Word); ok {
-			w.word(wd)
-			return false
-		}
-		return true
-	})
 }
 
+// testExpr walks the substitutions inside [[ … ]].
 func (w *walker) testExpr(x syntax.TestExpr) {
-	if x == nil {
-		return
+	if x != nil {
+		w.wordsIn(x)
 	}
-	syntax.Walk(x, func(n syntax.Node) bool {
+}
+
+// wordsIn walks every word below n, and with it every substitution.
+func (w *walker) wordsIn(n syntax.Node) {
+	syntax.Walk(n, func(n syntax.Node) bool {
 		if wd, ok := n.(*syntax.Word); ok {
 			w.word(wd)
 			return false
