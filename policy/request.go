@@ -1,0 +1,168 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// Judge implements queue.Judge: each request is judged by the user's
+// policy layered with the .sluice/policy.toml of the project it runs in.
+type Judge struct {
+	// Options are the base options; Project is filled per request.
+	Options Options
+
+	mu    sync.Mutex
+	cache map[string]*Policy // by project policy file
+}
+
+var _ queue.Judge = (*Judge)(nil)
+
+// Judge implements queue.Judge.
+func (j *Judge) Judge(req *queue.Request) queue.Verdict {
+	return j.Verdict(req).Queue()
+}
+
+// Verdict judges a request of any kind. A policy that does not load makes
+// every request ask, with the error as the reason: never allow.
+func (j *Judge) Verdict(req *queue.Request) *Verdict {
+	p, err := j.policyFor(req.Cwd)
+	if err != nil {
+		return &Verdict{Action: Ask, Category: Unknown, Risk: Medium, Reasons: []string{"the policy does not load: " + err.Error()}}
+	}
+	return p.CheckRequest(req)
+}
+
+func (j *Judge) policyFor(cwd string) (*Policy, error) {
+	project := ""
+	if cwd != "" {
+		project = ProjectFile(cwd)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if p, ok := j.cache[project]; ok {
+		return p, nil
+	}
+	opts := j.Options
+	opts.Project = project
+	p, err := Load(opts)
+	if err != nil {
+		return nil, err
+	}
+	if j.cache == nil {
+		j.cache = map[string]*Policy{}
+	}
+	j.cache[project] = p
+	return p, nil
+}
+
+// CheckRequest judges a request: an exec request's command line, the
+// paths a write, edit or patch would change, or a tool call by its name
+// and the paths in its input.
+func (p *Policy) CheckRequest(req *queue.Request) *Verdict {
+	env := Env{Cwd: req.Cwd}
+	if req.Cwd != "" {
+		env.Roots = Roots(req.Cwd)
+	}
+	switch req.Kind {
+	case queue.KindExec:
+		return p.Check(req.Command, env)
+	case queue.KindWrite, queue.KindEdit:
+		return p.checkPaths(string(req.Kind), Mutating, "", []string{req.Path}, nil, env)
+	case queue.KindPatch:
+		paths := patchPaths(req.Diff)
+		if len(paths) == 0 {
+			return &Verdict{Action: Ask, Category: Unknown, Risk: Medium, Reasons: []string{"the patch names no file sluice can read"}}
+		}
+		return p.checkPaths("patch", Mutating, "", paths, nil, env)
+	case queue.KindTool:
+		return p.checkTool(req, env)
+	}
+	return &Verdict{Action: Ask, Category: Unknown, Risk: Medium, Reasons: []string{"unknown request kind " + string(req.Kind)}}
+}
+
+// checkPaths judges a request that writes and reads the given paths.
+func (p *Policy) checkPaths(what string, cat Category, reason string, writes, reads []string, env Env) *Verdict {
+	cwd := word{val: env.Cwd, src: env.Cwd}
+	pt := part{words: []word{{val: what, src: what}}, cat: cat, label: what}
+	if reason != "" {
+		pt.reasons = append(pt.reasons, reason)
+	}
+	for _, w := range writes {
+		pt.words = append(pt.words, word{val: w, src: w})
+		pt.writes = append(pt.writes, pathRef{w: word{val: w, src: w}, cwd: cwd, how: what})
+	}
+	for _, r := range reads {
+		pt.words = append(pt.words, word{val: r, src: r})
+		pt.reads = append(pt.reads, pathRef{w: word{val: r, src: r}, cwd: cwd, how: what})
+	}
+	v := &Verdict{Action: Allow, Category: ReadOnly, Risk: Low}
+	for _, s := range append(writes, reads...) {
+		if bad := hiddenRunes(s); bad != "" {
+			v.floor(Ask, High, "a path holds control or invisible characters ("+bad+")")
+		}
+	}
+	pv, r := p.decide(&pt, env)
+	v.Commands = []PartVerdict{pv}
+	v.Category = max(v.Category, pv.Category)
+	v.floor(pv.Action, r, pv.Reasons...)
+	return v
+}
+
+// readTools are agent tools that only read (Claude Code's names).
+var readTools = map[string]bool{"Read": true, "Glob": true, "Grep": true, "LS": true, "NotebookRead": true,
+	"TodoRead": true, "TodoWrite": true, "Task": true, "ExitPlanMode": true, "BashOutput": true, "ListMcpResourcesTool": true,
+	"read_file": true, "list_directory": true, "glob": true, "search_file_content": true, "read_many_files": true}
+
+// netTools fetch from the network.
+var netTools = map[string]bool{"WebFetch": true, "WebSearch": true, "web_fetch": true, "google_web_search": true}
+
+func (p *Policy) checkTool(req *queue.Request, env Env) *Verdict {
+	var input map[string]any
+	_ = json.Unmarshal(req.Input, &input)
+	var paths []string
+	for _, k := range []string{"file_path", "path", "notebook_path", "absolute_path"} {
+		if s, ok := input[k].(string); ok && s != "" {
+			paths = append(paths, s)
+		}
+	}
+	switch {
+	case readTools[req.Tool]:
+		return p.checkPaths("tool "+req.Tool, ReadOnly, "", nil, paths, env)
+	case netTools[req.Tool]:
+		return p.checkPaths("tool "+req.Tool, Networked, req.Tool+" reaches the network", nil, paths, env)
+	}
+	return p.checkPaths("tool "+req.Tool, Unknown, fmt.Sprintf("sluice does not know what the tool %s does", req.Tool), nil, paths, env)
+}
+
+// patchPaths lists the files a unified diff names (the new side, and the
+// old side for deletions and renames), without a/ and b/ prefixes.
+func patchPaths(diff string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range strings.Split(diff, "\n") {
+		if !strings.HasPrefix(l, "+++ ") && !strings.HasPrefix(l, "--- ") {
+			continue
+		}
+		p := strings.TrimSpace(l[4:])
+		if i := strings.IndexByte(p, '\t'); i >= 0 {
+			p = p[:i]
+		}
+		if p == "/dev/null" || p == "" {
+			continue
+		}
+		if strings.HasPrefix(p, "a/") || strings.HasPrefix(p, "b/") {
+			p = p[2:]
+		}
+		p = filepath.Clean(p)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,284 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Judge gives the policy's verdict on a request; Verdict.Action is
+// "allow", "ask" or "deny".
+type Judge interface {
+	Judge(req *Request) Verdict
+}
+
+// Runner carries out a claimed request in execute mode: it runs the
+// command or applies the file change. Cancelling ctx stops it (status
+// killed). It returns the result (done, timeout, killed or failed) and the
+// hex SHA-256 of the output it logged.
+type Runner interface {
+	Run(ctx context.Context, req *Request, logPath string, output func([]byte)) (Result, string)
+}
+
+// Engine is the one path every request takes, whoever drives it (the
+// console, sluice serve, sluice approve): a verdict for each pending
+// request; allow claims and runs it, deny claims and refuses it, ask waits
+// for a person. Every step is recorded before it is acted on.
+type Engine struct {
+	Spool    *Spool
+	Judge    Judge
+	Runner   Runner
+	Recorder Recorder
+	// MaxAuto bounds auto-allowed runs at once (default 4); more wait in
+	// the order they came.
+	MaxAuto int
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Logf reports what the engine does (serve logs it to stderr).
+	Logf func(format string, args ...any)
+
+	queued map[string]bool // ids whose queued event was recorded (Serve's goroutine only)
+}
+
+// ErrPolicyDenies refuses to approve a request the policy denies.
+var ErrPolicyDenies = errors.New("queue: the policy denies this request")
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Engine) logf(format string, args ...any) {
+	if e.Logf != nil {
+		e.Logf(format, args...)
+	}
+}
+
+// record writes an audit event; the step it names happens only if it
+// succeeded.
+func (e *Engine) record(name EventName, req *Request, actor string, fill func(*Event)) error {
+	ev := NewEvent(name, req)
+	ev.Actor = actor
+	if fill != nil {
+		fill(&ev)
+	}
+	if err := e.Recorder.Record(ev); err != nil {
+		return fmt.Errorf("queue: audit %s %s: %w", name, ev.ID, err)
+	}
+	return nil
+}
+
+// Serve watches the spool and acts on what the policy decides alone
+// until ctx ends; then it stops the runs it started (answered killed) and
+// returns. ask requests are left pending for a person.
+func (e *Engine) Serve(ctx context.Context) error {
+	if e.MaxAuto <= 0 {
+		e.MaxAuto = 4
+	}
+	e.queued = map[string]bool{}
+	runCtx, stopRuns := context.WithCancel(context.Background())
+	work := make(chan *Request, 1<<16)
+	var workers sync.WaitGroup
+	for range e.MaxAuto {
+		workers.Go(func() {
+			for req := range work {
+				e.autoRun(runCtx, req)
+			}
+		})
+	}
+	defer func() {
+		close(work)
+		stopRuns()
+		workers.Wait()
+	}()
+	for ev := range e.Spool.Watch(ctx, WatchOptions{Now: e.Now}) {
+		switch ev.Op {
+		case Pending:
+			e.pending(ctx, ev.Request, work)
+		case Invalid:
+			_ = e.record(EventInvalid, &Request{ID: ev.ID}, string(ByPolicy), func(x *Event) { x.Status, x.Reason = StatusInvalid, errText(ev.Err) })
+			e.logf("invalid %s: %v", ev.ID, ev.Err)
+		case Expired:
+			_ = e.record(EventExpired, &Request{ID: ev.ID}, string(ByPolicy), func(x *Event) { x.Status = StatusExpired })
+			e.logf("expired %s", ev.ID)
+		case Interrupted:
+			_ = e.record(EventInterrupted, &Request{ID: ev.ID}, string(ByPolicy), func(x *Event) { x.Status = StatusInterrupted })
+			e.logf("interrupted %s (its actor died)", ev.ID)
+		case Problem:
+			e.logf("%v", ev.Err)
+		}
+	}
+	return ctx.Err()
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// pending judges a newly seen request and acts on the policy's decision.
+func (e *Engine) pending(ctx context.Context, req *Request, work chan<- *Request) {
+	if !e.queued[req.ID] {
+		if err := e.record(EventQueued, req, "", nil); err != nil {
+			e.logf("%v", err)
+			return
+		}
+		e.queued[req.ID] = true
+	}
+	v := e.Judge.Judge(req)
+	switch v.Action {
+	case "allow":
+		select {
+		case work <- req:
+		case <-ctx.Done():
+		}
+	case "deny":
+		e.autoDeny(req, v)
+	default:
+		e.logf("ask %s: %s (%s, %s)", req.ID, req.Summary(), v.Category, v.Risk)
+	}
+}
+
+// claimAs claims req and checks that the claimed file is the one judged;
+// if an agent swapped it meanwhile, the request is refused rather than
+// acted on unjudged.
+func (e *Engine) claimAs(req *Request, v Verdict) (*Claim, Verdict, bool) {
+	c, err := e.Spool.Claim(req.ID, e.now())
+	if err != nil {
+		return nil, v, false // another process acted on it, or it expired
+	}
+	if !c.Request.Same(req) {
+		nv := e.Judge.Judge(c.Request)
+		if nv.Action != v.Action {
+			reason := "the request file changed while it was being judged; submit it again"
+			if e.record(EventDenied, c.Request, string(ByPolicy), func(x *Event) { x.Verdict, x.Status, x.Reason = &nv, StatusDenied, reason }) != nil {
+				c.Close()
+				return nil, v, false
+			}
+			_ = c.Finish(Result{Status: StatusDenied, Decision: Deny, DecidedBy: ByPolicy, Reason: reason, Verdict: &nv})
+			return nil, v, false
+		}
+		v = nv
+	}
+	return c, v, true
+}
+
+func (e *Engine) autoDeny(req *Request, v Verdict) {
+	c, v, ok := e.claimAs(req, v)
+	if !ok {
+		return
+	}
+	reason := "denied by policy"
+	if len(v.Reasons) > 0 {
+		reason = "denied by policy: " + v.Reasons[0]
+	}
+	if err := e.record(EventAutoDenied, c.Request, string(ByPolicy), func(x *Event) { x.Verdict, x.Status, x.Reason = &v, StatusDenied, reason }); err != nil {
+		e.logf("%v", err)
+		c.Close()
+		return
+	}
+	status := StatusDenied
+	if c.Request.EffectiveMode() == ModeDecide {
+		status = StatusDecided
+	}
+	if err := c.Finish(Result{Status: status, Decision: Deny, DecidedBy: ByPolicy, Reason: reason, Verdict: &v}); err != nil {
+		e.logf("%v", err)
+	}
+	e.logf("denied %s by policy: %s", req.ID, req.Summary())
+}
+
+func (e *Engine) autoRun(ctx context.Context, req *Request) {
+	if ctx.Err() != nil {
+		return // shutting down: leave it pending for the next engine
+	}
+	// The verdict is taken again when a worker is free: the request may
+	// have waited behind others.
+	v := e.Judge.Judge(req)
+	if v.Action != "allow" {
+		return
+	}
+	c, v, ok := e.claimAs(req, v)
+	if !ok {
+		return
+	}
+	if err := e.record(EventAutoAllowed, c.Request, string(ByPolicy), func(x *Event) { x.Verdict = &v }); err != nil {
+		e.logf("%v", err)
+		c.Close()
+		return
+	}
+	res, err := e.act(ctx, c, v, ByPolicy, string(ByPolicy), nil)
+	if err != nil {
+		e.logf("%v", err)
+		return
+	}
+	e.logf("ran %s by policy: %s -> %s", req.ID, req.Summary(), res.Status)
+}
+
+// act carries out a claimed, allowed request: decide mode answers at
+// once; execute mode records started, runs, records how it ended, and
+// answers.
+func (e *Engine) act(ctx context.Context, c *Claim, v Verdict, by Decider, actor string, output func([]byte)) (Result, error) {
+	req := c.Request
+	if req.EffectiveMode() == ModeDecide {
+		res := Result{Status: StatusDecided, Decision: Allow, DecidedBy: by, Verdict: &v}
+		return res, c.Finish(res)
+	}
+	if err := e.record(EventStarted, req, actor, nil); err != nil {
+		c.Close()
+		return Result{}, err
+	}
+	res, sum := e.Runner.Run(ctx, req, e.Spool.LogPath(req.ID), output)
+	res.Decision, res.DecidedBy, res.Verdict = Allow, by, &v
+	name := EventFinished
+	switch res.Status {
+	case StatusTimeout:
+		name = EventTimeout
+	case StatusKilled:
+		name = EventKilled
+	}
+	if err := e.record(name, req, actor, func(x *Event) {
+		x.Status, x.Reason, x.ExitCode, x.DurationMS, x.OutputSHA256 = res.Status, res.Reason, res.ExitCode, res.DurationMS, sum
+	}); err != nil {
+		// The command ran; its answer still goes back, and the log's gap
+		// is what verify will show.
+		e.logf("%v", err)
+	}
+	return res, c.Finish(res)
+}
+
+// Approve claims request id for a person and carries it out, streaming the
+// output to output when not nil. A request the policy denies is refused
+// (ErrPolicyDenies): approving cannot override a deny rule.
+func (e *Engine) Approve(ctx context.Context, id, actor string, output func([]byte)) (Result, error) {
+	c, err := e.Spool.Claim(id, e.now())
+	if err != nil {
+		return Result{}, err
+	}
+	v := e.Judge.Judge(c.Request)
+	if v.Action == "deny" {
+		reason := "denied by policy"
+		if len(v.Reasons) > 0 {
+			reason = "denied by policy: " + v.Reasons[0]
+		}
+		if err := e.record(EventAutoDenied, c.Request, string(ByPolicy), func(x *Event) { x.Verdict, x.Status, x.Reason = &v, StatusDenied, reason }); err != nil {
+			c.Close()
+			return Result{}, err
+		}
+		res := Result{Status: StatusDenied, Decision: Deny, DecidedBy: ByPolicy, Reason: reason, Verdict: &v}
+		if err := c.Finish(res); err != nil {
+			return res, err
+		}
+		return res, fmt.Errorf("%w: %s", ErrPolicyDenies, reason)
+	}
+	if err := e.record(EventApproved, c.Request, actor, func(x *Event) { x.Verdict = &v }); err != nil {
+		c.Close()
+		return Result{}, err
+	}
+	return e.act(ctx, c, v, ByHuman, actor, output)
+}
