@@ -152,7 +152,7 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 	}
 	for _, wr := range pt.writes {
 		check(wr, "write")
-		if pv.Category == Destructive && !wr.w.dyn {
+		if (pv.Category == Destructive || strings.Contains(wr.how, "operand") || strings.Contains(wr.how, "destination")) && !wr.w.dyn {
 			if abs, ok := resolve(wr.w.val, wr.cwd, env, false); ok && holdsProtected(abs, env.Home) {
 				act, risk = Deny, Critical
 				why := "destroys " + abs + ", which holds the home directory or the system"
@@ -163,6 +163,19 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 	}
 	for _, rd := range pt.reads {
 		check(rd, "read")
+	}
+	if recursive(pt.words) {
+		for _, rd := range pt.reads {
+			if abs, ok := resolve(rd.w.val, rd.cwd, env, false); ok && !rd.w.dyn && holdsProtected(abs, env.Home) {
+				why := "reads " + abs + " recursively, credentials included"
+				if act < Ask {
+					pv.Rule = why
+				}
+				act, risk = max(act, Ask), max(risk, High)
+				pv.Reasons = append(pv.Reasons, why)
+				break
+			}
+		}
 	}
 	pv.Action = act
 	return pv, risk
@@ -432,15 +445,42 @@ func realPath(p string) string {
 	}
 }
 
-// holdsProtected reports a path whose destruction takes the home
-// directory or the system with it: /, the home directory and its parents,
-// and the system's top-level directories.
+// recursive reports a command line asking its program to descend into
+// directories (grep -r, rg with a directory, cp -R, tar, zip -r, find).
+func recursive(ws []word) bool {
+	if len(ws) == 0 {
+		return false
+	}
+	switch ws[0].val {
+	case "rg", "ag", "find", "tar", "du", "tree", "fd":
+		return true
+	}
+	for _, w := range ws[1:] {
+		if !w.dyn && (hasFlag(w.val, "-r") || hasFlag(w.val, "-R") || w.val == "--recursive" || w.val == "-a" || w.val == "--archive") {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsProtected reports a path whose destruction or move takes the home
+// directory, the system or a protected directory with it: /, the home
+// directory and its parents, the system's top-level directories, and the
+// parents of ~/.ssh, ~/.config/sluice, ~/.local/state/sluice and the like.
 func holdsProtected(abs, home string) bool {
 	switch abs {
 	case "/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/var", "/opt", "/home", "/Users", "/System", "/Library", "/root":
 		return true
 	}
-	return home != "" && (abs == home || strings.HasPrefix(home, abs+"/"))
+	if home == "" {
+		return false
+	}
+	for _, p := range []string{home, home + "/.ssh", home + "/.config/sluice", home + "/.local/state/sluice", home + "/.gnupg", home + "/.aws"} {
+		if abs == p || strings.HasPrefix(p, abs+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func inRoots(abs string, roots []string) bool {

@@ -127,7 +127,11 @@ func isFD(s string) bool {
 // dangerousEnv are prefix assignments that make any program run code the
 // command line does not show.
 func checkAssign(pt *part, a word) {
-	name, _, _ := strings.Cut(a.val, "=")
+	name, val, _ := strings.Cut(a.val, "=")
+	if !a.dyn && evaluable(val) {
+		// x='$(cmd)' runs later through ${x@P}, $((x)), PS4 or eval.
+		pt.escalate(Unknown, name+"= holds a command substitution as text, which bash can evaluate later")
+	}
 	switch {
 	case name == "LD_PRELOAD", name == "LD_LIBRARY_PATH", name == "LD_AUDIT", strings.HasPrefix(name, "DYLD_"):
 		pt.escalate(HostEscape, name+"= loads code into the program")
@@ -242,9 +246,20 @@ func (j *judge) finish(prog string, args []word, s *simple, pt *part, depth int)
 		}
 	}
 	var inner func()
+	if opts := shellOptions[prog]; len(opts) > 0 {
+		inner = j.optionCommands(prog, opts, args, s, pt, depth)
+	}
 	switch prog {
 	case "git":
-		inner = j.git(args, s, pt, depth)
+		if g := j.git(args, s, pt, depth); g != nil {
+			prev := inner
+			inner = func() {
+				if prev != nil {
+					prev()
+				}
+				g()
+			}
+		}
 	case "docker", "podman", "nerdctl":
 		checkContainerRun(args, pt)
 	case "awk", "gawk", "mawk", "nawk":
@@ -336,10 +351,7 @@ func (j *judge) known(prog string, args []word, pt *part) {
 // the word that matched.
 func matches(c Condition, ops []opword) (string, bool) {
 	for _, o := range ops {
-		if o.w.dyn {
-			continue
-		}
-		if o.option {
+		if o.option && !o.w.dyn {
 			for _, f := range c.Flags {
 				if hasFlag(o.w.val, f) {
 					return o.w.val, true
@@ -347,9 +359,11 @@ func matches(c Condition, ops []opword) (string, bool) {
 			}
 			continue
 		}
+		// A dynamic operand is matched on its literal parts: a pattern
+		// that escalates cannot be dodged by adding $(…) to the word.
 		for _, a := range c.Args {
-			if a == "*" || wildMatch(a, o.w.val) {
-				return o.w.val, true
+			if a == "*" || (wildMatch(a, o.w.val) && (!o.w.dyn || strings.Contains(a, "*"))) {
+				return o.w.src, true
 			}
 		}
 	}

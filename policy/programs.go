@@ -37,6 +37,13 @@ func (j *judge) git(args []word, s *simple, pt *part, depth int) func() {
 			continue
 		}
 		if strings.HasPrefix(a.val, "-") {
+			for _, o := range []string{"--git-dir", "--exec-path", "--config-env", "--super-prefix"} {
+				if a.val == o || strings.HasPrefix(a.val, o+"=") {
+					if o == "--git-dir" || o == "--exec-path" {
+						pt.escalate(HostEscape, "git "+o+" points git at a repository or programs of the caller's choosing (their config can run commands)")
+					}
+				}
+			}
 			if takesValue(a.val, gitGlobalValueOpts) {
 				i++
 			}
@@ -47,6 +54,11 @@ func (j *judge) git(args []word, s *simple, pt *part, depth int) func() {
 	}
 	if sub < 0 {
 		return nil
+	}
+	for _, a := range rest[sub+1:] {
+		if !a.dyn && (a.val == "--upload-pack" || a.val == "--receive-pack" || a.val == "--exec" || strings.HasPrefix(a.val, "--upload-pack=") || strings.HasPrefix(a.val, "--receive-pack=")) && rest[sub].val != "rebase" {
+			pt.escalate(HostEscape, "git "+a.val+" names a program for git to run")
+		}
 	}
 	subArgs := rest[sub+1:]
 	switch rest[sub].val {
@@ -150,6 +162,10 @@ func checkGitKey(pt *part, kv word, viaFlag bool) {
 	}
 	key, val, _ := strings.Cut(kv.val, "=")
 	key = strings.ToLower(key)
+	if key == "clean.requireforce" {
+		pt.escalate(Destructive, "git -c clean.requireForce=false lets git clean delete without -f")
+		return
+	}
 	if !gitExecKeys.MatchString(key) {
 		return
 	}
@@ -444,33 +460,41 @@ var sedRead = regexp.MustCompile(`(?m)(?:^|[;{}\s\d$/])[rR]\s*([^\s;}]+)`)
 
 // checkAwk escalates awk programs that run commands or write files.
 func checkAwk(args []word, s *simple, pt *part) {
-	ops := splitArgs(args[1:], []string{"-F", "-v", "--assign", "--field-separator"})
+	ops := splitArgs(args[1:], []string{"-F", "-v", "--assign", "--field-separator", "-e", "--source", "-i", "--include", "-l", "--load"})
 	for _, o := range ops {
 		if o.option && (o.w.val == "-f" || strings.HasPrefix(o.w.val, "--file")) {
 			pt.escalate(Unknown, "awk -f runs a program file sluice cannot see")
 			return
 		}
 	}
-	var prog *word
+	// The program: every -e/--source text, else the first operand.
+	var progs []word
 	for _, o := range ops {
-		if o.option && (o.w.val == "-e" || o.w.val == "--source") && o.value != nil {
-			prog = o.value
-			break
-		}
 		if !o.option {
-			w := o.w
-			prog = &w
-			break
+			continue
+		}
+		if v, ok := optionValue(o, "--source"); ok {
+			progs = append(progs, v)
+		} else if o.value != nil && o.w.val != "-F" && o.w.val != "-v" && o.w.val != "--assign" && o.w.val != "--field-separator" {
+			progs = append(progs, *o.value)
 		}
 	}
-	if prog == nil {
-		return
+	if len(progs) == 0 {
+		if opnds := operands(ops); len(opnds) > 0 {
+			progs = opnds[:1]
+		}
 	}
-	if prog.dyn {
-		pt.escalate(Unknown, "the awk program is computed at run time")
-		return
+	for _, p := range progs {
+		if p.dyn {
+			pt.escalate(Unknown, "the awk program is computed at run time")
+			return
+		}
+		awkProgram(p.val, s, pt)
 	}
-	src := prog.val
+}
+
+// awkProgram escalates one awk program text.
+func awkProgram(src string, s *simple, pt *part) {
 	for _, m := range awkRead.FindAllStringSubmatch(src, -1) {
 		pt.reads = append(pt.reads, pathRef{w: word{val: m[1], src: m[1]}, cwd: s.cwd, how: "awk getline"})
 	}
@@ -498,18 +522,17 @@ func checkSed(args []word, s *simple, pt *part) {
 			pt.escalate(Unknown, "sed -f runs a script file sluice cannot see")
 			return
 		}
-		if v, ok := optionValue(o, "-e"); ok {
+		if v, ok := optionValue(o, "--expression"); ok {
 			scripts, fromE = append(scripts, v), true
-		} else if v, ok := optionValue(o, "--expression"); ok {
+		} else if v, ok := optionValue(o, "-e"); ok {
 			scripts, fromE = append(scripts, v), true
+		} else if o.value != nil && len(o.w.val) > 2 && o.w.val[1] != '-' && strings.HasSuffix(o.w.val, "e") {
+			scripts, fromE = append(scripts, *o.value), true // -ne SCRIPT
 		}
 	}
 	if !fromE {
-		for _, o := range ops {
-			if !o.option {
-				scripts = append(scripts, o.w)
-				break
-			}
+		if opnds := operands(ops); len(opnds) > 0 {
+			scripts = append(scripts, opnds[0])
 		}
 	}
 	for _, sc := range scripts {
@@ -597,8 +620,22 @@ func sedDanger(sc string) string {
 			i++
 			for n := 0; n < 2; n++ {
 				for i < len(sc) && sc[i] != d {
-					if sc[i] == '\\' {
+					switch {
+					case sc[i] == '\\':
 						i++
+					case sc[i] == '[' && n == 0:
+						// A bracket expression may hold the delimiter: skip it whole.
+						k := i + 1
+						if k < len(sc) && sc[k] == '^' {
+							k++
+						}
+						if k < len(sc) && sc[k] == ']' {
+							k++
+						}
+						for k < len(sc) && sc[k] != ']' {
+							k++
+						}
+						i = k
 					}
 					i++
 				}
@@ -622,4 +659,65 @@ func sedDanger(sc string) string {
 		}
 	}
 	return ""
+}
+
+// shellOptions are options whose value is a command line the program runs
+// (rsync -e, tar -I, git --upload-pack): the value is judged as shell.
+var shellOptions = map[string][]string{
+	"rsync": {"-e", "--rsh", "--rsync-path"},
+	"tar":   {"-I", "--use-compress-program", "--to-command", "--checkpoint-action", "--info-script", "-F", "--new-volume-script"},
+	"split": {"--filter"},
+	"go":    {"-exec", "-toolexec"},
+	"ssh":   {"-o"},
+	"scp":   {"-S", "-o"},
+	"sftp":  {"-S", "-o"},
+	"zip":   {"-TT", "--unzip-command"},
+	"make":  {"SHELL"},
+}
+
+// optionCommands judges the commands given as option values. It returns
+// a func that adds their parts after the program's own.
+func (j *judge) optionCommands(prog string, opts []string, args []word, s *simple, pt *part, depth int) func() {
+	var cmds []word
+	for i, a := range args[1:] {
+		if a.dyn {
+			continue
+		}
+		for _, o := range opts {
+			var v word
+			switch {
+			case a.val == o && i+2 < len(args):
+				v = args[i+2]
+			case strings.HasPrefix(a.val, o+"="):
+				v = word{val: a.val[len(o)+1:], src: a.src}
+			case len(o) == 2 && o[1] != '-' && strings.HasPrefix(a.val, o) && len(a.val) > 2 && a.val[1] != '-':
+				v = word{val: a.val[2:], src: a.src}
+			default:
+				continue
+			}
+			if prog == "ssh" || prog == "scp" || prog == "sftp" {
+				// -o KEY=VALUE: only the keys that run commands.
+				key, val, _ := strings.Cut(v.val, "=")
+				switch strings.ToLower(key) {
+				case "proxycommand", "localcommand", "knownhostscommand", "remotecommand":
+					v = word{val: val, dyn: v.dyn, src: v.src}
+				default:
+					if o == "-o" {
+						continue
+					}
+				}
+			}
+			v.val = strings.TrimPrefix(v.val, "exec=") // tar --checkpoint-action=exec=CMD
+			pt.escalate(Unknown, prog+" "+o+" runs a command given on the command line")
+			cmds = append(cmds, v)
+		}
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	return func() {
+		for _, c := range cmds {
+			j.runString(c, prog, s, depth)
+		}
+	}
 }

@@ -3,6 +3,8 @@ package policy
 import (
 	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // wrapper describes a program that runs another command given on its
@@ -14,6 +16,7 @@ type wrapper struct {
 	skip      int    // operands before the command (timeout DURATION)
 	assigns   bool   // NAME=VALUE words may precede the command (env, sudo)
 	shellOpt  string // an option whose value is a shell string (flock -c, env -S)
+	shellLong string // its long spelling (--split-string)
 	joined    bool   // the remaining words are joined and run by sh -c (watch)
 	stdinArgs bool   // appends operands read from stdin (xargs)
 }
@@ -23,7 +26,7 @@ var wrappers = map[string]wrapper{
 		valueOpts: []string{"-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host",
 			"-p", "--prompt", "-r", "--role", "-t", "--type", "-U", "--other-user", "-T", "--command-timeout"}},
 	"doas":       {own: HostEscape, reason: "doas runs the command as another user (root by default)", valueOpts: []string{"-u", "-C"}},
-	"env":        {assigns: true, shellOpt: "-S", valueOpts: []string{"-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P"}},
+	"env":        {assigns: true, shellOpt: "-S", shellLong: "--split-string", valueOpts: []string{"-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P"}},
 	"nice":       {valueOpts: []string{"-n", "--adjustment"}},
 	"nohup":      {},
 	"timeout":    {skip: 1, valueOpts: []string{"-s", "--signal", "-k", "--kill-after"}},
@@ -33,11 +36,14 @@ var wrappers = map[string]wrapper{
 	"ionice":     {valueOpts: []string{"-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"}},
 	"setsid":     {},
 	"watch":      {joined: true, valueOpts: []string{"-n", "--interval", "-q", "--equexit", "--no-rerun"}},
-	"flock":      {skip: 1, shellOpt: "-c", valueOpts: []string{"-w", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"}},
+	"flock":      {skip: 1, shellOpt: "-c", shellLong: "--command", valueOpts: []string{"-w", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"}},
 	"builtin":    {},
 	"exec":       {valueOpts: []string{"-a"}},
 	"caffeinate": {valueOpts: []string{"-t", "-w"}},
 	"unbuffer":   {},
+	"taskset":    {skip: 1, valueOpts: []string{"-p", "--pid"}},
+	"chrt":       {skip: 1, valueOpts: []string{"-p", "--pid", "-T", "-P", "-D"}},
+	"prlimit":    {valueOpts: []string{"-p", "--pid", "-o", "--output"}},
 	"chronic":    {},
 	"xargs": {stdinArgs: true, valueOpts: []string{"-n", "--max-args", "-I", "-L", "--max-lines", "-P", "--max-procs",
 		"-d", "--delimiter", "-a", "--arg-file", "-E", "-s", "--max-chars", "--process-slot-var"}},
@@ -67,7 +73,7 @@ func isSpecial(prog string) bool {
 		return true
 	}
 	switch prog {
-	case "eval", "source", ".", "command", "tee", "trap", "alias", "hash", "exec", "builtin":
+	case "eval", "source", ".", "command", "tee", "trap", "alias", "hash", "exec", "builtin", "printf", "test", "[", "let", "compgen":
 		return true
 	}
 	return shells[prog]
@@ -148,8 +154,31 @@ func (j *judge) special(prog string, args []word, s *simple, pt *part, depth int
 		return true
 	case "cd", "pushd", "popd", "dirs", "exit", "return", "break", "continue", "shift", "wait", "jobs", "set",
 		"unset", "read", "readarray", "mapfile", "getopts", "shopt", "umask", "ulimit", ":", "local", "declare",
-		"typeset", "export", "readonly", "[[", "((":
+		"typeset", "export", "readonly", "[[", "((", "let", "compgen", "printf", "test", "[":
 		pt.label = "shell builtin"
+		// These evaluate some arguments again (array subscripts of names
+		// given to printf -v, read, declare, unset, test -v; let's and
+		// compgen -W's words): quoted text holding $(…) there runs.
+		for _, a := range args[1:] {
+			if !a.dyn && evaluable(a.val) {
+				pt.escalate(Unknown, prog+" may evaluate "+a.src+" as code")
+			}
+		}
+		if prog == "printf" || prog == "test" || prog == "[" {
+			j.known(prog, args, pt)
+		}
+		if prog == "compgen" {
+			for k, a := range args[1:] {
+				if !a.dyn && (a.val == "-C" || a.val == "-F") {
+					pt.escalate(Unknown, "compgen "+a.val+" runs a command or function")
+					if a.val == "-C" && k+2 < len(args) {
+						j.parts = append(j.parts, *pt)
+						j.runString(args[k+2], "compgen -C", s, depth)
+						return true
+					}
+				}
+			}
+		}
 		j.finish(prog, args, s, pt, depth)
 		return true
 	case "trap":
@@ -197,20 +226,14 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 			break
 		}
 		if strings.HasPrefix(a.val, "-") && len(a.val) > 1 {
-			if w.shellOpt != "" && (a.val == w.shellOpt || strings.HasPrefix(a.val, w.shellOpt+"=") || (len(w.shellOpt) == 2 && strings.HasPrefix(a.val, w.shellOpt) && len(a.val) > 2)) {
-				v := ""
-				switch {
-				case a.val == w.shellOpt && i+1 < len(rest):
-					if rest[i+1].dyn {
-						pt.escalate(Unknown, prog+" "+w.shellOpt+" runs a string computed at run time")
-						j.parts = append(j.parts, *pt)
-						return
-					}
+			if v, ok, next := shellOptValue(a.val, w, rest, i); ok {
+				if next && (i+1 >= len(rest) || rest[i+1].dyn) {
+					pt.escalate(Unknown, prog+" "+w.shellOpt+" runs a string computed at run time")
+					j.parts = append(j.parts, *pt)
+					return
+				}
+				if next {
 					v = rest[i+1].val
-				case strings.HasPrefix(a.val, w.shellOpt+"="):
-					v = a.val[len(w.shellOpt)+1:]
-				default:
-					v = a.val[len(w.shellOpt):]
 				}
 				j.parts = append(j.parts, *pt)
 				j.shellString(v, s, depth+1)
@@ -287,6 +310,33 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 	j.command(inner, s, part{cat: ReadOnly}, depth+1)
 }
 
+// shellOptValue recognises a wrapper's shell-string option in any
+// spelling: "-S STR", "-SSTR", "-vS STR", "-iSSTR", "--split-string STR",
+// "--split-string=STR". next says the string is the following word.
+func shellOptValue(v string, w wrapper, rest []word, i int) (string, bool, bool) {
+	if w.shellOpt == "" {
+		return "", false, false
+	}
+	if w.shellLong != "" {
+		if v == w.shellLong {
+			return "", true, true
+		}
+		if strings.HasPrefix(v, w.shellLong+"=") {
+			return v[len(w.shellLong)+1:], true, false
+		}
+	}
+	if len(w.shellOpt) == 2 && len(v) >= 2 && v[0] == '-' && v[1] != '-' {
+		if k := strings.IndexByte(v[1:], w.shellOpt[1]); k >= 0 {
+			attached := v[k+2:]
+			if attached == "" {
+				return "", true, true
+			}
+			return strings.TrimPrefix(attached, "="), true, false
+		}
+	}
+	return "", false, false
+}
+
 func validName(s string) bool {
 	if s == "" {
 		return false
@@ -342,8 +392,11 @@ func (j *judge) shell(prog string, args []word, s *simple, pt *part, depth int) 
 	pt.label = "shell " + prog
 	rest := args[1:]
 	if prog == "busybox" {
-		if len(rest) > 0 && !rest[0].dyn && shells[rest[0].val] {
-			j.shell(rest[0].val, rest, s, pt, depth)
+		// busybox APPLET ARGS… is APPLET ARGS…
+		if len(rest) > 0 && !rest[0].dyn && !strings.HasPrefix(rest[0].val, "-") {
+			pt.label = "busybox"
+			j.parts = append(j.parts, *pt)
+			j.command(rest, s, part{cat: ReadOnly}, depth+1)
 			return
 		}
 		j.known(prog, args, pt)
@@ -391,23 +444,47 @@ func (j *judge) shell(prog string, args []word, s *simple, pt *part, depth int) 
 		pt.escalate(Unknown, prog+" runs the script "+script.src+", which sluice cannot see")
 		j.parts = append(j.parts, *pt)
 	default:
-		if body := hereDoc(s); body != nil && !body.dyn && !s.stdin {
-			j.parts = append(j.parts, *pt)
-			j.shellString(body.val, s, depth+1)
-			return
+		bodies, file := stdinSources(s)
+		if file == nil && len(bodies) > 0 && !s.stdin {
+			literal := true
+			for _, b := range bodies {
+				literal = literal && !b.dyn
+			}
+			if literal {
+				j.parts = append(j.parts, *pt)
+				// bash reads the last here-doc on fd 0; every one is judged,
+				// so the order of redirections cannot hide one.
+				for _, b := range bodies {
+					j.shellString(b.val, s, depth+1)
+				}
+				return
+			}
 		}
 		pt.escalate(Unknown, prog+" runs shell code read from stdin")
 		j.parts = append(j.parts, *pt)
 	}
 }
 
-func hereDoc(s *simple) *word {
-	for _, r := range s.redirs {
-		if r.hdoc != nil {
-			return r.hdoc
+// stdinSources returns the here-doc and here-string bodies of a command
+// (on any descriptor), and the last file redirected to its stdin.
+func stdinSources(s *simple) (bodies []word, file *word) {
+	for i, r := range s.redirs {
+		switch {
+		case r.hdoc != nil:
+			bodies = append(bodies, *r.hdoc)
+		case r.op == syntax.RdrIn && (r.fd == "" || r.fd == "0"):
+			file = &s.redirs[i].target
 		}
 	}
-	return nil
+	return bodies, file
+}
+
+func hereDoc(s *simple) *word {
+	bodies, _ := stdinSources(s)
+	if len(bodies) == 0 {
+		return nil
+	}
+	return &bodies[len(bodies)-1]
 }
 
 // interpreter judges python, node, ruby…: inline code, a script, or a

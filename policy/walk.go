@@ -279,6 +279,9 @@ func (w *walker) assign(a *syntax.Assign) word {
 	}
 	if a.Array != nil {
 		for _, el := range a.Array.Elems {
+			if el.Index != nil {
+				w.arith(el.Index)
+			}
 			if el.Value != nil {
 				w.word(el.Value)
 			}
@@ -400,15 +403,25 @@ func (w *walker) testExpr(x syntax.TestExpr) {
 	}
 }
 
-// wordsIn walks every word below n, and with it every substitution.
+// wordsIn walks every word below n, and with it every substitution. In
+// arithmetic and [[ ]] bash evaluates quoted text again ('$(cmd)' in an
+// array subscript runs cmd), so a literal holding a substitution there is
+// code sluice cannot judge.
 func (w *walker) wordsIn(n syntax.Node) {
 	syntax.Walk(n, func(n syntax.Node) bool {
 		if wd, ok := n.(*syntax.Word); ok {
-			w.word(wd)
+			if v := w.word(wd); !v.dyn && evaluable(v.val) {
+				w.errs = append(w.errs, "text that bash evaluates again holds a command substitution ("+v.src+")")
+			}
 			return false
 		}
 		return true
 	})
+}
+
+// evaluable reports text that runs a command if bash evaluates it again.
+func evaluable(s string) bool {
+	return strings.Contains(s, "$(") || strings.Contains(s, "`") || strings.Contains(s, "<(") || strings.Contains(s, ">(")
 }
 
 // unescape removes the backslashes the shell would: every one outside
