@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -115,6 +116,15 @@ func (e *Engine) Serve(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// denyReason is what the agent is told when the policy denies: the
+// reasons of the verdict (the result says who decided).
+func denyReason(v Verdict) string {
+	if len(v.Reasons) == 0 {
+		return "the policy denies it"
+	}
+	return strings.Join(v.Reasons, "; ")
+}
+
 func errText(err error) string {
 	if err == nil {
 		return ""
@@ -174,10 +184,7 @@ func (e *Engine) autoDeny(req *Request, v Verdict) {
 	if !ok {
 		return
 	}
-	reason := "denied by policy"
-	if len(v.Reasons) > 0 {
-		reason = "denied by policy: " + v.Reasons[0]
-	}
+	reason := denyReason(v)
 	if err := e.record(EventAutoDenied, c.Request, string(ByPolicy), func(x *Event) { x.Verdict, x.Status, x.Reason = &v, StatusDenied, reason }); err != nil {
 		e.logf("%v", err)
 		c.Close()
@@ -262,10 +269,7 @@ func (e *Engine) Approve(ctx context.Context, id, actor string, output func([]by
 	}
 	v := e.Judge.Judge(c.Request)
 	if v.Action == "deny" {
-		reason := "denied by policy"
-		if len(v.Reasons) > 0 {
-			reason = "denied by policy: " + v.Reasons[0]
-		}
+		reason := denyReason(v)
 		if err := e.record(EventAutoDenied, c.Request, string(ByPolicy), func(x *Event) { x.Verdict, x.Status, x.Reason = &v, StatusDenied, reason }); err != nil {
 			c.Close()
 			return Result{}, err

@@ -122,7 +122,10 @@ func cmdRun(args []string, std stdio, g *globals) int {
 
 // runExit maps a result to the exit status of SPEC section 5 and says on
 // stderr why a command did not run.
-func runExit(res *queue.Result, std stdio) int {
+func runExit(res *queue.Result, std stdio) int { return exitFor("run", res, std) }
+
+// exitFor is runExit for command name (run, approve).
+func exitFor(name string, res *queue.Result, std stdio) int {
 	reason := ""
 	if res.Reason != "" {
 		reason = ": " + show(res.Reason)
@@ -133,9 +136,9 @@ func runExit(res *queue.Result, std stdio) int {
 			return *res.ExitCode
 		}
 		if res.ExitCode != nil {
-			fmt.Fprintf(std.err, "sluice run: the result's exit code %d is not 0-255%s\n", *res.ExitCode, reason)
+			fmt.Fprintf(std.err, "sluice %s: the result's exit code %d is not 0-255%s\n", name, *res.ExitCode, reason)
 		} else {
-			fmt.Fprintf(std.err, "sluice run: done without an exit code%s\n", reason)
+			fmt.Fprintf(std.err, "sluice %s: done without an exit code%s\n", name, reason)
 		}
 		return exitNotRun
 	case queue.StatusDenied:
@@ -143,17 +146,17 @@ func runExit(res *queue.Result, std stdio) int {
 		if res.DecidedBy != "" {
 			by = " by " + show(string(res.DecidedBy))
 		}
-		fmt.Fprintf(std.err, "sluice run: denied%s%s\n", by, reason)
+		fmt.Fprintf(std.err, "sluice %s: denied%s%s\n", name, by, reason)
 		return exitDenied
 	case queue.StatusTimeout:
-		fmt.Fprintf(std.err, "sluice run: killed at its timeout after %s%s\n",
+		fmt.Fprintf(std.err, "sluice %s: killed at its timeout after %s%s\n", name,
 			time.Duration(res.DurationMS)*time.Millisecond, reason)
 		return exitTimeout
 	case queue.StatusKilled:
-		fmt.Fprintf(std.err, "sluice run: killed by a person while it ran%s\n", reason)
+		fmt.Fprintf(std.err, "sluice %s: killed by a person while it ran%s\n", name, reason)
 		return exitNotRun
 	}
-	fmt.Fprintf(std.err, "sluice run: not run: %s%s\n", show(string(res.Status)), reason)
+	fmt.Fprintf(std.err, "sluice %s: not run: %s%s\n", name, show(string(res.Status)), reason)
 	return exitNotRun
 }
 

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/signal"
+	"syscall"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+const approveHelp = `Approve a pending request and carry it out in this process: the command
+runs under a pty, its output streams to stdout (and to out/<id>.log for the
+waiting agent), and sluice approve exits with the command's exit status
+(124 timeout, 125 not run). A decide-mode request is answered "allow" and
+not run here. ID may be any unique prefix of 4+ characters (see 'sluice
+ls'). A request the policy denies cannot be approved: change the policy.
+The approval is recorded in the audit log before anything runs. Ctrl-C
+kills the command (answered "killed").
+`
+
+func cmdApprove(args []string, std stdio, g *globals) int {
+	fs := newFlags("approve", "[--policy FILE] [--audit FILE] ID", approveHelp, std, g)
+	var ef engineFlags
+	ef.register(fs)
+	ids, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(ids) != 1 {
+		return usageErr(std, "approve", "give one request ID (see 'sluice ls')")
+	}
+	sp, err := g.openSpool()
+	if err != nil {
+		return spoolErr(std, "approve", err)
+	}
+	id, err := resolveID(sp, ids[0])
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
+		return exitFail
+	}
+	eng, log, err := ef.engine(sp, nil)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
+		return exitUsage
+	}
+	defer log.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := eng.Approve(ctx, id, loginName(), func(p []byte) { std.out.Write(p) })
+	if err != nil {
+		if errors.Is(err, queue.ErrPolicyDenies) {
+			fmt.Fprintf(std.err, "sluice approve: %s: %v\n", id, err)
+			return exitDenied
+		}
+		fmt.Fprintf(std.err, "sluice approve: %v\n", explainClaim(sp, id, err))
+		return exitFail
+	}
+	if res.Status == queue.StatusDecided {
+		fmt.Fprintf(std.out, "approved %s (decide mode: the agent runs it)\n", id)
+		return exitOK
+	}
+	return exitFor("approve", &res, std)
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/policy"
+	"github.com/sluice-dev/sluice/queue"
+)
+
+const serveHelp = `Watch the spool and act on what the policy decides alone: allowed requests
+are run (at most --max-auto at once), denied ones are refused with the
+policy's reason, and requests the policy asks about wait for a person
+('sluice approve ID', 'sluice deny ID', or the console). Every step goes to
+the audit log before it happens. Logs go to stderr.
+
+SIGINT or SIGTERM stops it cleanly: the commands it started are killed and
+answered "killed"; nothing is left claimed.
+`
+
+// engineFlags choose the policy and audit log an engine uses.
+type engineFlags struct {
+	policyFlags
+	audit string
+}
+
+func (ef *engineFlags) register(fs *flagSet) {
+	fs.StringVar(&ef.file, "policy", "", "policy `FILE` layered over the embedded default (env SLUICE_POLICY)")
+	fs.StringVar(&ef.audit, "audit", "", auditFlagHelp)
+}
+
+// engine builds the engine for the spool, with its recorder to close.
+func (ef *engineFlags) engine(sp *queue.Spool, logf func(string, ...any)) (*queue.Engine, *audit.Log, error) {
+	user, required := ef.file, ef.file != ""
+	if user == "" {
+		if env := os.Getenv("SLUICE_POLICY"); env != "" {
+			user, required = env, true
+		} else {
+			user = defaultPolicyFile()
+		}
+	}
+	opts := policy.Options{User: user, UserRequired: required, Protect: ownPaths(user, sp.Dir())}
+	if _, err := policy.Load(opts); err != nil {
+		return nil, nil, err
+	}
+	path, err := auditPath(ef.audit)
+	if err != nil {
+		return nil, nil, err
+	}
+	log, err := audit.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	runner := &exec.Actor{Runner: &exec.Runner{BaseEnv: os.Environ()}, Jail: policy.Roots}
+	return &queue.Engine{Spool: sp, Judge: &policy.Judge{Options: opts}, Runner: runner, Recorder: log, Logf: logf}, log, nil
+}
+
+func cmdServe(args []string, std stdio, g *globals) int {
+	fs := newFlags("serve", "[--policy FILE] [--audit FILE] [--max-auto N]", serveHelp, std, g)
+	var ef engineFlags
+	ef.register(fs)
+	maxAuto := fs.Int("max-auto", 4, "run at most `N` auto-allowed requests at once")
+	pos, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErr(std, "serve", "takes no arguments")
+	}
+	sp, err := g.openSpool()
+	if err != nil {
+		return spoolErr(std, "serve", err)
+	}
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(std.err, "%s sluice serve: %s\n", time.Now().Format("15:04:05"), show(fmt.Sprintf(format, args...)))
+	}
+	eng, log, err := ef.engine(sp, logf)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice serve: %v\n", err)
+		return exitUsage
+	}
+	defer log.Close()
+	eng.MaxAuto = *maxAuto
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	logf("watching %s (audit log %s)", sp.Dir(), log.Path())
+	eng.Serve(ctx)
+	logf("stopped")
+	return exitOK
+}

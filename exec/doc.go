@@ -1,0 +1,20 @@
+// Package exec runs approved requests.
+//
+// A Runner starts an exec request as /bin/sh -c COMMAND in its own session
+// on a fresh pseudo-terminal, appends every byte of its output to the
+// request's log at the pty's own speed, hands live output to at most one
+// subscriber through a bounded buffer that drops old bytes rather than wait,
+// and answers with a queue.Result.
+//
+// The package never runs a request it was not handed by its caller (it does
+// not read the spool or judge commands), never lets a child's process group
+// outlive its timeout, and never passes the caller's secrets on: the child's
+// environment is filtered by FilterEnv. It does not contain children that
+// leave their process group (setsid, double fork into a new session); that
+// needs cgroups, which this package does not use.
+//
+// Output is raw: the pty's output post-processing (OPOST, so ONLCR) is off,
+// so the log, the output tail and the SHA-256 are byte-for-byte what the
+// child wrote. A terminal emulator fed from Options.Output must treat LF as
+// CR LF (for example with line-feed/new-line mode, ESC [ 20 h).
+package exec

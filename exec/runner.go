@@ -1,0 +1,264 @@
+//go:build unix
+
+package exec
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// Defaults for the zero fields of a Runner.
+const (
+	DefaultTimeout = 10 * time.Minute
+	DefaultGrace   = 2 * time.Second
+	DefaultRows    = 24
+	DefaultCols    = 80
+)
+
+// Runner runs approved exec requests under a pty. Its zero value is usable
+// (with an empty base environment); set the fields before the first Run and
+// do not change them afterwards. Its methods are safe for concurrent use.
+type Runner struct {
+	BaseEnv        []string      // the environment to start from (os.Environ() in production)
+	SecretPatterns []string      // env names to strip, globs like "*_TOKEN"; nil means DefaultSecretPatterns
+	DefaultTimeout time.Duration // when the request has no timeout_s; 0 means 10 minutes
+	Grace          time.Duration // SIGTERM→SIGKILL grace; 0 means 2 s
+	Rows, Cols     uint16        // pty size; 0 means 24x80
+
+	mu      sync.Mutex
+	running map[string]*os.File // request id → pty master, for Resize
+}
+
+// Options for one run.
+type Options struct {
+	// LogPath is out/<id>.log: every byte of output is appended to it at
+	// full speed (created 0600). Empty means no log (and Result.Log stays
+	// empty); the hash still covers the output.
+	LogPath string
+	// Output is an optional live subscriber. It is called from a goroutine
+	// of its own, fed by a bounded buffer that drops the oldest bytes
+	// (skips ahead) when the subscriber is slow; the log keeps everything.
+	// p is only valid during the call. Run returns after the last call
+	// returns, so Output must not block indefinitely.
+	Output func(p []byte)
+	// Jail lists the directories the cwd must lie in (after resolving
+	// symlinks); empty means no check.
+	Jail []string
+}
+
+// Run runs req (kind exec) with /bin/sh -c req.Command in req.Cwd (the
+// current directory when empty) and returns its result and the SHA-256, in
+// hex, of the output it appended to the log.
+//
+// The status is done (with the exit code; 128+signo for a child killed by a
+// signal), timeout (killed at its timeout), killed (ctx was cancelled), or
+// failed (could not start: cwd missing, not a directory or outside the
+// jail, log or pty error) with a reason. It fills ExitCode, DurationMS,
+// OutputTail (the last 64 KiB as valid UTF-8), OutputBytes, Log
+// (queue.LogRel(req.ID)), StartedAt and FinishedAt; Decision and DecidedBy
+// are left for the caller.
+//
+// On timeout or cancel the child's process group gets SIGTERM (and
+// SIGCONT), SIGKILL after Grace, and any member left after the leader exits
+// gets SIGKILL too. Processes that left the group (setsid) are not killed;
+// Run stops reading the pty shortly after the child exits even if they keep
+// it open.
+func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queue.Result, string) {
+	start := time.Now()
+	res := queue.Result{Version: queue.Version, ID: req.ID, StartedAt: start}
+	fail := func(err error) (queue.Result, string) {
+		res.Status = queue.StatusFailed
+		res.Reason = err.Error()
+		res.FinishedAt = time.Now()
+		return res, ""
+	}
+	if req.Kind != queue.KindExec {
+		return fail(fmt.Errorf("exec: request %s is kind %q, not exec", req.ID, req.Kind))
+	}
+	if req.Command == "" {
+		return fail(fmt.Errorf("exec: request %s has no command", req.ID))
+	}
+	if err := ctx.Err(); err != nil {
+		res.Status = queue.StatusKilled
+		res.Reason = "exec: cancelled before start"
+		res.FinishedAt = time.Now()
+		return res, ""
+	}
+	dir, err := resolveCwd(req.Cwd, opt.Jail)
+	if err != nil {
+		return fail(err)
+	}
+
+	var log *os.File
+	if opt.LogPath != "" {
+		log, err = os.OpenFile(opt.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fail(fmt.Errorf("exec: open log: %w", err))
+		}
+		defer log.Close()
+		res.Log = queue.LogRel(req.ID)
+	}
+
+	master, tty, err := openPTY(orDefault(r.Rows, DefaultRows), orDefault(r.Cols, DefaultCols))
+	if err != nil {
+		res.Log = ""
+		return fail(err)
+	}
+	cmd := osexec.Command("/bin/sh", "-c", req.Command)
+	cmd.Dir = dir
+	cmd.Env = r.env(req, dir)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	// A new session with the pty as its controlling terminal: the child
+	// leads its own process group (pgid == pid), which is what the kill
+	// sequence signals. Setpgid on top would fail with EPERM.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	res.StartedAt = time.Now()
+	err = cmd.Start()
+	_ = tty.Close() // the child holds its own copies
+	if err != nil {
+		_ = master.Close()
+		res.Log = ""
+		return fail(fmt.Errorf("exec: start: %w", err))
+	}
+	pgid := cmd.Process.Pid
+
+	r.track(req.ID, master)
+	var fan *fanout
+	if opt.Output != nil {
+		fan = newFanout(opt.Output)
+	}
+	p := newPump(master, log, fan)
+	go p.run()
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // the status is read from cmd.ProcessState
+		close(exited)
+	}()
+
+	timeout := r.DefaultTimeout
+	if req.TimeoutS > 0 {
+		timeout = time.Duration(req.TimeoutS) * time.Second
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	res.Status = queue.StatusDone
+	select {
+	case <-exited:
+	case <-timer.C:
+		res.Status = queue.StatusTimeout
+		res.Reason = fmt.Sprintf("exec: timed out after %s", timeout)
+		r.stop(pgid, exited)
+	case <-ctx.Done():
+		res.Status = queue.StatusKilled
+		res.Reason = "exec: killed"
+		r.stop(pgid, exited)
+	}
+
+	p.drain()
+	r.untrack(req.ID, master)
+	_ = master.Close()
+	if fan != nil {
+		fan.close()
+	}
+
+	code := exitCode(cmd.ProcessState)
+	res.ExitCode = &code
+	res.OutputBytes = p.n
+	res.OutputTail = tailText(p.tail.bytes(), TailSize)
+	res.FinishedAt = time.Now()
+	res.DurationMS = res.FinishedAt.Sub(res.StartedAt).Milliseconds()
+	switch {
+	case p.logErr != nil:
+		res.Reason = joinReason(res.Reason, fmt.Sprintf("exec: write log: %v", p.logErr))
+	case p.readErr != nil:
+		res.Reason = joinReason(res.Reason, fmt.Sprintf("exec: read pty: %v", p.readErr))
+	}
+	return res, hex.EncodeToString(p.hash.Sum(nil))
+}
+
+// Resize changes the pty size of a running request (no-op if not running).
+func (r *Runner) Resize(id string, rows, cols uint16) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.running[id]; m != nil {
+		_ = setSize(m, rows, cols) // the run may be ending; nothing to report
+	}
+}
+
+func (r *Runner) track(id string, master *os.File) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running == nil {
+		r.running = make(map[string]*os.File)
+	}
+	r.running[id] = master
+}
+
+// untrack forgets master, under the lock Resize holds, so a Resize never
+// touches a closed descriptor.
+func (r *Runner) untrack(id string, master *os.File) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running[id] == master {
+		delete(r.running, id)
+	}
+}
+
+// env is the child's environment: the filtered base and request env, PWD
+// matching the directory it starts in, and a TERM if the base had none.
+func (r *Runner) env(req *queue.Request, dir string) []string {
+	env := FilterEnv(r.BaseEnv, r.SecretPatterns, req.Env, req.ID)
+	out := env[:0]
+	term := false
+	for _, kv := range env {
+		switch {
+		case len(kv) >= 4 && kv[:4] == "PWD=":
+			continue
+		case len(kv) >= 5 && kv[:5] == "TERM=":
+			term = true
+		}
+		out = append(out, kv)
+	}
+	out = append(out, "PWD="+dir)
+	if !term {
+		out = append(out, "TERM=xterm-256color")
+	}
+	return out
+}
+
+// exitCode is the shell's convention: the exit status, or 128+signo for a
+// child killed by a signal.
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func orDefault(v, def uint16) uint16 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
