@@ -64,6 +64,8 @@ func TestScripts(t *testing.T) {
 			"waitpending": cmdWaitPending,
 			"actor":       cmdActor,
 			"auditlog":    cmdAuditLog,
+			"waitrunning": cmdWaitRunning,
+			"countlines":  cmdCountLines,
 		},
 	})
 }
