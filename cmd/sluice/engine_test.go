@@ -46,3 +46,18 @@ func cmdCountLines(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s has %d lines, want %d", args[0], got, n)
 	}
 }
+
+// cmdWaitFile implements "waitfile FILE": wait until FILE exists.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ts.Fatalf("waitfile: %s did not appear in 10s", args[0])
+}

@@ -66,6 +66,7 @@ func TestScripts(t *testing.T) {
 			"auditlog":    cmdAuditLog,
 			"waitrunning": cmdWaitRunning,
 			"countlines":  cmdCountLines,
+			"waitfile":    cmdWaitFile,
 		},
 	})
 }
