@@ -3,6 +3,7 @@ package policy
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // gitGlobalValueOpts are git's options before the subcommand that take a
@@ -12,7 +13,7 @@ var gitGlobalValueOpts = []string{"-C", "-c", "--git-dir", "--work-tree", "--nam
 // gitExecKeys are git configuration keys whose value git runs as a
 // command (or that redirect hooks and helpers): setting one is a way to run
 // anything, whatever the subcommand looks like.
-var gitExecKeys = regexp.MustCompile(`^(core\.(pager|sshcommand|editor|fsmonitor|hookspath|askpass|gitproxy)|diff\.external|diff\..*\.(textconv|command)|merge\..*\.driver|filter\..*|credential\.helper|credential\..*\.helper|sequence\.editor|gpg\.program|gpg\..*\.program|pager\..*|uploadpack\.packobjectshook|remote\..*\.(uploadpack|receivepack|vcs)|web\.browser|browser\..*\.(cmd|path)|man\..*\.(cmd|path)|interactive\.difffilter|include\.path|includeif\..*|alias\..*|protocol\.(.*\.)?allow|core\.sshcommand|ssh\.variant)$`)
+var gitExecKeys = lazyRegexp(`^(core\.(pager|sshcommand|editor|fsmonitor|hookspath|askpass|gitproxy)|diff\.external|diff\..*\.(textconv|command)|merge\..*\.driver|filter\..*|credential\.helper|credential\..*\.helper|sequence\.editor|gpg\.program|gpg\..*\.program|pager\..*|uploadpack\.packobjectshook|remote\..*\.(uploadpack|receivepack|vcs)|web\.browser|browser\..*\.(cmd|path)|man\..*\.(cmd|path)|interactive\.difffilter|include\.path|includeif\..*|alias\..*|protocol\.(.*\.)?allow|core\.sshcommand|ssh\.variant)$`)
 
 // git checks what git's knowledge entry cannot: configuration that runs
 // commands (-c KEY=VALUE, git config KEY VALUE) and the subcommands that
@@ -166,7 +167,7 @@ func checkGitKey(pt *part, kv word, viaFlag bool) {
 		pt.escalate(Destructive, "git -c clean.requireForce=false lets git clean delete without -f")
 		return
 	}
-	if !gitExecKeys.MatchString(key) {
+	if !gitExecKeys().MatchString(key) {
 		return
 	}
 	if strings.HasPrefix(key, "alias.") && !strings.HasPrefix(strings.TrimSpace(val), "!") {
@@ -450,13 +451,13 @@ func (j *judge) findExec(args []word, s *simple, depth int) {
 	}
 }
 
-var awkRedirect = regexp.MustCompile(`\b(print|printf)\b[^;}\n]*>`)
+var awkRedirect = lazyRegexp(`\b(print|printf)\b[^;}\n]*>`)
 
 // awkRead finds the files an awk program reads with getline < "FILE".
-var awkRead = regexp.MustCompile(`getline[^<;}]*<\s*"([^"]+)"`)
+var awkRead = lazyRegexp(`getline[^<;}]*<\s*"([^"]+)"`)
 
 // sedRead finds the files a sed script reads with r FILE or R FILE.
-var sedRead = regexp.MustCompile(`(?m)(?:^|[;{}\s\d$/])[rR]\s*([^\s;}]+)`)
+var sedRead = lazyRegexp(`(?m)(?:^|[;{}\s\d$/])[rR]\s*([^\s;}]+)`)
 
 // checkAwk escalates awk programs that run commands or write files.
 func checkAwk(args []word, s *simple, pt *part) {
@@ -495,7 +496,7 @@ func checkAwk(args []word, s *simple, pt *part) {
 
 // awkProgram escalates one awk program text.
 func awkProgram(src string, s *simple, pt *part) {
-	for _, m := range awkRead.FindAllStringSubmatch(src, -1) {
+	for _, m := range awkRead().FindAllStringSubmatch(src, -1) {
 		pt.reads = append(pt.reads, pathRef{w: word{val: m[1], src: m[1]}, cwd: s.cwd, how: "awk getline"})
 	}
 	switch {
@@ -503,7 +504,7 @@ func awkProgram(src string, s *simple, pt *part) {
 		pt.escalate(Unknown, "the awk program calls system()")
 	case strings.Contains(strings.ReplaceAll(src, "||", ""), "|"):
 		pt.escalate(Unknown, "the awk program pipes to or from a command")
-	case awkRedirect.MatchString(src):
+	case awkRedirect().MatchString(src):
 		pt.escalate(Unknown, "the awk program may write to a file")
 	}
 }
@@ -544,7 +545,7 @@ func checkSed(args []word, s *simple, pt *part) {
 			pt.escalate(Unknown, "the sed script "+why)
 			return
 		}
-		for _, m := range sedRead.FindAllStringSubmatch(sc.val, -1) {
+		for _, m := range sedRead().FindAllStringSubmatch(sc.val, -1) {
 			pt.reads = append(pt.reads, pathRef{w: word{val: m[1], src: m[1]}, cwd: s.cwd, how: "sed r"})
 		}
 	}
@@ -720,4 +721,10 @@ func (j *judge) optionCommands(prog string, opts []string, args []word, s *simpl
 			j.runString(c, prog, s, depth)
 		}
 	}
+}
+
+// lazyRegexp compiles a pattern on first use: sluice run and the hooks
+// load this package and should not pay for patterns they never match.
+func lazyRegexp(pat string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pat) })
 }

@@ -119,3 +119,50 @@ func percentile(ds []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkRunServe is the whole path an auto-allowed command takes: a new
+// `sluice run -- true` process, a real `sluice serve` process judging it,
+// claiming it, recording four audit lines (fsynced), running `true` under
+// a pty and answering. In the same run it times `sh -c true` spawned
+// directly, the floor, and reports the ratio. Spool and audit log are on
+// tmpfs, as the default $XDG_RUNTIME_DIR spool is.
+func BenchmarkRunServe(b *testing.B) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		b.Skip("no go command to build the binary:", err)
+	}
+	if fi, err := os.Stat("/dev/shm"); err != nil || !fi.IsDir() {
+		b.Skip("no /dev/shm")
+	}
+	bin := filepath.Join(b.TempDir(), "sluice")
+	goBuild(b, goTool, ".", "-o", bin, ".")
+	dir, err := os.MkdirTemp("/dev/shm", "sluice-bench-")
+	if err != nil {
+		b.Skip(err)
+	}
+	defer os.RemoveAll(dir)
+	env := append(os.Environ(), "SLUICE_SPOOL="+filepath.Join(dir, "spool"), "SLUICE_AUDIT="+filepath.Join(dir, "audit.jsonl"),
+		"SLUICE_POLICY="+filepath.Join(dir, "policy.toml"))
+	if err := os.WriteFile(filepath.Join(dir, "policy.toml"), nil, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	serve := exec.Command(bin, "serve")
+	serve.Env = env
+	if err := serve.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = serve.Process.Signal(os.Interrupt)
+		_ = serve.Wait()
+	}()
+	timeProcess(b, env, bin, "run", "--", "true") // the engine is up once this returns
+	var runs, direct []time.Duration
+	for b.Loop() {
+		direct = append(direct, timeProcess(b, env, "/bin/sh", "-c", "true"))
+		runs = append(runs, timeProcess(b, env, bin, "run", "--", "true"))
+	}
+	b.ReportMetric(ms(percentile(runs, 50)), "run-p50-ms")
+	b.ReportMetric(ms(percentile(runs, 99)), "run-p99-ms")
+	b.ReportMetric(ms(percentile(direct, 50)), "sh-p50-ms")
+	b.ReportMetric(float64(percentile(runs, 50))/float64(percentile(direct, 50)), "run/sh-p50")
+}
