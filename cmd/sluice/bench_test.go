@@ -87,6 +87,7 @@ func goBuild(b *testing.B, goTool, dir string, args ...string) {
 	b.Helper()
 	cmd := exec.Command(goTool, append([]string{"build"}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build builds it
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build %v: %v\n%s", args, err, out)
 	}

@@ -3,9 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"os/user"
-	"strconv"
 	"strings"
 	"time"
 
@@ -86,12 +83,7 @@ func deny(sp *queue.Spool, rec queue.Recorder, id, reason string) error {
 }
 
 // loginName is the person acting, as the audit log records them.
-func loginName() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "uid " + strconv.Itoa(os.Getuid())
-}
+func loginName() string { return audit.Login() }
 
 // explainClaim turns a failed claim into a message that says what happened
 // to the request and what to do.
