@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"os"
 	"time"
 
 	"github.com/sluice-dev/sluice/queue"
@@ -50,7 +49,7 @@ func (a *Actor) Run(ctx context.Context, req *queue.Request, logPath string, out
 	}
 	// The log holds the diff that was applied, for the agent and the audit.
 	if summary != "" {
-		if f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+		if f, err := OpenLog(logPath); err == nil {
 			_, _ = f.WriteString(summary)
 			f.Close()
 		}

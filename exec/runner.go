@@ -99,9 +99,9 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 
 	var log *os.File
 	if opt.LogPath != "" {
-		log, err = os.OpenFile(opt.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		log, err = OpenLog(opt.LogPath)
 		if err != nil {
-			return fail(fmt.Errorf("exec: open log: %w", err))
+			return fail(err)
 		}
 		defer log.Close()
 		res.Log = queue.LogRel(req.ID)

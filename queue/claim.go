@@ -206,6 +206,16 @@ func (s *Spool) Recover() ([]string, error) {
 	return ids, nil
 }
 
+// RecoverID answers request id interrupted if it was claimed and its actor
+// died (no result, no live lock). A writer waiting on its own request uses
+// it so that it is not left waiting for a console that may never start.
+func (s *Spool) RecoverID(id string) bool {
+	if !ValidID(id) || exists(s.ResultPath(id)) || !exists(s.path(dirCur, id+".json")) {
+		return false
+	}
+	return s.recoverOne(id, true)
+}
+
 // recoverOne answers id interrupted if its claim is orphaned. A lock can be
 // held for a moment by something other than a live actor (List's probe, or
 // a child forked elsewhere in the holder's process before its exec closed

@@ -92,8 +92,8 @@ func (e *Engine) Serve(ctx context.Context) error {
 		})
 	}
 	defer func() {
+		stopRuns() // first: a worker must not start a new run while we stop
 		close(work)
-		stopRuns()
 		workers.Wait()
 	}()
 	for ev := range e.Spool.Watch(ctx, WatchOptions{Now: e.Now}) {
@@ -263,9 +263,18 @@ func (e *Engine) act(ctx context.Context, c *Claim, v Verdict, by Decider, actor
 // output to output when not nil. A request the policy denies is refused
 // (ErrPolicyDenies): approving cannot override a deny rule.
 func (e *Engine) Approve(ctx context.Context, id, actor string, output func([]byte)) (Result, error) {
+	return e.ApproveWith(ctx, id, actor, nil, output)
+}
+
+// ApproveWith is Approve that calls claimed with the request as claimed
+// (what will run), before it is judged and run.
+func (e *Engine) ApproveWith(ctx context.Context, id, actor string, claimed func(*Request), output func([]byte)) (Result, error) {
 	c, err := e.Spool.Claim(id, e.now())
 	if err != nil {
 		return Result{}, err
+	}
+	if claimed != nil {
+		claimed(c.Request)
 	}
 	v := e.Judge.Judge(c.Request)
 	if v.Action == "deny" {

@@ -22,7 +22,12 @@ func (s *Spool) notifyWake(id string) {
 	}
 	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err == nil {
-		_, _ = unix.Write(fd, []byte{1})
+		// The agent may swap the FIFO for a file between the Lstat and the
+		// open: write only to what is really a FIFO.
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
+			_, _ = unix.Write(fd, []byte{1})
+		}
 		unix.Close(fd)
 	}
 	os.Remove(p)

@@ -43,18 +43,23 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 	eng, log, err := ef.engine(sp, nil)
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
-		return exitUsage
+		return engineErrExit(err)
 	}
 	defer log.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	res, err := eng.Approve(ctx, id, loginName(), func(p []byte) { std.out.Write(p) })
+	// Say what runs: it is what the claimed file holds, which is what the
+	// policy judges and the audit log records.
+	started := func(req *queue.Request) {
+		fmt.Fprintf(std.err, "sluice approve: %s (%s) in %s: %s\n", id, req.Kind, show(req.Cwd), show(req.Summary()))
+	}
+	res, err := eng.ApproveWith(ctx, id, loginName(), started, func(p []byte) { std.out.Write(p) })
 	if err != nil {
 		if errors.Is(err, queue.ErrPolicyDenies) {
-			fmt.Fprintf(std.err, "sluice approve: %s: %v\n", id, err)
+			fmt.Fprintf(std.err, "sluice approve: %s: %s\n", id, show(err.Error()))
 			return exitDenied
 		}
-		fmt.Fprintf(std.err, "sluice approve: %v\n", explainClaim(sp, id, err))
+		fmt.Fprintf(std.err, "sluice approve: %s\n", show(explainClaim(sp, id, err).Error()))
 		return exitFail
 	}
 	if res.Status == queue.StatusDecided {

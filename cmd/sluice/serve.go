@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -61,6 +62,17 @@ func (ef *engineFlags) engine(sp *queue.Spool, logf func(string, ...any)) (*queu
 	return &queue.Engine{Spool: sp, Judge: &policy.Judge{Options: opts}, Runner: runner, Recorder: log, Logf: logf}, log, nil
 }
 
+// engineErrExit is 2 for a policy file that does not load or an unsafe
+// path (configuration errors), 1 for anything else (the audit log failed).
+func engineErrExit(err error) int {
+	var le *policy.LoadError
+	var ape *audit.PermError
+	if errors.As(err, &le) || errors.As(err, &ape) {
+		return exitUsage
+	}
+	return exitFail
+}
+
 func cmdServe(args []string, std stdio, g *globals) int {
 	fs := newFlags("serve", "[--policy FILE] [--audit FILE] [--max-auto N]", serveHelp, std, g)
 	var ef engineFlags
@@ -83,7 +95,7 @@ func cmdServe(args []string, std stdio, g *globals) int {
 	eng, log, err := ef.engine(sp, logf)
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice serve: %v\n", err)
-		return exitUsage
+		return engineErrExit(err)
 	}
 	defer log.Close()
 	eng.MaxAuto = *maxAuto

@@ -43,6 +43,7 @@ func waitFor(sp *queue.Spool, w *queue.Waiter, req *queue.Request, logTo io.Writ
 	lf := &logFollower{path: sp.LogPath(req.ID), to: logTo}
 	defer lf.close()
 	poll := minPoll
+	lastRecover := time.Now()
 	for {
 		res, err := w.Wait(poll)
 		if err == nil {
@@ -61,6 +62,12 @@ func waitFor(sp *queue.Spool, w *queue.Waiter, req *queue.Request, logTo io.Writ
 		case sig := <-sigs:
 			return nil, withdraw(sp, req.ID, sig)
 		default:
+		}
+		// An actor that died mid-run leaves the claim orphaned; with no
+		// console running nobody would answer it, so check now and then.
+		if time.Since(lastRecover) > 2*time.Second {
+			lastRecover = time.Now()
+			sp.RecoverID(req.ID)
 		}
 		if req.Expired(time.Now()) {
 			// Claim answers an expired request itself; a request someone is
