@@ -191,7 +191,7 @@ func (l *Log) lock() error {
 		if err := flock(l.f, unix.LOCK_EX); err != nil {
 			return fmt.Errorf("audit: lock %s: %w", l.path, err)
 		}
-		if sameFile(l.f, l.path) || tries == 3 {
+		if queue.SameFile(l.f, l.path) || tries == 3 {
 			return nil
 		}
 		l.f.Close()
@@ -269,17 +269,4 @@ func flock(f *os.File, how int) error {
 			return err
 		}
 	}
-}
-
-// sameFile reports whether the open file f is still the file at path p.
-func sameFile(f *os.File, p string) bool {
-	a, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	b, err := os.Lstat(p)
-	if err != nil {
-		return false
-	}
-	return os.SameFile(a, b)
 }

@@ -200,7 +200,7 @@ func (fw *Follower) Run(ctx context.Context, fn func(Line) error) error {
 			if err != nil {
 				return fmt.Errorf("audit: follow: %w", err)
 			}
-			if !sameFile(f, fw.Path) {
+			if !queue.SameFile(f, fw.Path) {
 				// Replaced: finish what the old file holds, then switch.
 				if err := st.read(f, buf, fi.Size(), fn); err != nil {
 					return err

@@ -41,7 +41,7 @@ func (s *Spool) take(name string) (*os.File, error) {
 	}
 	// Between our open and our lock another process may have claimed the
 	// file and finished with it; the name then no longer points at it.
-	if !sameFile(f, p) {
+	if !SameFile(f, p) {
 		f.Close()
 		return nil, ErrNotFound
 	}
@@ -76,7 +76,7 @@ func (s *Spool) moveToCur(f *os.File, id string) error {
 		if !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("queue: claim %s: %w", id, err)
 		}
-		if !sameFile(f, dst) {
+		if !SameFile(f, dst) {
 			return s.quarantineDup(name, f, "a request with this id was already claimed")
 		}
 		// Our own half-done claim (or a dead actor's): the file is already
@@ -234,12 +234,12 @@ func (s *Spool) recoverOne(id string, patient bool) bool {
 		time.Sleep(wait)
 		err = lockNB(f, true)
 	}
-	if err != nil || !sameFile(f, p) || exists(s.ResultPath(id)) {
+	if err != nil || !SameFile(f, p) || exists(s.ResultPath(id)) {
 		return false
 	}
 	// A claim cut off between its link and its unlink leaves the same file
 	// in new/; it must not look pending again.
-	if np := s.RequestPath(id); sameFile(f, np) {
+	if np := s.RequestPath(id); SameFile(f, np) {
 		os.Remove(np)
 	}
 	err = s.writeResult(Result{ID: id, Status: StatusInterrupted,

@@ -78,8 +78,10 @@ func readRequestFile(f *os.File, stem string) (*Request, error) {
 	return req, nil
 }
 
-// sameFile reports whether the open file f is still the file at path p.
-func sameFile(f *os.File, p string) bool {
+// SameFile reports whether the open file f is still the file at path p
+// (p is not followed if it is a symlink): the check every process that
+// locks a file by name needs, since the name may have been replaced.
+func SameFile(f *os.File, p string) bool {
 	a, err := f.Stat()
 	if err != nil {
 		return false

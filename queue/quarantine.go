@@ -40,7 +40,7 @@ func (s *Spool) quarantineDup(name string, f *os.File, reason string) error {
 // process moved the file (another one may have been first).
 func (s *Spool) moveToBad(name string, f *os.File, reason string) bool {
 	src := s.path(dirNew, name)
-	if f != nil && !sameFile(f, src) {
+	if f != nil && !SameFile(f, src) {
 		return false
 	}
 	base := stemOf(name)
