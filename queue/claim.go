@@ -189,17 +189,25 @@ func (s *Spool) ReadResult(id string) (*Result, error) {
 // with no result and no live lock. Such a request may have been partly run,
 // so it is never run again. It returns the ids it answered.
 func (s *Spool) Recover() ([]string, error) {
+	claimed, err := s.claimedIDs()
+	var ids []string
+	for _, id := range claimed {
+		if !exists(s.ResultPath(id)) && s.recoverOne(id, true) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, err
+}
+
+// claimedIDs lists the ids of the requests in cur/, answered or not.
+func (s *Spool) claimedIDs() ([]string, error) {
 	entries, err := os.ReadDir(s.path(dirCur, ""))
 	if err != nil {
-		return nil, fmt.Errorf("queue: recover: %w", err)
+		return nil, fmt.Errorf("queue: scan cur: %w", err)
 	}
-	var ids []string
+	ids := make([]string, 0, len(entries))
 	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || !ValidID(id) || exists(s.ResultPath(id)) {
-			continue
-		}
-		if s.recoverOne(id, true) {
+		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && ValidID(id) {
 			ids = append(ids, id)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -265,14 +264,13 @@ func (w *watcher) rescan() {
 // recover answers interrupted the orphaned claims in cur/. Ids already
 // known to be finished are skipped without a stat.
 func (w *watcher) recover() {
-	entries, err := os.ReadDir(w.s.path(dirCur, ""))
+	ids, err := w.s.claimedIDs()
 	if err != nil {
-		w.emit(WatchEvent{Op: Problem, Err: fmt.Errorf("queue: scan cur: %w", err)})
+		w.emit(WatchEvent{Op: Problem, Err: err})
 		return
 	}
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || !ValidID(id) || w.finished[id] {
+	for _, id := range ids {
+		if w.finished[id] {
 			continue
 		}
 		if exists(w.s.ResultPath(id)) {
