@@ -82,14 +82,22 @@ func (s *Spool) act(id string, now time.Time, claim bool) (*Claim, *Request, err
 		f.Close()
 		return nil, req, nil
 	}
+	reason := "not decided before expires_at " + req.ExpiresAt.UTC().Format(time.RFC3339)
+	if expired {
+		// Recorded before the request leaves new/: a failure leaves it
+		// pending, to be expired by the next look.
+		if err := s.note(EventExpired, req, StatusExpired, reason); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+	}
 	if err := s.moveToCur(f, id); err != nil {
 		f.Close()
 		return nil, nil, err
 	}
 	c := &Claim{Request: req, s: s, f: f}
 	if expired {
-		err := c.Finish(Result{Status: StatusExpired, Decision: Deny, DecidedBy: ByPolicy,
-			Reason: "not decided before expires_at " + req.ExpiresAt.UTC().Format(time.RFC3339)})
+		err := c.Finish(Result{Status: StatusExpired, Decision: Deny, DecidedBy: ByPolicy, Reason: reason})
 		if err != nil {
 			return nil, nil, err
 		}

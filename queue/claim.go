@@ -250,7 +250,14 @@ func (s *Spool) recoverOne(id string, patient bool) bool {
 	if np := s.RequestPath(id); SameFile(f, np) {
 		os.Remove(np)
 	}
-	err = s.writeResult(Result{ID: id, Status: StatusInterrupted,
-		Reason: "its actor stopped (crash or kill) while acting on it; it was not run again"})
+	reason := "its actor stopped (crash or kill) while acting on it; it was not run again"
+	req, rerr := readRequestFile(f, id)
+	if rerr != nil {
+		req = &Request{ID: id}
+	}
+	if s.note(EventInterrupted, req, StatusInterrupted, reason) != nil {
+		return false // unrecorded: left for the next recovery to try again
+	}
+	err = s.writeResult(Result{ID: id, Status: StatusInterrupted, Reason: reason})
 	return err == nil
 }

@@ -80,6 +80,10 @@ func (e *Engine) Serve(ctx context.Context) error {
 	if e.MaxAuto <= 0 {
 		e.MaxAuto = 4
 	}
+	if e.Spool.Recorder == nil {
+		// The results the spool writes on its own are audited too.
+		e.Spool.Recorder = e.Recorder
+	}
 	e.queued = map[string]bool{}
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	work := make(chan *Request, 1<<16)
@@ -101,13 +105,10 @@ func (e *Engine) Serve(ctx context.Context) error {
 		case Pending:
 			e.pending(ctx, ev.Request, work)
 		case Invalid:
-			_ = e.record(EventInvalid, &Request{ID: ev.ID}, string(ByPolicy), func(x *Event) { x.Status, x.Reason = StatusInvalid, errText(ev.Err) })
 			e.logf("invalid %s: %v", ev.ID, ev.Err)
 		case Expired:
-			_ = e.record(EventExpired, &Request{ID: ev.ID}, string(ByPolicy), func(x *Event) { x.Status = StatusExpired })
 			e.logf("expired %s", ev.ID)
 		case Interrupted:
-			_ = e.record(EventInterrupted, &Request{ID: ev.ID}, string(ByPolicy), func(x *Event) { x.Status = StatusInterrupted })
 			e.logf("interrupted %s (its actor died)", ev.ID)
 		case Problem:
 			e.logf("%v", ev.Err)
@@ -123,13 +124,6 @@ func denyReason(v Verdict) string {
 		return "the policy denies it"
 	}
 	return strings.Join(v.Reasons, "; ")
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // pending judges a newly seen request and acts on the policy's decision.

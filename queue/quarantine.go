@@ -21,8 +21,12 @@ func stemOf(name string) string {
 // moving a file that was replaced meanwhile. It returns the *InvalidError.
 func (s *Spool) quarantine(name string, f *os.File, reason string) error {
 	id := stemOf(name)
-	if s.moveToBad(name, f, reason) && id != "" {
-		// A result may already exist (a duplicate id): the first one stands.
+	if s.moveToBad(name, f, reason) && id != "" && !exists(s.ResultPath(id)) {
+		// The file is in bad/ already and cannot be taken back, so the
+		// writer is answered even if the audit line could not be written:
+		// a refused request must not leave its writer waiting.
+		_ = s.note(EventInvalid, &Request{ID: id}, StatusInvalid, reason)
+		// A result may exist by now (a duplicate id): the first one stands.
 		_ = s.writeResult(Result{ID: id, Status: StatusInvalid, Decision: Deny, DecidedBy: ByPolicy, Reason: reason})
 	}
 	return &InvalidError{Reason: reason}
@@ -66,4 +70,18 @@ func (s *Spool) moveToBad(name string, f *os.File, reason string) bool {
 // oneLine makes reason safe for a one-line .why file.
 func oneLine(reason string) string {
 	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(reason)
+}
+
+// note records a result the spool writes on its own, if it has a
+// Recorder.
+func (s *Spool) note(name EventName, req *Request, status Status, reason string) error {
+	if s.Recorder == nil {
+		return nil
+	}
+	ev := NewEvent(name, req)
+	ev.Actor, ev.Status, ev.Reason = string(ByPolicy), status, reason
+	if err := s.Recorder.Record(ev); err != nil {
+		return fmt.Errorf("queue: audit %s %s: %w", name, req.ID, err)
+	}
+	return nil
 }

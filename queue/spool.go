@@ -23,6 +23,12 @@ var subdirs = []string{dirTmp, dirNew, dirCur, dirOut, dirBad}
 // Spool is an opened spool directory.
 type Spool struct {
 	dir string
+
+	// Recorder, when set, records the results the spool writes on its own
+	// (a quarantined file answered invalid, an expired request, a claim
+	// whose actor died answered interrupted) before writing them. Set it
+	// before the spool is used, and do not change it afterwards.
+	Recorder Recorder
 }
 
 // Sentinel errors callers branch on.

@@ -31,6 +31,11 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 	if len(ids) != 1 {
 		return usageErr(std, "approve", "give one request ID (see 'sluice ls')")
 	}
+	cfg, err := loadConfig(g.config)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
+		return exitUsage
+	}
 	sp, err := g.openSpool()
 	if err != nil {
 		return spoolErr(std, "approve", err)
@@ -40,7 +45,7 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
 		return exitFail
 	}
-	eng, log, err := ef.engine(sp, nil)
+	eng, log, err := ef.engine(sp, cfg, nil)
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
 		return engineErrExit(err)

@@ -97,6 +97,10 @@ func run(args []string, std stdio) int {
 			usage(std.out)
 			return exitOK
 		}
+		if args[0] == "config" {
+			fmt.Fprint(std.out, configHelp)
+			return exitOK
+		}
 		name, args = args[0], []string{"--help"}
 	}
 	for _, c := range commands {
@@ -110,11 +114,13 @@ func run(args []string, std stdio) int {
 
 // globals are the flags every subcommand accepts.
 type globals struct {
-	spool string
+	spool  string
+	config string
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.spool, "spool", g.spool, "spool `DIR` (env SLUICE_SPOOL)")
+	fs.StringVar(&g.config, "config", g.config, "configuration `FILE` (env SLUICE_CONFIG; see 'sluice help config')")
 }
 
 // openSpool opens the spool from --spool, SLUICE_SPOOL or the default.
@@ -130,7 +136,15 @@ func (g *globals) openSpool() (*queue.Spool, error) {
 		}
 		dir = d
 	}
-	return queue.Open(dir)
+	sp, err := queue.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	// What the spool answers on its own (an expired or invalid request, an
+	// orphaned claim) is audited like everything else; commands with an
+	// --audit flag replace this with their log.
+	sp.Recorder = &lazyAudit{}
+	return sp, nil
 }
 
 // flagSet is a subcommand's flags with its help text.

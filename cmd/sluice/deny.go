@@ -45,6 +45,7 @@ func cmdDeny(args []string, std stdio, g *globals) int {
 		return exitFail
 	}
 	defer log.Close()
+	sp.Recorder = log
 	status := exitOK
 	for _, arg := range ids {
 		id, err := resolveID(sp, arg)

@@ -37,7 +37,7 @@ func (ef *engineFlags) register(fs *flagSet) {
 }
 
 // engine builds the engine for the spool, with its recorder to close.
-func (ef *engineFlags) engine(sp *queue.Spool, logf func(string, ...any)) (*queue.Engine, *audit.Log, error) {
+func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ...any)) (*queue.Engine, *audit.Log, error) {
 	user, required := ef.file, ef.file != ""
 	if user == "" {
 		if env := os.Getenv("SLUICE_POLICY"); env != "" {
@@ -58,8 +58,10 @@ func (ef *engineFlags) engine(sp *queue.Spool, logf func(string, ...any)) (*queu
 	if err != nil {
 		return nil, nil, err
 	}
-	runner := &exec.Actor{Runner: &exec.Runner{BaseEnv: os.Environ()}, Jail: policy.Roots}
-	return &queue.Engine{Spool: sp, Judge: &policy.Judge{Options: opts}, Runner: runner, Recorder: log, Logf: logf}, log, nil
+	sp.Recorder = log
+	runner := &exec.Actor{Runner: cfg.runner(), Jail: policy.Roots}
+	return &queue.Engine{Spool: sp, Judge: &policy.Judge{Options: opts}, Runner: runner, Recorder: log,
+		MaxAuto: cfg.maxAuto(), Logf: logf}, log, nil
 }
 
 // engineErrExit is 2 for a policy file that does not load or an unsafe
@@ -77,13 +79,21 @@ func cmdServe(args []string, std stdio, g *globals) int {
 	fs := newFlags("serve", "[--policy FILE] [--audit FILE] [--max-auto N]", serveHelp, std, g)
 	var ef engineFlags
 	ef.register(fs)
-	maxAuto := fs.Int("max-auto", 4, "run at most `N` auto-allowed requests at once")
+	maxAuto := fs.Int("max-auto", 0, "run at most `N` auto-allowed requests at once (default max_auto in config.toml, else 4)")
 	pos, code, ok := fs.parse(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
 		return usageErr(std, "serve", "takes no arguments")
+	}
+	if *maxAuto < 0 || *maxAuto > maxMaxAuto {
+		return usageErr(std, "serve", "--max-auto must be between 1 and %d", maxMaxAuto)
+	}
+	cfg, err := loadConfig(g.config)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice serve: %v\n", err)
+		return exitUsage
 	}
 	sp, err := g.openSpool()
 	if err != nil {
@@ -92,13 +102,15 @@ func cmdServe(args []string, std stdio, g *globals) int {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(std.err, "%s sluice serve: %s\n", time.Now().Format("15:04:05"), show(fmt.Sprintf(format, args...)))
 	}
-	eng, log, err := ef.engine(sp, logf)
+	eng, log, err := ef.engine(sp, cfg, logf)
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice serve: %v\n", err)
 		return engineErrExit(err)
 	}
 	defer log.Close()
-	eng.MaxAuto = *maxAuto
+	if *maxAuto > 0 {
+		eng.MaxAuto = *maxAuto
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logf("watching %s (audit log %s)", sp.Dir(), log.Path())

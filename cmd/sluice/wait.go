@@ -85,8 +85,19 @@ func withdraw(sp *queue.Spool, id string, sig os.Signal) error {
 	if err != nil {
 		return errAbandoned{sig}
 	}
-	_ = c.Finish(queue.Result{Status: queue.StatusExpired, Decision: queue.Deny, DecidedBy: queue.ByHuman,
-		Reason: "withdrawn: the waiting writer was interrupted"})
+	const reason = "withdrawn: the waiting writer was interrupted"
+	if sp.Recorder != nil {
+		ev := queue.NewEvent(queue.EventExpired, c.Request)
+		ev.Actor, ev.Status, ev.Reason = loginName(), queue.StatusExpired, reason
+		if sp.Recorder.Record(ev) != nil {
+			// Unrecorded, it must not be answered: the claim is left to be
+			// recovered (answered interrupted, and recorded) by the next
+			// actor.
+			c.Close()
+			return errWithdrawn{sig}
+		}
+	}
+	_ = c.Finish(queue.Result{Status: queue.StatusExpired, Decision: queue.Deny, DecidedBy: queue.ByHuman, Reason: reason})
 	return errWithdrawn{sig}
 }
 

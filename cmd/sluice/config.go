@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/sluice-dev/sluice/exec"
+)
+
+// config is config.toml: how the engine runs things and how the console
+// behaves. Every field is optional; the zero value means the default.
+type config struct {
+	// MaxAuto bounds auto-allowed runs at once.
+	MaxAuto int `toml:"max_auto"`
+	// DefaultTimeout is the timeout of a run whose request has no timeout_s.
+	DefaultTimeout time.Duration `toml:"default_timeout"`
+	// KillGrace is the wait between SIGTERM and SIGKILL.
+	KillGrace time.Duration `toml:"kill_grace"`
+	// SecretPatterns replaces the default list of environment names kept
+	// from commands; ExtraSecretPatterns adds to it.
+	SecretPatterns      []string `toml:"secret_patterns"`
+	ExtraSecretPatterns []string `toml:"extra_secret_patterns"`
+
+	Console consoleConfig `toml:"console"`
+
+	// path is the file this came from ("" for none).
+	path string
+}
+
+// consoleConfig is the [console] table.
+type consoleConfig struct {
+	Theme  string        `toml:"theme"`  // auto, dark, light, high-contrast, mono or a user theme
+	Bell   *bool         `toml:"bell"`   // ring the terminal bell when a request needs a person
+	Notify *bool         `toml:"notify"` // OSC 9 / OSC 777 desktop notifications
+	Grace  time.Duration `toml:"grace"`  // approve keys stay inert this long after the selection changes
+}
+
+const configHelp = `Configuration is --config FILE, else $SLUICE_CONFIG, else
+$XDG_CONFIG_HOME/sluice/config.toml (~/.config/sluice/config.toml), which
+may be absent. Every key is optional:
+
+  max_auto = 4                     # auto-allowed runs at once
+  default_timeout = "10m"          # for requests without timeout_s
+  kill_grace = "2s"                # SIGTERM -> SIGKILL
+  secret_patterns = ["*_TOKEN"]    # replaces the built-in list of names
+                                   # kept out of commands' environments
+  extra_secret_patterns = ["MY_*"] # added to it
+
+  [console]
+  theme = "auto"     # auto, dark, light, high-contrast, mono, or a file
+                     # in ~/.config/sluice/themes/NAME.toml
+  bell = true        # terminal bell when a request needs you
+  notify = true      # desktop notification (OSC 9 / OSC 777)
+  grace = "425ms"    # approve keys are inert this long after a change
+`
+
+// Limits a config must stay within.
+const (
+	maxMaxAuto = 64
+	minGrace   = 200 * time.Millisecond
+	maxGrace   = 1500 * time.Millisecond
+)
+
+// defaultConfigFile is $XDG_CONFIG_HOME/sluice/config.toml.
+func defaultConfigFile() string {
+	p := defaultPolicyFile()
+	if p == "" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(p), "config.toml")
+}
+
+// loadConfig reads the configuration from flagValue, else $SLUICE_CONFIG,
+// else the default file. A file named by the flag or the environment must
+// exist; the default one may be absent.
+func loadConfig(flagValue string) (*config, error) {
+	p, required := flagValue, flagValue != ""
+	if p == "" {
+		if env := os.Getenv("SLUICE_CONFIG"); env != "" {
+			p, required = env, true
+		} else {
+			p = defaultConfigFile()
+		}
+	}
+	if p == "" {
+		return &config{}, nil
+	}
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) && !required {
+		return &config{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := parseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", p, err)
+	}
+	c.path = p
+	return c, nil
+}
+
+// parseConfig decodes and checks config.toml's text.
+func parseConfig(data []byte) (*config, error) {
+	var c config
+	md, err := toml.Decode(string(data), &c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("line %d: %s", pe.Position.Line, pe.Message)
+		}
+		return nil, err
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return nil, fmt.Errorf("unknown key %s (known: max_auto, default_timeout, kill_grace, secret_patterns, extra_secret_patterns, [console] theme, bell, notify, grace)", strings.Join(keys, ", "))
+	}
+	switch {
+	case c.MaxAuto < 0 || c.MaxAuto > maxMaxAuto:
+		return nil, fmt.Errorf("max_auto = %d: must be between 1 and %d", c.MaxAuto, maxMaxAuto)
+	case c.DefaultTimeout < 0:
+		return nil, fmt.Errorf("default_timeout = %s: must be positive", c.DefaultTimeout)
+	case c.KillGrace < 0:
+		return nil, fmt.Errorf("kill_grace = %s: must be positive", c.KillGrace)
+	case c.Console.Grace != 0 && (c.Console.Grace < minGrace || c.Console.Grace > maxGrace):
+		return nil, fmt.Errorf("[console] grace = %s: must be between %s and %s", c.Console.Grace, minGrace, maxGrace)
+	}
+	for _, p := range append(append([]string(nil), c.SecretPatterns...), c.ExtraSecretPatterns...) {
+		if p == "" {
+			return nil, errors.New("secret patterns: an empty pattern matches nothing; remove it")
+		}
+		if _, err := path.Match(p, ""); err != nil {
+			return nil, fmt.Errorf("secret pattern %q: %v", p, err)
+		}
+	}
+	return &c, nil
+}
+
+// secretPatterns is the list of environment names kept from commands.
+func (c *config) secretPatterns() []string {
+	base := exec.DefaultSecretPatterns
+	if c.SecretPatterns != nil {
+		base = c.SecretPatterns
+	}
+	return append(append([]string{}, base...), c.ExtraSecretPatterns...)
+}
+
+// runner is the pty runner this configuration asks for.
+func (c *config) runner() *exec.Runner {
+	return &exec.Runner{
+		BaseEnv:        os.Environ(),
+		SecretPatterns: c.secretPatterns(),
+		DefaultTimeout: c.DefaultTimeout,
+		Grace:          c.KillGrace,
+	}
+}
+
+// maxAuto is max_auto, or the default 4.
+func (c *config) maxAuto() int {
+	if c.MaxAuto > 0 {
+		return c.MaxAuto
+	}
+	return 4
+}
