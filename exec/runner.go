@@ -196,6 +196,22 @@ func (r *Runner) Resize(id string, rows, cols uint16) {
 	}
 }
 
+// inputWait bounds a write to a child's terminal.
+const inputWait = 20 * time.Millisecond
+
+// Input writes p to the terminal of a running request, as if typed (the
+// console forwards its emulator's answers to queries such as the cursor
+// position). It waits at most a few milliseconds: what the pty cannot
+// take by then is dropped.
+func (r *Runner) Input(id string, p []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.running[id]; m != nil {
+		_ = m.SetWriteDeadline(time.Now().Add(inputWait))
+		_, _ = m.Write(p)
+	}
+}
+
 func (r *Runner) track(id string, master *os.File) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -39,8 +39,58 @@ type Engine struct {
 	Now func() time.Time
 	// Logf reports what the engine does (serve logs it to stderr).
 	Logf func(format string, args ...any)
+	// Observer, when set, hears what the engine does, for a front end to
+	// show (the console).
+	Observer Observer
 
 	queued map[string]bool // ids whose queued event was recorded (Serve's goroutine only)
+
+	mu      sync.Mutex
+	running map[string]context.CancelFunc // ids being run, for Kill
+}
+
+// Kill stops request id if this engine is running it (status killed) and
+// reports whether it was.
+func (e *Engine) Kill(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	stop, ok := e.running[id]
+	if ok {
+		stop()
+	}
+	return ok
+}
+
+// track makes a run killable by id; the returned func forgets it.
+func (e *Engine) track(ctx context.Context, id string) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	e.mu.Lock()
+	if e.running == nil {
+		e.running = map[string]context.CancelFunc{}
+	}
+	e.running[id] = cancel
+	e.mu.Unlock()
+	return ctx, func() {
+		e.mu.Lock()
+		delete(e.running, id)
+		e.mu.Unlock()
+		cancel()
+	}
+}
+
+// Observer hears what an engine does. Its methods are called from the
+// engine's goroutines, several at once; they must return promptly.
+type Observer interface {
+	// Pending: req waits for a person (the policy asks).
+	Pending(req *Request, v Verdict)
+	// Gone: request id is no longer pending here: acted on by another
+	// process, withdrawn, expired or refused as invalid.
+	Gone(id string, op WatchOp)
+	// Started: req, claimed, is about to run (or be applied). The
+	// returned function, if not nil, receives its output as it comes.
+	Started(req *Request, v Verdict, by Decider) func([]byte)
+	// Finished: req was answered with res (run, denied or decided).
+	Finished(req *Request, res Result)
 }
 
 // ErrPolicyDenies refuses to approve a request the policy denies.
@@ -104,9 +154,13 @@ func (e *Engine) Serve(ctx context.Context) error {
 		switch ev.Op {
 		case Pending:
 			e.pending(ctx, ev.Request, work)
+		case Gone:
+			e.gone(ev.ID, ev.Op)
 		case Invalid:
+			e.gone(ev.ID, ev.Op)
 			e.logf("invalid %s: %v", ev.ID, ev.Err)
 		case Expired:
+			e.gone(ev.ID, ev.Op)
 			e.logf("expired %s", ev.ID)
 		case Interrupted:
 			e.logf("interrupted %s (its actor died)", ev.ID)
@@ -146,6 +200,24 @@ func (e *Engine) pending(ctx context.Context, req *Request, work chan<- *Request
 		e.autoDeny(req, v)
 	default:
 		e.logf("ask %s: %s (%s, %s)", req.ID, req.Summary(), v.Category, v.Risk)
+		if e.Observer != nil {
+			e.Observer.Pending(req, v)
+		}
+	}
+}
+
+// gone forgets a request that left new/ and tells the observer.
+func (e *Engine) gone(id string, op WatchOp) {
+	delete(e.queued, id)
+	if e.Observer != nil {
+		e.Observer.Gone(id, op)
+	}
+}
+
+// finished tells the observer how req ended.
+func (e *Engine) finished(req *Request, res Result) {
+	if e.Observer != nil {
+		e.Observer.Finished(req, res)
 	}
 }
 
@@ -188,9 +260,11 @@ func (e *Engine) autoDeny(req *Request, v Verdict) {
 	if c.Request.EffectiveMode() == ModeDecide {
 		status = StatusDecided
 	}
-	if err := c.Finish(Result{Status: status, Decision: Deny, DecidedBy: ByPolicy, Reason: reason, Verdict: &v}); err != nil {
+	res := Result{Status: status, Decision: Deny, DecidedBy: ByPolicy, Reason: reason, Verdict: &v}
+	if err := c.Finish(res); err != nil {
 		e.logf("%v", err)
 	}
+	e.finished(c.Request, res)
 	e.logf("denied %s by policy: %s", req.ID, req.Summary())
 }
 
@@ -213,7 +287,7 @@ func (e *Engine) autoRun(ctx context.Context, req *Request) {
 		c.Close()
 		return
 	}
-	res, err := e.act(ctx, c, v, ByPolicy, string(ByPolicy), nil)
+	res, err := e.act(ctx, c, v, ByPolicy, string(ByPolicy), nil, false)
 	if err != nil {
 		e.logf("%v", err)
 		return
@@ -224,18 +298,31 @@ func (e *Engine) autoRun(ctx context.Context, req *Request) {
 // act carries out a claimed, allowed request: decide mode answers at
 // once; execute mode records started, runs, records how it ended, and
 // answers.
-func (e *Engine) act(ctx context.Context, c *Claim, v Verdict, by Decider, actor string, output func([]byte)) (Result, error) {
+func (e *Engine) act(ctx context.Context, c *Claim, v Verdict, by Decider, actor string, output func([]byte), edited bool) (Result, error) {
 	req := c.Request
+	ranAs := ""
+	if edited {
+		ranAs = req.Command
+	}
 	if req.EffectiveMode() == ModeDecide {
-		res := Result{Status: StatusDecided, Decision: Allow, DecidedBy: by, Verdict: &v}
-		return res, c.Finish(res)
+		res := Result{Status: StatusDecided, Decision: Allow, DecidedBy: by, Verdict: &v, Command: ranAs}
+		err := c.Finish(res)
+		e.finished(req, res)
+		return res, err
 	}
 	if err := e.record(EventStarted, req, actor, nil); err != nil {
 		c.Close()
 		return Result{}, err
 	}
-	res, sum := e.Runner.Run(ctx, req, e.Spool.LogPath(req.ID), output)
-	res.Decision, res.DecidedBy, res.Verdict = Allow, by, &v
+	if e.Observer != nil {
+		if watch := e.Observer.Started(req, v, by); watch != nil {
+			output = tee(output, watch)
+		}
+	}
+	runCtx, done := e.track(ctx, req.ID)
+	res, sum := e.Runner.Run(runCtx, req, e.Spool.LogPath(req.ID), output)
+	done()
+	res.Decision, res.DecidedBy, res.Verdict, res.Command = Allow, by, &v, ranAs
 	name := EventFinished
 	switch res.Status {
 	case StatusTimeout:
@@ -250,7 +337,17 @@ func (e *Engine) act(ctx context.Context, c *Claim, v Verdict, by Decider, actor
 		// is what verify will show.
 		e.logf("%v", err)
 	}
-	return res, c.Finish(res)
+	err := c.Finish(res)
+	e.finished(req, res)
+	return res, err
+}
+
+// tee sends output to both a and b (either may be nil).
+func tee(a, b func([]byte)) func([]byte) {
+	if a == nil {
+		return b
+	}
+	return func(p []byte) { a(p); b(p) }
 }
 
 // Approve claims request id for a person and carries it out, streaming the
@@ -263,12 +360,39 @@ func (e *Engine) Approve(ctx context.Context, id, actor string, output func([]by
 // ApproveWith is Approve that calls claimed with the request as claimed
 // (what will run), before it is judged and run.
 func (e *Engine) ApproveWith(ctx context.Context, id, actor string, claimed func(*Request), output func([]byte)) (Result, error) {
+	return e.ApproveAs(ctx, id, Approval{Actor: actor, Claimed: claimed, Output: output})
+}
+
+// Approval is what a person approved, and how to follow it.
+type Approval struct {
+	Actor string // the person, as the audit log names them
+	// Command, when not empty, replaces an exec request's command: the
+	// person edited it. The edited command is judged, recorded (with the
+	// original as edited_from) and run, and the result names it.
+	Command string
+	// Claimed, when not nil, is called with the request as claimed (what
+	// will run), before it is judged and run.
+	Claimed func(*Request)
+	// Output, when not nil, receives the output as it comes.
+	Output func([]byte)
+}
+
+// ApproveAs claims request id for a person and carries it out as a says.
+// A request the policy denies is refused (ErrPolicyDenies).
+func (e *Engine) ApproveAs(ctx context.Context, id string, a Approval) (Result, error) {
 	c, err := e.Spool.Claim(id, e.now())
 	if err != nil {
 		return Result{}, err
 	}
-	if claimed != nil {
-		claimed(c.Request)
+	actor, output := a.Actor, a.Output
+	var editedFrom string
+	if a.Command != "" && c.Request.Kind == KindExec && a.Command != c.Request.Command {
+		edited := *c.Request
+		editedFrom, edited.Command = edited.Command, a.Command
+		c.Request = &edited
+	}
+	if a.Claimed != nil {
+		a.Claimed(c.Request)
 	}
 	v := e.Judge.Judge(c.Request)
 	if v.Action == "deny" {
@@ -281,11 +405,35 @@ func (e *Engine) ApproveWith(ctx context.Context, id, actor string, claimed func
 		if err := c.Finish(res); err != nil {
 			return res, err
 		}
+		e.finished(c.Request, res)
 		return res, fmt.Errorf("%w: %s", ErrPolicyDenies, reason)
 	}
-	if err := e.record(EventApproved, c.Request, actor, func(x *Event) { x.Verdict = &v }); err != nil {
+	if err := e.record(EventApproved, c.Request, actor, func(x *Event) { x.Verdict, x.EditedFrom = &v, editedFrom }); err != nil {
 		c.Close()
 		return Result{}, err
 	}
-	return e.act(ctx, c, v, ByHuman, actor, output)
+	return e.act(ctx, c, v, ByHuman, actor, output, editedFrom != "")
+}
+
+// Deny claims request id for a person and refuses it with reason; the
+// denial is recorded before the answer is written.
+func (e *Engine) Deny(id, actor, reason string) (Result, error) {
+	c, err := e.Spool.Claim(id, e.now())
+	if err != nil {
+		return Result{}, err
+	}
+	if reason == "" {
+		reason = "denied by a person"
+	}
+	if err := e.record(EventDenied, c.Request, actor, func(x *Event) { x.Status, x.Reason = StatusDenied, reason }); err != nil {
+		c.Close()
+		return Result{}, err
+	}
+	res := Result{Status: StatusDenied, Decision: Deny, DecidedBy: ByHuman, Reason: reason}
+	if c.Request.EffectiveMode() == ModeDecide {
+		res.Status = StatusDecided
+	}
+	err = c.Finish(res)
+	e.finished(c.Request, res)
+	return res, err
 }

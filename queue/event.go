@@ -48,9 +48,12 @@ type Event struct {
 
 	Kind    Kind   `json:"kind,omitempty"`
 	Command string `json:"command,omitempty"` // exec: the command line, as data
-	Path    string `json:"path,omitempty"`    // write, edit: the file
-	Tool    string `json:"tool,omitempty"`    // tool: the tool's name
-	Cwd     string `json:"cwd,omitempty"`
+	// EditedFrom is the command the agent asked for, when a person edited
+	// it before approving (Command is then what ran).
+	EditedFrom string `json:"edited_from,omitempty"`
+	Path       string `json:"path,omitempty"` // write, edit: the file
+	Tool       string `json:"tool,omitempty"` // tool: the tool's name
+	Cwd        string `json:"cwd,omitempty"`
 
 	Verdict      *Verdict `json:"verdict,omitempty"`
 	Status       Status   `json:"status,omitempty"` // the result status, once there is one

@@ -51,12 +51,15 @@ type Verdict struct {
 
 // Result is one result file, out/<id>.json.
 type Result struct {
-	Version     int       `json:"version"`
-	ID          string    `json:"id"`
-	Status      Status    `json:"status"`
-	Decision    Decision  `json:"decision,omitempty"`
-	DecidedBy   Decider   `json:"decided_by,omitempty"`
-	Reason      string    `json:"reason,omitempty"`
+	Version   int      `json:"version"`
+	ID        string   `json:"id"`
+	Status    Status   `json:"status"`
+	Decision  Decision `json:"decision,omitempty"`
+	DecidedBy Decider  `json:"decided_by,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+	// Command is the command that ran when a person edited the request's
+	// before approving it; empty when it ran as asked.
+	Command     string    `json:"command,omitempty"`
 	Verdict     *Verdict  `json:"verdict,omitempty"`
 	ExitCode    *int      `json:"exit_code,omitempty"`
 	DurationMS  int64     `json:"duration_ms,omitempty"`

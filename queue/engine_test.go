@@ -1,0 +1,165 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// wordJudge allows commands starting with "ls", denies "sudo", asks
+// about the rest.
+type wordJudge struct{}
+
+func (wordJudge) Judge(r *Request) Verdict {
+	switch {
+	case strings.HasPrefix(r.Command, "ls"):
+		return Verdict{Action: "allow", Category: "read_only", Risk: "low"}
+	case strings.HasPrefix(r.Command, "sudo"):
+		return Verdict{Action: "deny", Category: "privileged", Risk: "critical", Reasons: []string{"sudo runs as another user"}}
+	}
+	return Verdict{Action: "ask", Category: "mutating", Risk: "medium"}
+}
+
+// blockRunner "runs" a command by printing it, then waits for ctx when
+// the command is "sleep".
+type blockRunner struct{}
+
+func (blockRunner) Run(ctx context.Context, r *Request, _ string, out func([]byte)) (Result, string) {
+	if out != nil {
+		out([]byte("ran: " + r.Command))
+	}
+	if r.Command == "sleep" {
+		<-ctx.Done()
+		return Result{Status: StatusKilled}, ""
+	}
+	return Result{Status: StatusDone, ExitCode: new(int)}, ""
+}
+
+type memRecorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (m *memRecorder) Record(ev Event) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(m.events, ev)
+	return nil
+}
+
+func (m *memRecorder) find(id string, name EventName) (Event, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ev := range m.events {
+		if ev.ID == id && ev.Event == name {
+			return ev, true
+		}
+	}
+	return Event{}, false
+}
+
+// chanObserver turns observer calls into lines on a channel.
+type chanObserver struct{ ch chan string }
+
+func (o chanObserver) Pending(r *Request, v Verdict) { o.ch <- "pending " + r.ID + " " + v.Action }
+func (o chanObserver) Gone(id string, op WatchOp)    { o.ch <- "gone " + id + " " + op.String() }
+func (o chanObserver) Started(r *Request, _ Verdict, by Decider) func([]byte) {
+	o.ch <- "started " + r.ID + " " + string(by)
+	return func(p []byte) { o.ch <- "output " + r.ID + " " + string(p) }
+}
+func (o chanObserver) Finished(r *Request, res Result) {
+	o.ch <- "finished " + r.ID + " " + string(res.Status)
+}
+
+// expectLine waits for the observer to have said want, in any order
+// relative to other lines (seen keeps what earlier waits read past).
+func expectLine(t *testing.T, ch <-chan string, seen map[string]bool, want string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for !seen[want] {
+		select {
+		case got := <-ch:
+			seen[got] = true
+		case <-timeout:
+			t.Fatalf("no %q within 10s; saw %v", want, seen)
+		}
+	}
+}
+
+func TestEngineObserverEditKillDeny(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	rec := &memRecorder{}
+	obs := chanObserver{ch: make(chan string, 100)}
+	seen := map[string]bool{}
+	e := &Engine{Spool: sp, Judge: wordJudge{}, Runner: blockRunner{}, Recorder: rec, Observer: obs}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error)
+	go func() { served <- e.Serve(ctx) }()
+
+	auto, ask, bad := execReq("ls -la"), execReq("rm -rf build"), execReq("sudo ls")
+	for _, r := range []*Request{auto, ask, bad} {
+		mustDo(t, sp.Submit(r))
+	}
+	expectLine(t, obs.ch, seen, "started "+auto.ID+" policy")
+	expectLine(t, obs.ch, seen, "finished "+auto.ID+" done")
+	expectLine(t, obs.ch, seen, "pending "+ask.ID+" ask")
+
+	// A person edits the command before approving: the edited command is
+	// judged and run, the audit keeps both, and the result names it.
+	var out strings.Builder
+	res, err := e.ApproveAs(ctx, ask.ID, Approval{Actor: "alice", Command: "ls build", Output: func(p []byte) { out.Write(p) }})
+	mustDo(t, err)
+	if res.Status != StatusDone || res.Command != "ls build" || out.String() != "ran: ls build" {
+		t.Fatalf("edited approve: %+v, output %q", res, out.String())
+	}
+	if got := resultOf(t, sp, ask.ID); got.Command != "ls build" || got.DecidedBy != ByHuman {
+		t.Errorf("result file %+v, want command %q decided by a person", got, "ls build")
+	}
+	if ev, ok := rec.find(ask.ID, EventApproved); !ok || ev.Command != "ls build" || ev.EditedFrom != "rm -rf build" || ev.Actor != "alice" {
+		t.Errorf("approved event %+v, want command edited from the original, by alice", ev)
+	}
+
+	// An edit cannot turn a request into something the policy denies.
+	ask2 := execReq("make deploy")
+	mustDo(t, sp.Submit(ask2))
+	expectLine(t, obs.ch, seen, "pending "+ask2.ID+" ask")
+	if _, err := e.ApproveAs(ctx, ask2.ID, Approval{Actor: "alice", Command: "sudo make deploy"}); !errors.Is(err, ErrPolicyDenies) {
+		t.Fatalf("approving an edit the policy denies = %v, want ErrPolicyDenies", err)
+	}
+
+	// Kill stops a person's run; Deny refuses with the reason.
+	long, no := execReq("sleep"), execReq("git push --force")
+	mustDo(t, sp.Submit(long))
+	mustDo(t, sp.Submit(no))
+	expectLine(t, obs.ch, seen, "pending "+no.ID+" ask")
+	done := make(chan Result)
+	go func() {
+		res, _ := e.Approve(ctx, long.ID, "alice", nil)
+		done <- res
+	}()
+	expectLine(t, obs.ch, seen, "started "+long.ID+" human")
+	for !e.Kill(long.ID) {
+		time.Sleep(time.Millisecond)
+	}
+	if res := <-done; res.Status != StatusKilled {
+		t.Errorf("killed run answered %s", res.Status)
+	}
+	if e.Kill(long.ID) {
+		t.Error("Kill of a finished run reported true")
+	}
+	res, err = e.Deny(no.ID, "alice", "not on a Friday")
+	mustDo(t, err)
+	if res.Status != StatusDenied || resultOf(t, sp, no.ID).Reason != "not on a Friday" {
+		t.Errorf("deny: %+v", res)
+	}
+	if ev, ok := rec.find(no.ID, EventDenied); !ok || ev.Actor != "alice" {
+		t.Errorf("denied event %+v", ev)
+	}
+	expectLine(t, obs.ch, seen, "gone "+no.ID+" gone")
+	cancel()
+	<-served
+}
