@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -36,6 +37,17 @@ func (j *Judge) Verdict(req *queue.Request) *Verdict {
 	}
 	return p.CheckRequest(req)
 }
+
+// Reset forgets the policies loaded so far: the next verdict reads the
+// policy files again (after the user policy file changed).
+func (j *Judge) Reset() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.cache = nil
+}
+
+// Policy is the policy that applies to requests in cwd.
+func (j *Judge) Policy(cwd string) (*Policy, error) { return j.policyFor(cwd) }
 
 func (j *Judge) policyFor(cwd string) (*Policy, error) {
 	project := ""
@@ -70,7 +82,9 @@ func (p *Policy) CheckRequest(req *queue.Request) *Verdict {
 	}
 	switch req.Kind {
 	case queue.KindExec:
-		return p.Check(req.Command, env)
+		v := p.Check(req.Command, env)
+		p.checkRequestEnv(v, req.Env, env)
+		return v
 	case queue.KindWrite, queue.KindEdit:
 		return p.checkPaths(string(req.Kind), Mutating, "", []string{req.Path}, nil, env)
 	case queue.KindPatch:
@@ -165,4 +179,32 @@ func patchPaths(diff string) []string {
 		}
 	}
 	return out
+}
+
+// checkRequestEnv judges the variables a request sets for its command as
+// if they were written before it on the command line (LD_PRELOAD=...,
+// GIT_SSH_COMMAND=..., PAGER=...): the env map must not be a way around
+// the rules for inline assignments.
+func (p *Policy) checkRequestEnv(v *Verdict, vars map[string]string, env Env) {
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		ev := p.Check(k+"="+quoteWord(vars[k])+" true", env)
+		if ev.Action > v.Action || ev.Risk > v.Risk {
+			reasons := make([]string, 0, len(ev.Reasons))
+			for _, r := range ev.Reasons {
+				reasons = append(reasons, "env "+r)
+			}
+			v.floor(ev.Action, ev.Risk, reasons...)
+			v.Category = max(v.Category, ev.Category)
+		}
+	}
+}
+
+// quoteWord quotes s as one shell word, literally.
+func quoteWord(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -37,6 +37,12 @@ func TestCheckRequest(t *testing.T) {
 		{"web fetch", queue.Request{Kind: queue.KindTool, Tool: "WebFetch", Input: input(map[string]any{"url": "https://pkg.go.dev"}), Cwd: cwd}, Ask, Networked},
 		{"mcp tool", queue.Request{Kind: queue.KindTool, Tool: "mcp__github__create_issue", Input: input(map[string]any{"title": "x"}), Cwd: cwd}, Ask, Unknown},
 		{"hidden path", queue.Request{Kind: queue.KindWrite, Path: "src/\u202egpj.exe", Cwd: cwd}, Ask, Mutating},
+		// The env map is judged like assignments written before the command.
+		{"env LD_PRELOAD", queue.Request{Kind: queue.KindExec, Command: "go vet ./...", Env: map[string]string{"LD_PRELOAD": "/tmp/x.so"}, Cwd: cwd}, Deny, HostEscape},
+		{"env BASH_ENV", queue.Request{Kind: queue.KindExec, Command: "ls", Env: map[string]string{"BASH_ENV": "/tmp/evil"}, Cwd: cwd}, Deny, HostEscape},
+		{"env GOFLAGS toolexec", queue.Request{Kind: queue.KindExec, Command: "go vet ./...", Env: map[string]string{"GOFLAGS": "-toolexec=/tmp/x"}, Cwd: cwd}, Deny, HostEscape},
+		{"env quote breakout", queue.Request{Kind: queue.KindExec, Command: "ls", Env: map[string]string{"X": "a' ; rm -rf ~ ; '"}, Cwd: cwd}, Allow, ReadOnly},
+		{"env harmless", queue.Request{Kind: queue.KindExec, Command: "git status", Env: map[string]string{"GIT_PAGER": "cat", "CI": "1"}, Cwd: cwd}, Allow, ReadOnly},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
