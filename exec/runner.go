@@ -32,6 +32,9 @@ type Runner struct {
 	DefaultTimeout time.Duration // when the request has no timeout_s; 0 means 10 minutes
 	Grace          time.Duration // SIGTERM→SIGKILL grace; 0 means 2 s
 	Rows, Cols     uint16        // pty size; 0 means 24x80
+	// Size, when set, gives the pty size for each new run instead of Rows
+	// and Cols (the console sizes runs to its output pane).
+	Size func() (rows, cols uint16)
 
 	mu      sync.Mutex
 	running map[string]*os.File // request id → pty master, for Resize
@@ -107,7 +110,11 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		res.Log = queue.LogRel(req.ID)
 	}
 
-	master, tty, err := openPTY(orDefault(r.Rows, DefaultRows), orDefault(r.Cols, DefaultCols))
+	rows, cols := r.Rows, r.Cols
+	if r.Size != nil {
+		rows, cols = r.Size()
+	}
+	master, tty, err := openPTY(orDefault(rows, DefaultRows), orDefault(cols, DefaultCols))
 	if err != nil {
 		res.Log = ""
 		return fail(err)

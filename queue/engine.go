@@ -375,7 +375,15 @@ type Approval struct {
 	Claimed func(*Request)
 	// Output, when not nil, receives the output as it comes.
 	Output func([]byte)
+	// Shown, when not nil, is the request as the person saw it. If the
+	// claimed file is not byte for byte the one shown (an agent swapped
+	// it), the request is refused, not run: ErrChangedSinceShown.
+	Shown *Request
 }
+
+// ErrChangedSinceShown refuses a request whose file changed between the
+// moment a person saw it and the claim.
+var ErrChangedSinceShown = errors.New("queue: the request changed after it was shown; it was refused")
 
 // ApproveAs claims request id for a person and carries it out as a says.
 // A request the policy denies is refused (ErrPolicyDenies).
@@ -385,6 +393,17 @@ func (e *Engine) ApproveAs(ctx context.Context, id string, a Approval) (Result, 
 		return Result{}, err
 	}
 	actor, output := a.Actor, a.Output
+	if a.Shown != nil && !c.Request.Same(a.Shown) {
+		reason := "the request file changed after a person was shown it; submit it again"
+		if err := e.record(EventDenied, c.Request, actor, func(x *Event) { x.Status, x.Reason = StatusDenied, reason }); err != nil {
+			c.Close()
+			return Result{}, err
+		}
+		res := Result{Status: StatusDenied, Decision: Deny, DecidedBy: ByHuman, Reason: reason}
+		err := c.Finish(res)
+		e.finished(c.Request, res)
+		return res, errors.Join(ErrChangedSinceShown, err)
+	}
 	var editedFrom string
 	if a.Command != "" && c.Request.Kind == KindExec && a.Command != c.Request.Command {
 		edited := *c.Request
