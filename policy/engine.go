@@ -138,6 +138,11 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 		if rule.Reason != "" {
 			pv.Reasons = append(pv.Reasons, rule.Reason)
 		}
+		if act < Ask && pt.loaded != "" {
+			// "allow go test *" means the tests, not LD_PRELOAD=x go test.
+			act = max(act, p.defaults[pv.Category], Ask)
+			pv.Rule = "an allow rule does not cover " + pt.loaded
+		}
 	}
 	risk := baseRisk(pv.Category)
 	check := func(ref pathRef, access string) {

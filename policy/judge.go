@@ -17,6 +17,10 @@ type part struct {
 	reasons []string
 	writes  []pathRef
 	reads   []pathRef
+	// loaded is why an assignment before the command makes it run other
+	// code (LD_PRELOAD=…); a user's allow rule for the command does not
+	// cover that.
+	loaded string
 }
 
 // pathRef is a path a command writes or reads, as written.
@@ -135,18 +139,21 @@ func checkAssign(pt *part, a word) {
 	switch {
 	case name == "LD_PRELOAD", name == "LD_LIBRARY_PATH", name == "LD_AUDIT", strings.HasPrefix(name, "DYLD_"):
 		pt.escalate(HostEscape, name+"= loads code into the program")
+		pt.loaded = name + "= loads code into the program"
 	case name == "BASH_ENV", name == "ENV", name == "PROMPT_COMMAND", name == "GIT_SSH_COMMAND", name == "GIT_SSH",
 		name == "GIT_EXTERNAL_DIFF", name == "GIT_CONFIG_PARAMETERS", strings.HasPrefix(name, "GIT_CONFIG_KEY_"),
 		name == "GIT_CONFIG_COUNT", name == "PYTHONSTARTUP", name == "NODE_OPTIONS", name == "PERL5OPT", name == "RUBYOPT":
 		pt.escalate(HostEscape, name+"= makes the program run other code")
+		pt.loaded = name + "= makes the program run other code"
+	case execEnv[name] || strings.HasPrefix(name, "GIT_CONFIG") || (name == "GOFLAGS" && strings.Contains(a.val, "toolexec")):
+		pt.escalate(HostEscape, name+"= makes the command run code of the caller's choosing")
+		pt.loaded = name + "= makes the command run code of the caller's choosing"
 	case name == "PATH":
 		pt.escalate(Unknown, "PATH= changes which program a name runs")
 	case pagerVars[name]:
 		if _, val, _ := strings.Cut(a.val, "="); a.dyn || !harmlessPagers[strings.TrimSpace(val)] {
 			pt.escalate(HostEscape, name+"= makes the command run a program of the caller's choosing")
 		}
-	case execEnv[name] || strings.HasPrefix(name, "GIT_CONFIG") || (name == "GOFLAGS" && strings.Contains(a.val, "toolexec")):
-		pt.escalate(HostEscape, name+"= makes the command run code of the caller's choosing")
 	case riskyEnv[name] || strings.HasPrefix(name, "npm_config_"):
 		pt.escalate(Unknown, name+"= changes what code or configuration the program loads")
 	}

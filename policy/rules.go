@@ -193,9 +193,8 @@ func (p *Policy) layer(src, origin, file string) error {
 		}
 		return &LoadError{File: file, Msg: fixTOMLMsg(err.Error())}
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		k := und[0].String()
-		return &LoadError{File: file, Line: lineOf(src, und[0][len(und[0])-1]), Msg: fmt.Sprintf("unknown key %q (a file has [defaults] and [[rule]] tables; a rule has action, command or path, access, reason)", k)}
+	if k := unknownKey(md); k != nil {
+		return &LoadError{File: file, Line: lineOf(src, k[len(k)-1]), Msg: fmt.Sprintf("unknown key %q (a file has [defaults] and [[rule]] tables; a rule has action, command or path, access, reason)", k.String())}
 	}
 	for name, act := range rf.Defaults {
 		c, err := ParseCategory(name)
@@ -238,6 +237,28 @@ func (p *Policy) layer(src, origin, file string) error {
 				key = "*"
 			}
 			p.cmdRules[key] = append(p.cmdRules[key], rule)
+		}
+	}
+	return nil
+}
+
+// ruleKeys are the keys a [[rule]] table may hold, spelt as documented.
+var ruleKeys = []string{"action", "command", "path", "access", "reason"}
+
+// unknownKey returns the first key of a decoded policy file that is not
+// one of its documented keys, or nil. The TOML decoder matches keys to
+// struct fields ignoring case, so ACTION or [[Rule]] would otherwise
+// load silently; they are refused like a misspelt key.
+func unknownKey(md toml.MetaData) toml.Key {
+	if und := md.Undecoded(); len(und) > 0 {
+		return und[0]
+	}
+	for _, k := range md.Keys() {
+		switch {
+		case k[0] != "defaults" && k[0] != "rule":
+			return k
+		case k[0] == "rule" && len(k) > 1 && !slices.Contains(ruleKeys, k[1]):
+			return k
 		}
 	}
 	return nil

@@ -454,6 +454,6 @@ func unescape(s string, quoted bool) string {
 
 // expandANSIC resolves a $'…' string's escapes.
 func expandANSIC(s string) (string, error) {
-	v, _, err := expand.Format(nil, s, nil)
+	v, _, err := expand.Format(&expand.Config{}, s, nil) // a nil Config shares one buffer across goroutines
 	return v, err
 }

@@ -1,0 +1,273 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// NewRule is a command rule for AppendRule to add to a policy file.
+type NewRule struct {
+	Action  string // "allow", "ask" or "deny"
+	Command string // a command pattern, as in a [[rule]] table: "go test *"
+	Reason  string // optional; shown in verdicts
+	Comment string // optional; one comment line above the rule, controls shown as Go escapes
+}
+
+// AppendRule adds r at the end of a policy file as a [[rule]] table, with
+// its Comment as a comment line above it. The file's own bytes, comments
+// and formatting included, are kept as they are. A missing file is
+// created (0600, its directory 0700); an existing one keeps its mode.
+//
+// The file is replaced atomically (a temporary file in the same
+// directory, synced, then renamed), and only after the whole new file has
+// loaded as Load would load it, with r as its last rule. On any error the
+// file is left untouched: a *LoadError if the file would not load (the
+// existing content may be what is wrong), an error if it is a symbolic
+// link or not a regular file, or if it changed while the rule was added.
+func AppendRule(file string, r NewRule) error {
+	block, err := r.block()
+	if err != nil {
+		return fmt.Errorf("policy: append a rule to %s: %w", file, err)
+	}
+	old, info, err := readRegular(file)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(file)
+	mode := fs.FileMode(0o600)
+	if info != nil {
+		mode = info.Mode().Perm()
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("policy: append a rule to %s: %w", file, err)
+	}
+	tmp, err := writeTemp(dir, filepath.Base(file), appendBlock(old, block), mode)
+	if err != nil {
+		return fmt.Errorf("policy: append a rule to %s: %w", file, err)
+	}
+	defer os.Remove(tmp) // fails harmlessly once renamed
+	if err := checkAppended(tmp, file, strings.Count(old, "\n")+1, r); err != nil {
+		return err
+	}
+	if err := unchanged(file, info); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return fmt.Errorf("policy: append a rule to %s: %w", file, err)
+	}
+	// The rename is done; syncing the directory only makes it durable
+	// sooner, so its failure is not the caller's concern.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// block renders the rule as the lines to append.
+func (r NewRule) block() (string, error) {
+	if _, err := ParseAction(r.Action); err != nil {
+		return "", err
+	}
+	if r.Command == "" {
+		return "", errors.New("the rule has no command")
+	}
+	if !utf8.ValidString(r.Command) || !utf8.ValidString(r.Reason) {
+		return "", errors.New("the rule's command or reason is not valid UTF-8, which a TOML file cannot hold")
+	}
+	var b strings.Builder
+	if r.Comment != "" {
+		b.WriteString("# " + commentText(r.Comment) + "\n")
+	}
+	b.WriteString("[[rule]]\n")
+	b.WriteString("action = " + tomlString(r.Action) + "\n")
+	b.WriteString("command = " + tomlString(r.Command) + "\n")
+	if r.Reason != "" {
+		b.WriteString("reason = " + tomlString(r.Reason) + "\n")
+	}
+	return b.String(), nil
+}
+
+// appendBlock joins a file's content and a block, a blank line between,
+// in the file's line endings.
+func appendBlock(old, block string) string {
+	nl := "\n"
+	if strings.Contains(old, "\r\n") {
+		nl = "\r\n"
+		block = strings.ReplaceAll(block, "\n", nl)
+	}
+	switch {
+	case old == "":
+		return block
+	case !strings.HasSuffix(old, "\n"):
+		return old + nl + nl + block
+	}
+	return old + nl + block
+}
+
+// readRegular reads a policy file that must be a regular file, not a
+// symbolic link. A missing file reads as "" with a nil FileInfo.
+func readRegular(file string) (string, fs.FileInfo, error) {
+	info, err := os.Lstat(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", nil, nil
+	case err != nil:
+		return "", nil, fmt.Errorf("policy: append a rule to %s: %w", file, err)
+	case info.Mode()&fs.ModeSymlink != 0:
+		target, _ := os.Readlink(file)
+		return "", nil, fmt.Errorf("policy: %s is a symbolic link to %s: sluice will not replace a link with a file; add the rule to the file it points to yourself", file, target)
+	case info.IsDir():
+		return "", nil, fmt.Errorf("policy: %s is a directory, not a policy file", file)
+	case !info.Mode().IsRegular():
+		return "", nil, fmt.Errorf("policy: %s is not a regular file (mode %v)", file, info.Mode())
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return "", nil, fmt.Errorf("policy: append a rule to %s: %w", file, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", nil, fmt.Errorf("policy: append a rule to %s: %w", file, err)
+	}
+	if !os.SameFile(info, fi) {
+		return "", nil, fmt.Errorf("policy: %s changed while the rule was added; try again", file)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return "", nil, fmt.Errorf("policy: append a rule to %s: %w", file, err)
+	}
+	return string(b), fi, nil
+}
+
+// writeTemp writes content to a new file in dir and syncs it.
+func writeTemp(dir, base, content string, mode fs.FileMode) (string, error) {
+	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(content)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// checkAppended loads tmp as Load would load file and checks its last
+// rule is r: a file whose end swallows the block (an unclosed string, say)
+// must not pass for one that holds the rule. Errors name file, and a line
+// of it only when it is one of its lines (the first oldLines).
+func checkAppended(tmp, file string, oldLines int, r NewRule) error {
+	p, err := Load(Options{User: tmp, UserRequired: true})
+	if err != nil {
+		var le *LoadError
+		if errors.As(err, &le) && le.File == tmp {
+			if le.Line > oldLines {
+				return &LoadError{File: file, Msg: "the new rule: " + le.Msg + " (it was not added)"}
+			}
+			return &LoadError{File: file, Line: le.Line, Msg: le.Msg + " (the rule was not added)"}
+		}
+		return fmt.Errorf("policy: append a rule to %s: %w", file, err)
+	}
+	var last *Rule
+	for _, rule := range p.Rules() {
+		if strings.HasPrefix(rule.Origin, tmp+":") {
+			last = rule
+		}
+	}
+	if last == nil || last.Action.String() != r.Action || last.Command != r.Command || last.Reason != r.Reason || last.Path != "" {
+		return &LoadError{File: file, Msg: "the end of the file would not read as the new rule (the rule was not added)"}
+	}
+	return nil
+}
+
+// unchanged checks file is still what readRegular read (or still
+// missing), so a concurrent edit is not lost.
+func unchanged(file string, before fs.FileInfo) error {
+	now, err := os.Lstat(file)
+	switch {
+	case before == nil && errors.Is(err, fs.ErrNotExist):
+		return nil
+	case before != nil && err == nil && os.SameFile(before, now) && before.Size() == now.Size() && before.ModTime().Equal(now.ModTime()):
+		return nil
+	}
+	return fmt.Errorf("policy: %s changed while the rule was added; try again", file)
+}
+
+// tomlString quotes s as a TOML basic string. Quotes, backslashes and
+// every character that is not graphic (controls, bidi and other format
+// characters, line separators) are escaped, so the value can neither end
+// early nor read differently from what it holds.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case unicode.IsGraphic(r):
+			b.WriteRune(r)
+		case r <= 0xFFFF:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08X`, r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// commentText makes s safe as the text of one comment line: newlines,
+// other controls, format characters and invalid bytes are written as Go
+// escapes (\n, \x1b, \u202e, \xff), so nothing in s can end the comment
+// or hide in it.
+func commentText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case unicode.IsGraphic(r):
+			b.WriteRune(r)
+		case r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r <= 0xFFFF:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+		i += n
+	}
+	return b.String()
+}

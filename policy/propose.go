@@ -1,0 +1,327 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// maxSubcommands is how many words after the program a proposed pattern
+// keeps: "npm run build *", never "npm run build prod *".
+const maxSubcommands = 2
+
+// Propose generalises a command line a person approves into a command
+// pattern for an allow rule: the program, up to two subcommand words
+// (letters, digits, '-', '_' and ':', not starting with '-'), then "*".
+// "go test ./pkg -run X" gives "go test *", "pytest -x tests/" gives
+// "pytest *".
+//
+// It refuses (ok is false) a line that is not one simple command (pipes,
+// lists, redirections, substitutions, prefix assignments, subshells), a
+// line holding control or invisible characters, a command name computed
+// at run time, and any program for which a blanket rule would hand over
+// more than the approval did:
+//
+//   - wrappers, shells, interpreters and the builtins the engine judges in
+//     code (sudo, env, xargs, sh -c, eval, python, node, …), and every
+//     line the engine splits into more than one part (go test -exec CMD):
+//     the rule would cover the outer program only;
+//   - programs whose danger is in arguments the knowledge table cannot
+//     describe (awk and sed scripts that run commands, git config keys
+//     that run commands), and a fixed list that must never be blanket
+//     allowed (rm, dd, mkfs*, chmod, chown, curl, wget, ssh, docker,
+//     kubectl, su);
+//   - any pattern whose commands the knowledge table can put in a
+//     category above mutating (networked, destructive, host_escape_risk).
+//     An allow rule replaces the category's default entirely, so what
+//     counts is everything the pattern matches: the subcommand's own
+//     category, every condition that escalates it ("git clean *" covers
+//     git clean -f, which is destructive), and, when the pattern stops at
+//     a program with subcommands, every subcommand below it ("git stash *"
+//     covers git stash drop). Programs the table does not know are
+//     unknown, which is allowed: a person approving ./gradlew build knows
+//     more about it than sluice does.
+//
+// One exception: the host_escape_risk conditions of go build, go run,
+// go test, go generate and npm run are ignored. Each only chooses the
+// program that runs the project's code (go test -exec, npm run
+// --script-shell); a rule for a build or a test already lets that code,
+// which the agent can write, do anything.
+//
+// The pattern uses the name the engine matches rules against: the base
+// name of a program in a system directory (/usr/bin/make lint gives
+// "make lint *"), other paths as written ("./script.sh *").
+func Propose(line string) (pattern string, ok bool) {
+	if hiddenRunes(line) != "" || nestingTooDeep(line) {
+		return "", false
+	}
+	pr := syntax.NewParser(syntax.Variant(syntax.LangBash))
+	parse := func(src string) (*syntax.File, error) { return pr.Parse(strings.NewReader(src), "") }
+	f, err := parse(line)
+	if err != nil || len(f.Stmts) != 1 {
+		return "", false
+	}
+	st := f.Stmts[0]
+	call, isCall := st.Cmd.(*syntax.CallExpr)
+	if !isCall || st.Negated || st.Background || st.Coprocess || len(st.Redirs) > 0 || len(call.Assigns) > 0 || len(call.Args) == 0 {
+		return "", false
+	}
+	// The words as written, before the walk splits brace expressions in
+	// place; the character sets below refuse braces.
+	ww := &walker{line: line}
+	prog := ww.word(call.Args[0])
+	if prog.dyn || !plainProgram(prog.val) {
+		return "", false
+	}
+	var subs []string
+	for _, a := range call.Args[1:] {
+		if len(subs) == maxSubcommands {
+			break
+		}
+		wd := ww.word(a)
+		if wd.dyn || !subcommandWord(wd.val) {
+			break
+		}
+		subs = append(subs, wd.val)
+	}
+	w := &walker{line: line}
+	w.stmts(f.Stmts, false)
+	// A substitution anywhere is a command of its own.
+	if len(w.out) != 1 || len(w.errs) > 0 {
+		return "", false
+	}
+	tools, err := embeddedKnowledge()
+	if err != nil {
+		return "", false
+	}
+	j := &judge{k: tools, parse: parse}
+	j.simple(&w.out[0])
+	if len(j.parts) != 1 || len(j.notes) > 0 {
+		return "", false
+	}
+	pt := j.parts[0]
+	if pt.cat > Mutating || !judgedByTable(pt.label) {
+		return "", false
+	}
+	name := pt.name
+	if name == "" {
+		name = prog.val // a program at a path the engine matches as written
+	}
+	if neverProposed(name) || neverProposed(path.Base(name)) {
+		return "", false
+	}
+	words := append([]string{name}, subs...)
+	if pt.name != "" {
+		if t := tools[pt.name]; t != nil && coveredCategory(t, pt.name, words[1:]) > Mutating {
+			return "", false
+		}
+	}
+	return strings.Join(append(words, "*"), " "), true
+}
+
+// judgedByTable reports a part whose category came from the knowledge
+// table, or from its absence, rather than from code that knows the
+// program runs others (wrappers, shells, builtins, eval, tee, env
+// runners).
+func judgedByTable(label string) bool {
+	return strings.HasPrefix(label, "knowledge: ") || label == "unknown program" || label == "path-qualified program"
+}
+
+// coveredCategory is the most severe category the knowledge table gives
+// a command that "prog subs… *" matches.
+func coveredCategory(t *Tool, name string, subs []string) Category {
+	for _, s := range subs {
+		next := t.Sub[s]
+		if next == nil {
+			// An operand, or a subcommand the table does not list: the
+			// engine judges it by this entry, without descending.
+			return worstOf(t, name, false)
+		}
+		t, name = next, name+" "+s
+	}
+	return worstOf(t, name, true)
+}
+
+// worstOf is the most severe category of an entry and its conditions,
+// and with deep of every subcommand below it.
+func worstOf(t *Tool, name string, deep bool) Category {
+	c := max(t.Category, codeEscalations[name])
+	for _, w := range t.When {
+		if w.Category == HostEscape && codeRunners[name] {
+			continue
+		}
+		c = max(c, w.Category)
+	}
+	if deep {
+		for s, sub := range t.Sub {
+			c = max(c, worstOf(sub, name+" "+s, true))
+		}
+	}
+	return c
+}
+
+// codeRunners are the table entries that run the project's own code,
+// whose host_escape_risk conditions only pick the program running it
+// (see Propose).
+var codeRunners = map[string]bool{"go build": true, "go run": true, "go test": true, "go generate": true, "npm run": true}
+
+// codeEscalations are the categories the engine's code (not the table)
+// can give a subcommand from its arguments: git config KEY VALUE runs
+// commands for keys such as core.pager.
+var codeEscalations = map[string]Category{"git config": HostEscape}
+
+// neverProposedNames are programs Propose refuses whatever the table
+// says: they destroy, reach the network or other machines, change
+// ownership, or run code given in their arguments (awk, sed).
+var neverProposedNames = map[string]bool{
+	"rm": true, "dd": true, "shred": true, "chmod": true, "chown": true, "chgrp": true, "su": true,
+	"curl": true, "wget": true, "ssh": true, "scp": true, "sftp": true, "rsync": true,
+	"docker": true, "podman": true, "nerdctl": true, "finch": true, "kubectl": true, "oc": true,
+	"awk": true, "gawk": true, "mawk": true, "nawk": true, "sed": true, "gsed": true, "osascript": true,
+}
+
+// neverProposedPrefixes catch versioned names: python3.12, mkfs.ext4.
+var neverProposedPrefixes = []string{"python", "pypy", "node", "mkfs"}
+
+// neverProposed reports a program Propose refuses by name.
+func neverProposed(name string) bool {
+	if neverProposedNames[name] || isSpecial(name) {
+		return true
+	}
+	for _, p := range neverProposedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// plainProgram reports a program word a pattern can hold as it is:
+// letters, digits and ._+-/:@, not starting with '-'.
+func plainProgram(s string) bool {
+	if s == "" || s[0] == '-' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !isAlnum(c) && strings.IndexByte("._+-/:@", c) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// subcommandWord reports a word that reads as a subcommand (test, run,
+// build:prod), not an option, a path, an assignment or a pattern.
+func subcommandWord(s string) bool {
+	if s == "" || s[0] == '-' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !isAlnum(c) && c != '-' && c != '_' && c != ':' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// Matches reports whether a command rule with pattern would match any
+// simple command of line, as Check matches rules. It is false for a
+// pattern that does not compile. To test many lines, use Matcher.
+func (p *Policy) Matches(pattern, line string, env Env) bool {
+	m, err := p.Matcher(pattern)
+	if err != nil {
+		return false
+	}
+	return m(line, env)
+}
+
+// Matcher compiles pattern as Load compiles a rule's command and returns
+// a func reporting whether the rule would match any simple command of a
+// line, as Check matches rules: every part the engine judges, those it
+// finds inside wrappers (sudo, timeout, sh -c, find -exec), substitutions
+// and lists included, with a system directory's program matched by its
+// base name. A line that Check does not judge part by part (it does not
+// parse, or nests too deep) matches nothing. The func is safe for
+// concurrent use. Returns an error if pattern is not a valid command
+// pattern.
+func (p *Policy) Matcher(pattern string) (func(line string, env Env) bool, error) {
+	r := &Rule{Action: Allow, Command: pattern}
+	if err := p.compile(r); err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	key := r.words[0]
+	if strings.ContainsAny(key, "*?[") {
+		key = "*"
+	}
+	// A policy holding this rule alone, so that matching is commandRule's.
+	one := &Policy{cmdRules: map[string][]*Rule{key: {r}}}
+	var fields []string
+	if key != "*" {
+		fields = strings.Fields(stripQuoting(key))
+	}
+	return func(line string, env Env) bool {
+		if !mayName(line, fields) {
+			return false
+		}
+		if nestingTooDeep(line) {
+			return false
+		}
+		f, err := p.parse(line)
+		if err != nil {
+			return false
+		}
+		w := &walker{line: line, cwd: word{val: env.Cwd, src: env.Cwd}}
+		w.stmts(f.Stmts, false)
+		j := &judge{k: p.tools, parse: p.parse}
+		for i := range w.out {
+			j.simple(&w.out[i])
+		}
+		for i := range j.parts {
+			if _, rule := one.commandRule(&j.parts[i]); rule != nil {
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
+// mayName is a quick test that rules out most lines without parsing them:
+// false means no command of line can be named by a word whose fields
+// (after stripQuoting) are fields. A word the engine resolves without
+// expansions is the line's text with quotes, backslashes and escaped
+// newlines removed (wrappers and eval join such words with spaces), so
+// each of its fields is then a substring of the stripped line. Lines with
+// '$' ($'\x67o', $HOME) or '{' (brace expansion) can build names from
+// other text, and are always parsed.
+func mayName(line string, fields []string) bool {
+	if len(fields) == 0 || strings.ContainsAny(line, "${") {
+		return true
+	}
+	s := stripQuoting(line)
+	for _, f := range fields {
+		if !strings.Contains(s, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// stripQuoting removes quotes, backslashes and newlines.
+func stripQuoting(s string) string {
+	if !strings.ContainsAny(s, "'\"\\\n") {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '\'', '"', '\\', '\n':
+			return -1
+		}
+		return r
+	}, s)
+}
