@@ -4,7 +4,7 @@ BIN         := bin/sluice
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 
-.PHONY: build test lint bench fuzz run check
+.PHONY: build test e2e golden lint bench fuzz run demo demo-cli check
 
 # A static, cgo-free binary: cgo (pulled in by os/user through mvdan.cc/sh's
 # expand package) costs every sluice process ~2 ms to start.
@@ -13,6 +13,15 @@ build:
 
 test:
 	$(GO) test -race ./...
+	./scripts/e2e.sh
+
+# The console in a detached tmux session, driven by keys (needs tmux).
+e2e:
+	./scripts/e2e.sh
+
+# Rewrite the console's golden views after checking a change to them.
+golden:
+	$(GO) test ./tui -run TestView -update
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: run gofmt -w on the files above'; exit 1; }
@@ -28,8 +37,20 @@ fuzz:
 	$(GO) test ./audit -run '^$$' -fuzz '^FuzzDecodeLine$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./audit -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./audit -run '^$$' -fuzz '^FuzzVerifyTamper$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./themes -run '^$$' -fuzz FuzzParseTheme -fuzztime $(FUZZTIME)
+	$(GO) test ./tui/screen -run '^$$' -fuzz FuzzWrite -fuzztime $(FUZZTIME)
 
+# The console on the default spool, with the embedded default policy
+# (layered under ~/.config/sluice/policy.toml if you have one).
 run: build
+	./$(BIN) console
+
+# The console on a temporary spool with a built-in fake agent.
+demo: build
+	./$(BIN) console --demo
+
+# The headless flow without a terminal UI: serve, run, approve, audit.
+demo-cli: build
 	./scripts/demo.sh $(BIN)
 
 check: lint test

@@ -32,6 +32,7 @@ type command struct {
 }
 
 var commands = []command{
+	{"console", "the approval console (a TUI): see, approve, deny, watch output", cmdConsole},
 	{"run", "queue a shell command, wait for approval, stream its output", cmdRun},
 	{"submit", "queue a request of any kind from JSON on stdin", cmdSubmit},
 	{"ls", "list pending and running requests", cmdLs},

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/term"
+
+	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/policy"
+	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/themes"
+	"github.com/sluice-dev/sluice/tui"
+)
+
+const consoleHelp = `The console: what the agents ask, with the policy's verdict, one key to
+approve or deny. What the policy allows runs on its own, what it denies is
+refused with its reason; the rest waits for you. Approved commands run in a
+pty whose output shows in the output pane; everything goes to the audit log.
+
+Keys: a approve · d deny (optional reason) · e edit the command, then
+approve · A approve and add an allow rule · x kill the running command ·
+j/k move · tab switch pane · / filter · pgup/pgdn scroll · f follow ·
+[ ] diff hunks · ? help · q quit (asks if something runs).
+
+Approve keys are inert for a moment after the selection changes or a new
+request arrives, so a keystroke meant for something else cannot approve
+what was just drawn.
+
+--demo starts on a temporary spool and audit log with a built-in agent
+that submits a realistic mix of requests: nothing of yours is touched.
+`
+
+func cmdConsole(args []string, std stdio, g *globals) int {
+	fs := newFlags("console", "[--policy FILE] [--audit FILE] [--theme NAME] [--demo]", consoleHelp, std, g)
+	var ef engineFlags
+	ef.register(fs)
+	theme := fs.String("theme", "", "colour `THEME`: auto, dark, light, high-contrast, mono, or a user theme (default [console] theme in config.toml, else auto)")
+	demo := fs.Bool("demo", false, "run on a temporary spool with a built-in fake agent")
+	pos, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErr(std, "console", "takes no arguments")
+	}
+	if !term.IsTerminal(os.Stdout.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {
+		fmt.Fprintln(std.err, "sluice console: needs a terminal (run it in a terminal, a tmux pane or an ssh -t session); for a headless engine use 'sluice serve'")
+		return exitUsage
+	}
+	cfg, err := loadConfig(g.config)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice console: %v\n", err)
+		return exitUsage
+	}
+	styles, auto, err := pickTheme(*theme, cfg.Console.Theme)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice console: %v\n", err)
+		return exitUsage
+	}
+
+	var demoDir string
+	if *demo {
+		demoDir, err = os.MkdirTemp("", "sluice-demo-")
+		if err != nil {
+			fmt.Fprintf(std.err, "sluice console: %v\n", err)
+			return exitFail
+		}
+		defer os.RemoveAll(demoDir)
+		g.spool = filepath.Join(demoDir, "spool")
+		ef.audit = filepath.Join(demoDir, "audit.jsonl")
+		if err := demoProject(filepath.Join(demoDir, "project")); err != nil {
+			fmt.Fprintf(std.err, "sluice console: demo: %v\n", err)
+			return exitFail
+		}
+	}
+	sp, err := g.openSpool()
+	if err != nil {
+		return spoolErr(std, "console", err)
+	}
+	eng, log, err := ef.engine(sp, cfg, nil)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice console: %v\n", err)
+		return engineErrExit(err)
+	}
+	defer log.Close()
+	actor := eng.Runner.(*exec.Actor)
+	judge := eng.Judge.(*policy.Judge)
+
+	runCtx, killRuns := context.WithCancel(context.Background())
+	defer killRuns()
+	m := tui.New(tui.Options{
+		Engine:       eng,
+		Explain:      explainer(judge),
+		Preview:      previewer(actor),
+		Input:        actor.Runner.Input,
+		Resize:       actor.Runner.Resize,
+		ProposeRule:  policy.Propose,
+		CountMatches: matchCounter(judge, log.Path()),
+		AddRule:      ruleAdder(judge, ef.userPolicyFile()),
+		Styles:       styles,
+		AutoTheme:    auto,
+		Actor:        loginName(),
+		Grace:        cfg.Console.Grace,
+		Bell:         cfg.Console.Bell == nil || *cfg.Console.Bell,
+		Notify:       cfg.Console.Notify == nil || *cfg.Console.Notify,
+		Tmux:         os.Getenv("TMUX") != "",
+		Ctx:          runCtx,
+	})
+	actor.Runner.Size = func() (uint16, uint16) { return m.PaneSize() }
+
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		eng.Serve(serveCtx)
+	}()
+	if *demo {
+		go func() {
+			_, _ = demoAgent(serveCtx, sp, filepath.Join(demoDir, "project"), 1500*time.Millisecond)
+		}()
+	}
+	// SIGTERM and SIGHUP end the console like q does: runs are killed
+	// and answered, nothing is left claimed.
+	sigCtx, stopSig := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	defer stopSig()
+	p := tea.NewProgram(m, tea.WithContext(sigCtx))
+	_, runErr := p.Run()
+	killRuns()
+	stopServe()
+	<-served
+	m.Wait()
+	if runErr != nil && sigCtx.Err() == nil {
+		fmt.Fprintf(std.err, "sluice console: %v\n", runErr)
+		return exitFail
+	}
+	return exitOK
+}
+
+// pickTheme chooses the styles: NO_COLOR wins, then --theme, then the
+// config, then the terminal's background (auto).
+func pickTheme(flagValue, configValue string) (*themes.Styles, bool, error) {
+	if os.Getenv("NO_COLOR") != "" {
+		return themes.Mono(), false, nil
+	}
+	name := flagValue
+	if name == "" {
+		name = configValue
+	}
+	if name == "" || name == "auto" {
+		return themes.Default(true), true, nil
+	}
+	dir := filepath.Join(filepath.Dir(defaultPolicyFile()), "themes")
+	st, err := themes.Load(name, dir)
+	return st, false, err
+}
+
+// userPolicyFile is the policy file rules are added to.
+func (ef *engineFlags) userPolicyFile() string {
+	if ef.file != "" {
+		return ef.file
+	}
+	if env := os.Getenv("SLUICE_POLICY"); env != "" {
+		return env
+	}
+	return defaultPolicyFile()
+}
+
+// explainer gives the parts of a verdict for the detail pane.
+func explainer(j *policy.Judge) func(*queue.Request) []tui.PartVerdict {
+	return func(req *queue.Request) []tui.PartVerdict {
+		v := j.Verdict(req)
+		out := make([]tui.PartVerdict, 0, len(v.Commands))
+		for _, c := range v.Commands {
+			out = append(out, tui.PartVerdict{Command: strings.Join(c.Argv, " "), Category: c.Category.String(), Action: c.Action.String(), Rule: c.Rule})
+		}
+		return out
+	}
+}
+
+// previewer computes a file request's diff against the files as they are.
+func previewer(a *exec.Actor) func(*queue.Request) (string, error) {
+	return func(req *queue.Request) (string, error) {
+		var jail []string
+		if a.Jail != nil && req.Cwd != "" {
+			jail = a.Jail(req.Cwd)
+		}
+		c, err := exec.Plan(req, jail)
+		if err != nil {
+			return "", err
+		}
+		return c.Diff(), nil
+	}
+}

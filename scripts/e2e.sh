@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# End-to-end: the console in a detached tmux session, driven by keys, with
+# agents submitting through 'sluice run' in the background. Run by 'make
+# e2e' (part of 'make test').
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v tmux >/dev/null || { echo "e2e: tmux is not installed (apt-get install tmux)"; exit 1; }
+
+work=$(mktemp -d)
+sock="$work/tmux.sock"
+trap 'tmux -S "$sock" kill-server 2>/dev/null || true; rm -rf "$work"' EXIT
+CGO_ENABLED=0 go build -o "$work/sluice" ./cmd/sluice
+export SLUICE_SPOOL="$work/spool" SLUICE_AUDIT="$work/audit.jsonl" HOME="$work/home"
+export XDG_CONFIG_HOME="$work/config" XDG_RUNTIME_DIR="" SLUICE_CONFIG="" SLUICE_POLICY="$work/policy.toml"
+mkdir -p "$HOME" "$work/project"
+cat > "$SLUICE_POLICY" <<'TOML'
+# printf passes on its own by default; make it wait for a person here
+[[rule]]
+action = "ask"
+command = "printf *"
+TOML
+sluice="$work/sluice"
+tm() { tmux -S "$sock" "$@"; }
+screen() { tm capture-pane -p -t e2e; }
+fail() { echo "e2e: FAIL: $*"; echo "--- screen ---"; screen || true; exit 1; }
+# waitfor TEXT: until the console shows TEXT (10 s).
+waitfor() {
+	for _ in $(seq 100); do screen | grep -qF -- "$1" && return 0; sleep 0.1; done
+	fail "the console never showed: $1"
+}
+# waitexit PID: until the background agent exits (10 s), its status in $rc.
+waitexit() {
+	for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || { wait "$1" && rc=0 || rc=$?; return 0; }; sleep 0.1; done
+	fail "agent $1 still waiting"
+}
+
+tm new-session -d -s e2e -x 100 -y 30 -e SLUICE_SPOOL="$SLUICE_SPOOL" -e SLUICE_AUDIT="$SLUICE_AUDIT" \
+	-e HOME="$HOME" -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" -e SLUICE_POLICY="$SLUICE_POLICY" -e TERM=xterm-256color \
+	"cd $work/project && $sluice console; echo console-exited=\$?; sleep 30"
+waitfor "Queue (0)"
+
+# An auto-allowed command passes on its own.
+(cd "$work/project" && "$sluice" run -- echo passes-alone) > "$work/auto.out" 2>&1 &
+auto=$!
+waitexit $auto
+[ "$rc" -eq 0 ] || fail "auto-allowed run exited $rc"
+grep -q passes-alone "$work/auto.out" || fail "auto-allowed output missing"
+waitfor "Output · done · echo passes-alone"
+
+# A command that asks: shown with its verdict, approved with a key, output
+# rendered through the emulator (\r moves back: 'b' overwrites 'a').
+(cd "$work/project" && "$sluice" run -- "printf 'a\rb\n'") > "$work/ask.out" 2>&1 &
+ask=$!
+waitfor "printf 'a"
+waitfor "ASK"
+sleep 1 # the approve keys' grace period
+tm send-keys -t e2e a
+waitexit $ask
+[ "$rc" -eq 0 ] || fail "approved run exited $rc: $(cat "$work/ask.out")"
+grep -q b "$work/ask.out" || fail "approved run's output did not reach the agent"
+waitfor "Output · done"
+screen | grep -q '^│ b ' || fail "output pane does not show the emulated line 'b'"
+
+# Denied by a person, with a reason: the agent exits 126.
+(cd "$work/project" && "$sluice" run -- rm -rf build) > "$work/deny.out" 2>&1 &
+deny=$!
+waitfor "rm -rf build"
+tm send-keys -t e2e d
+waitfor "reason (optional)"
+tm send-keys -t e2e "not today" Enter
+waitexit $deny
+[ "$rc" -eq 126 ] || fail "denied run exited $rc, want 126"
+grep -q "not today" "$work/deny.out" || fail "the reason did not reach the agent: $(cat "$work/deny.out")"
+
+# Quit with nothing running: the console exits 0 at once.
+tm send-keys -t e2e q
+waitfor "console-exited=0"
+"$sluice" audit verify >/dev/null || fail "audit chain does not verify"
+n=$("$sluice" audit tail -n 100 --json | grep -c '"event":"approved"')
+[ "$n" -eq 1 ] || fail "audit log has $n approved events, want 1"
+echo "e2e: ok (auto-allow, approve with output, deny with reason, quit, audit verify)"

@@ -1,0 +1,131 @@
+package tui
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// The commands the console runs off its UI goroutine. None of them
+// touches the model: each returns a message.
+
+func (m *Model) previewCmd(req *queue.Request) tea.Cmd {
+	preview := m.d.opt.Preview
+	if preview == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		diff, err := preview(req)
+		return previewedMsg{id: req.ID, diff: diff, err: err}
+	}
+}
+
+// recheckCmd recomputes a file request's diff right before approving.
+func (m *Model) recheckCmd(req *queue.Request, rule string) tea.Cmd {
+	preview := m.d.opt.Preview
+	return func() tea.Msg {
+		diff, err := preview(req)
+		return recheckedMsg{id: req.ID, diff: diff, err: err, rule: rule}
+	}
+}
+
+// approveCmd claims and runs request id for the person; command, when
+// not empty, is their edit.
+func (m *Model) approveCmd(id, command string) tea.Cmd {
+	it := m.find(id)
+	if it == nil || m.d.opt.Engine == nil {
+		return nil
+	}
+	it.busy = true
+	eng, shown := m.d.opt.Engine, it.req
+	ctx, actor := m.d.opt.Ctx, m.d.opt.Actor
+	m.d.wg.Add(1)
+	return func() tea.Msg {
+		defer m.d.wg.Done()
+		res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actor, Command: command, Shown: shown})
+		verb := "approved"
+		if command != "" {
+			verb = "approved (edited)"
+		}
+		return actedMsg{id: id, verb: verb, res: res, err: err}
+	}
+}
+
+func (m *Model) denyCmd(id, reason string) tea.Cmd {
+	it := m.find(id)
+	if it == nil || m.d.opt.Engine == nil {
+		return nil
+	}
+	it.busy = true
+	eng, actor := m.d.opt.Engine, m.d.opt.Actor
+	if reason == "" {
+		reason = "denied by " + actor + " in the console"
+	}
+	m.d.wg.Add(1)
+	return func() tea.Msg {
+		defer m.d.wg.Done()
+		res, err := eng.Deny(id, actor, reason)
+		return actedMsg{id: id, verb: "denied", res: res, err: err}
+	}
+}
+
+func (m *Model) killCmd(id string) tea.Cmd {
+	eng := m.d.opt.Engine
+	if eng == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		if !eng.Kill(id) {
+			return errMsg{fmt.Errorf("%s is not running here", shortID(id))}
+		}
+		return nil
+	}
+}
+
+func (m *Model) proposeCmd(id, command string) tea.Cmd {
+	propose, count := m.d.opt.ProposeRule, m.d.opt.CountMatches
+	return func() tea.Msg {
+		pattern, ok := propose(command)
+		if !ok {
+			return ruleProposedMsg{id: id, err: fmt.Errorf("no safe rule to propose for this command; approve it with a")}
+		}
+		n, err := 0, error(nil)
+		if count != nil {
+			n, err = count(pattern)
+		}
+		return ruleProposedMsg{id: id, pattern: pattern, matches: n, err: err}
+	}
+}
+
+func (m *Model) addRuleCmd(id, pattern, command string) tea.Cmd {
+	add := m.d.opt.AddRule
+	return func() tea.Msg {
+		return ruleAddedMsg{id: id, pattern: pattern, err: add(pattern, command)}
+	}
+}
+
+// logTail is how much of a finished run's log is read back for its pane.
+const logTail = 256 << 10
+
+func (m *Model) loadLogCmd(r *run) tea.Cmd {
+	if r.req == nil || m.d.opt.Engine == nil {
+		return nil
+	}
+	path, id := m.d.opt.Engine.Spool.LogPath(r.req.ID), r.req.ID
+	return func() tea.Msg {
+		f, err := os.Open(path)
+		if err != nil {
+			return logLoadedMsg{id: id, err: err}
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.Size() > logTail {
+			_, _ = f.Seek(fi.Size()-logTail, io.SeekStart)
+		}
+		data, err := io.ReadAll(io.LimitReader(f, logTail))
+		return logLoadedMsg{id: id, data: data, err: err}
+	}
+}

@@ -1,0 +1,95 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// dialog is the open dialog's box, or "".
+func (m *Model) dialog() string {
+	ds := m.st.Dialog
+	w := min(max(m.width-4, 20), 90)
+	inner := w - ds.Box.GetHorizontalFrameSize()
+	var title string
+	var body []string
+	no := ds.ButtonFocused.Render("Esc: no")
+	switch m.mode {
+	case modeDenyReason:
+		title = "Deny " + m.selectedSummary()
+		body = []string{m.input.View(), "", ds.Button.Render("Enter: deny") + "  " + no}
+	case modeEdit:
+		title = "Edit the command, then Enter to check it"
+		body = []string{m.input.View(), "", ds.Button.Render("Enter: check") + "  " + no}
+	case modeFilter:
+		title = "Filter the queue"
+		body = []string{m.input.View()}
+	case modeConfirmEdit:
+		title = "Run the edited command?"
+		lines, _ := styledText(m.input.Value(), m.st.Detail.Command, m.st.Detail.Escaped)
+		body = append(body, wrap(lines, inner)...)
+		body = append(body, "", ds.Text.Render("verdict: "+plainText(m.editVerdict)))
+		for _, p := range m.editParts {
+			body = append(body, "  "+m.st.BadgeFor(p.Action).Render(p.Action)+" "+plainText(p.Command)+" "+m.st.Detail.Rule.Render(plainText(p.Rule)))
+		}
+		if m.editAction == "deny" {
+			body = append(body, "", m.st.App.Error.Render("the policy denies it: it cannot run"), no)
+		} else {
+			body = append(body, "", ds.Button.Render("y: run it")+"  "+no)
+		}
+	case modeConfirmRule:
+		title = "Approve, and allow from now on:"
+		body = []string{
+			ds.Text.Render("  [[rule]] action = \"allow\"  command = " + fmt.Sprintf("%q", plainText(m.rule.pattern))),
+			ds.Text.Render(fmt.Sprintf("It would have matched %d past request(s) in the audit log.", m.rule.matches)),
+			ds.Text.Render("It goes into your policy file; comments there are kept."),
+			"", ds.Button.Render("y: approve and add the rule") + "  " + no,
+		}
+	case modeConfirmQuit:
+		title = "Quit?"
+		body = []string{ds.Text.Render(fmt.Sprintf("%d command(s) still running: quitting kills them.", m.Running())),
+			"", ds.Button.Render("y: quit and kill") + "  " + no}
+	case modeHelp:
+		title = "Keys"
+		m.help.SetWidth(inner)
+		body = strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")
+		body = append(body, "", ds.Text.Render("approve keys pause briefly after the selection changes or a request arrives"), ds.Text.Render("any key closes this"))
+	default:
+		return ""
+	}
+	lines := []string{ds.Title.Render(fit(title, inner))}
+	for _, b := range body {
+		lines = append(lines, wrap([]string{b}, inner)...)
+	}
+	for i, l := range lines {
+		lines[i] = fit(l, inner)
+	}
+	return ds.Box.Render(strings.Join(lines, "\n"))
+}
+
+func (m *Model) selectedSummary() string {
+	if it := m.current(); it != nil {
+		return shortID(it.req.ID) + ": " + plainText(it.req.Summary())
+	}
+	return ""
+}
+
+// overlay draws box over the middle of screen.
+func (m *Model) overlay(screen, box string) string {
+	lines := strings.Split(screen, "\n")
+	boxLines := strings.Split(box, "\n")
+	bw := lipgloss.Width(box)
+	top := max(0, (len(lines)-len(boxLines))/2)
+	left := max(0, (m.width-bw)/2)
+	for i, bl := range boxLines {
+		y := top + i
+		if y >= len(lines) {
+			break
+		}
+		line := fit(lines[y], m.width)
+		lines[y] = ansi.Truncate(line, left, "") + "\x1b[m" + bl + "\x1b[m" + ansi.TruncateLeft(line, left+bw, "")
+	}
+	return strings.Join(lines, "\n")
+}

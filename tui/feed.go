@@ -1,0 +1,105 @@
+package tui
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/tui/screen"
+)
+
+// feed is the engine's Observer: it queues what the engine does, from the
+// engine's goroutines, for the UI to take in batches (one engineMsg per
+// wake-up, however many events), so a burst of ten thousand requests is a
+// handful of messages.
+type feed struct {
+	deps *deps
+
+	mu     sync.Mutex
+	events []any
+	wake   chan struct{} // capacity 1
+}
+
+var _ queue.Observer = (*feed)(nil)
+
+func newFeed(d *deps) *feed {
+	return &feed{deps: d, wake: make(chan struct{}, 1)}
+}
+
+func (f *feed) push(ev any) {
+	f.mu.Lock()
+	f.events = append(f.events, ev)
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next is the Cmd that waits for events; Update re-arms it.
+func (f *feed) next() tea.Msg {
+	for range f.wake {
+		f.mu.Lock()
+		evs := f.events
+		f.events = nil
+		f.mu.Unlock()
+		if len(evs) > 0 {
+			return engineMsg{events: evs}
+		}
+	}
+	return nil
+}
+
+// Pending implements queue.Observer. The detailed verdict is taken here,
+// off the UI goroutine.
+func (f *feed) Pending(req *queue.Request, v queue.Verdict) {
+	f.push(requestPending{req: req, verdict: v, detail: f.deps.explain(req), at: f.deps.now()})
+}
+
+// Gone implements queue.Observer.
+func (f *feed) Gone(id string, op queue.WatchOp) { f.push(requestGone{id: id, op: op}) }
+
+// Started implements queue.Observer: the run gets a screen sized to the
+// output pane, fed by the runner's fan-out.
+func (f *feed) Started(req *queue.Request, v queue.Verdict, by queue.Decider) func([]byte) {
+	rows, cols := f.deps.paneSize()
+	id := req.ID
+	reply := func(p []byte) { f.deps.input(id, p) }
+	r := &run{req: req, verdict: v, by: by, started: f.deps.now(),
+		screen: screen.New(int(cols), int(rows), reply)}
+	f.push(runStarted{run: r})
+	return func(p []byte) {
+		_, _ = r.screen.Write(p)
+		r.output.Store(true)
+	}
+}
+
+// Finished implements queue.Observer.
+func (f *feed) Finished(req *queue.Request, res queue.Result) {
+	f.push(runFinished{id: req.ID, req: req, res: res, at: f.deps.now()})
+}
+
+// run is one request this console saw being carried out.
+type run struct {
+	req     *queue.Request
+	verdict queue.Verdict
+	by      queue.Decider
+	screen  *screen.Screen // nil once let go (old history); the log remains
+	started time.Time
+	ended   time.Time
+	res     *queue.Result // nil while running
+	output  atomic.Bool   // output arrived since the last frame
+}
+
+func (r *run) running() bool { return r.res == nil }
+
+// newLogScreen replays a finished run's log into a fresh screen.
+func newLogScreen(data []byte, d *deps) *screen.Screen {
+	rows, cols := d.paneSize()
+	s := screen.New(int(cols), int(rows), nil)
+	_, _ = s.Write(data)
+	return s
+}

@@ -1,0 +1,53 @@
+package tui
+
+import "charm.land/bubbles/v2/key"
+
+// KeyMap is every key the console answers to. Tests press these bindings,
+// never literal keys.
+type KeyMap struct {
+	Approve, Deny, Edit, ApproveRule, Kill key.Binding
+	Up, Down, Tab, Filter, Help, Quit      key.Binding
+	ScrollUp, ScrollDown, Follow           key.Binding
+	NextHunk, PrevHunk                     key.Binding
+	Yes, No, Submit                        key.Binding
+}
+
+// DefaultKeyMap is SPEC section 7's keys.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Approve:     key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve")),
+		Deny:        key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "deny")),
+		Edit:        key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit+approve")),
+		ApproveRule: key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "approve+rule")),
+		Kill:        key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "kill")),
+		Up:          key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("↑/k", "up")),
+		Down:        key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("↓/j", "down")),
+		Tab:         key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "switch pane")),
+		Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Help:        key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:        key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		ScrollUp:    key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "scroll up")),
+		ScrollDown:  key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "scroll down")),
+		Follow:      key.NewBinding(key.WithKeys("f", "end"), key.WithHelp("f", "follow output")),
+		NextHunk:    key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "next hunk")),
+		PrevHunk:    key.NewBinding(key.WithKeys("["), key.WithHelp("[", "prev hunk")),
+		Yes:         key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
+		No:          key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("esc", "no")),
+		Submit:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
+	}
+}
+
+// ShortHelp is the help bar.
+func (k KeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Approve, k.Deny, k.Edit, k.Kill, k.Tab, k.Help, k.Quit}
+}
+
+// FullHelp is what ? shows.
+func (k KeyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.Kill},
+		{k.Up, k.Down, k.Tab, k.Filter},
+		{k.ScrollUp, k.ScrollDown, k.Follow, k.NextHunk, k.PrevHunk},
+		{k.Help, k.Quit},
+	}
+}

@@ -1,0 +1,248 @@
+package tui
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/themes"
+)
+
+// Options wire the console to an engine and say how it behaves.
+type Options struct {
+	// Engine is the engine the console drives. The console sets its
+	// Observer; the caller runs Engine.Serve with the same context it
+	// gives Run... (see cmd/sluice/console.go).
+	Engine *queue.Engine
+	// Explain gives the verdict's parts for the detail pane (and for an
+	// edited command); nil shows only the verdict.
+	Explain func(req *queue.Request) []PartVerdict
+	// Preview computes the diff a file request would make, now.
+	Preview func(req *queue.Request) (string, error)
+	// Input writes to a running request's terminal; Resize resizes it.
+	Input  func(id string, p []byte)
+	Resize func(id string, rows, cols uint16)
+	// ProposeRule, CountMatches and AddRule implement "approve and
+	// remember a rule" (A); nil disables it.
+	ProposeRule  func(command string) (string, bool)
+	CountMatches func(pattern string) (int, error)
+	AddRule      func(pattern, command string) error
+
+	Styles *themes.Styles
+	// AutoTheme picks the dark or light built-in theme from the
+	// terminal's background once it answers.
+	AutoTheme bool
+	Keys      KeyMap
+	Actor     string           // the person, for the audit log
+	Now       func() time.Time // default time.Now
+	// Grace: approve keys are inert until the selection has been quiet
+	// this long (default 425 ms), at most GraceMax (default 1.5 s) after
+	// it changed.
+	Grace, GraceMax time.Duration
+	Bell, Notify    bool // ring / desktop-notify when a request needs a person
+	Tmux            bool // wrap notifications for tmux passthrough
+	// Ctx bounds the runs a person starts; cancelling it kills them.
+	Ctx context.Context
+}
+
+// PartVerdict is one simple command's verdict, as the detail pane shows it.
+type PartVerdict struct {
+	Command  string
+	Category string
+	Action   string
+	Rule     string
+}
+
+// partLine is a PartVerdict kept with a request.
+type partLine = PartVerdict
+
+// deps is what the model shares with its feed and commands (STYLE's
+// Common): fixed after New, except the pane size, which is atomic.
+type deps struct {
+	opt        Options
+	rows, cols atomic.Uint32
+	wg         sync.WaitGroup // person-started actions still running
+}
+
+func (d *deps) now() time.Time {
+	if d.opt.Now != nil {
+		return d.opt.Now()
+	}
+	return time.Now()
+}
+
+func (d *deps) explain(req *queue.Request) []partLine {
+	if d.opt.Explain == nil {
+		return nil
+	}
+	return d.opt.Explain(req)
+}
+
+func (d *deps) input(id string, p []byte) {
+	if d.opt.Input != nil {
+		d.opt.Input(id, p)
+	}
+}
+
+// paneSize is the output pane's inner size, for new runs' ptys.
+func (d *deps) paneSize() (rows, cols uint16) {
+	r, c := d.rows.Load(), d.cols.Load()
+	if r == 0 || c == 0 {
+		return 24, 80
+	}
+	return uint16(r), uint16(c)
+}
+
+// focus is the pane the keys act on.
+type focus int
+
+const (
+	focusQueue focus = iota
+	focusHistory
+	focusOutput
+)
+
+func (f focus) String() string {
+	return [...]string{"queue", "history", "output"}[f]
+}
+
+// mode is what the keys mean right now: the panes, or a dialog.
+type mode int
+
+const (
+	modeNormal mode = iota
+	modeDenyReason
+	modeEdit
+	modeConfirmEdit
+	modeConfirmRule
+	modeConfirmQuit
+	modeFilter
+	modeHelp
+)
+
+func (m mode) String() string {
+	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help"}[m]
+}
+
+// item is a pending request as the queue shows it.
+type item struct {
+	req     *queue.Request
+	verdict queue.Verdict
+	parts   []partLine
+	arrived time.Time
+	hidden  bool   // the request holds hidden characters
+	diff    string // file requests: the preview as shown
+	diffErr error
+	diffOK  bool // diff computed
+	busy    bool // an action on it is under way
+}
+
+// Model is the console: one root model; the panes are plain render
+// functions over its state.
+type Model struct {
+	d    *deps
+	feed *feed
+	st   *themes.Styles
+	keys KeyMap
+	help help.Model
+
+	width, height int
+	focus         focus
+	mode          mode
+
+	pending  []*item // oldest first
+	selected int     // index into the filtered queue
+	history  []*run  // oldest first; running ones too
+	histSel  int     // index into history, from the newest (0 = newest)
+	byID     map[string]*run
+
+	filter      string
+	input       textinput.Model
+	editVerdict string // the edited command's verdict, for modeConfirmEdit
+	editParts   []partLine
+	editAction  string
+	rule        ruleProposedMsg
+
+	graceFrom, graceUntil time.Time
+	lastChange            time.Time // the last arrival or selection change
+	ticking               bool
+	detailTop             int // first detail line shown
+	status                string
+	statusErr             bool
+	quitting              bool
+}
+
+var _ tea.Model = (*Model)(nil)
+
+// maxScreens bounds how many finished runs keep their emulated screen;
+// older ones show their log when selected.
+const maxScreens = 32
+
+// maxHistory bounds the history kept in memory.
+const maxHistory = 500
+
+// New builds the console and sets itself as the engine's observer.
+func New(opt Options) *Model {
+	if opt.Grace <= 0 {
+		opt.Grace = 425 * time.Millisecond
+	}
+	if opt.GraceMax <= 0 {
+		opt.GraceMax = 1500 * time.Millisecond
+	}
+	if opt.Ctx == nil {
+		opt.Ctx = context.Background()
+	}
+	if opt.Styles == nil {
+		opt.Styles = themes.Default(true)
+	}
+	d := &deps{opt: opt}
+	m := &Model{d: d, st: opt.Styles, keys: opt.Keys, help: help.New(), byID: map[string]*run{}}
+	if len(m.keys.Approve.Keys()) == 0 {
+		m.keys = DefaultKeyMap()
+	}
+	m.feed = newFeed(d)
+	if opt.Engine != nil {
+		opt.Engine.Observer = m.feed
+	}
+	m.input = textinput.New()
+	m.help.Styles.ShortKey = m.st.Help.Key
+	m.help.Styles.ShortDesc = m.st.Help.Desc
+	m.help.Styles.ShortSeparator = m.st.Help.Sep
+	m.help.Styles.FullKey = m.st.Help.Key
+	m.help.Styles.FullDesc = m.st.Help.Desc
+	m.help.Styles.FullSeparator = m.st.Help.Sep
+	return m
+}
+
+// Observer is the engine observer the console listens to (already set on
+// Options.Engine when one was given).
+func (m *Model) Observer() queue.Observer { return m.feed }
+
+// Wait waits for the approvals, denials and kills the person started.
+func (m *Model) Wait() { m.d.wg.Wait() }
+
+// Running reports how many runs this console is watching.
+func (m *Model) Running() int {
+	n := 0
+	for _, r := range m.history {
+		if r.running() {
+			n++
+		}
+	}
+	return n
+}
+
+// Init implements tea.Model.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(m.feed.next, tea.RequestBackgroundColor)
+}
+
+// PaneSize is the output pane's inner size, for the pty of a new run. It
+// is safe to call from any goroutine.
+func (m *Model) PaneSize() (rows, cols uint16) { return m.d.paneSize() }

@@ -1,0 +1,374 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// Fakes for the engine's edges; the engine itself and the spool are real.
+
+// testJudge asks about everything except "sudo" (deny) and "ls" (allow).
+type testJudge struct{}
+
+func (testJudge) Judge(r *queue.Request) queue.Verdict {
+	switch {
+	case strings.HasPrefix(r.Command, "sudo"):
+		return queue.Verdict{Action: "deny", Category: "privileged", Risk: "critical", Reasons: []string{"sudo runs the command as another user"}}
+	case strings.HasPrefix(r.Command, "ls"):
+		return queue.Verdict{Action: "allow", Category: "read_only", Risk: "low"}
+	}
+	return queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium"}
+}
+
+// testRunner prints the command; "sleep" runs until killed.
+type testRunner struct{}
+
+func (testRunner) Run(ctx context.Context, r *queue.Request, _ string, out func([]byte)) (queue.Result, string) {
+	if out != nil {
+		out([]byte("ran: " + r.Command + "\r\n"))
+	}
+	if r.Command == "sleep" {
+		<-ctx.Done()
+		return queue.Result{Status: queue.StatusKilled, ExitCode: new(int)}, ""
+	}
+	return queue.Result{Status: queue.StatusDone, ExitCode: new(int)}, ""
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Record(queue.Event) error { return nil }
+
+// clock is a settable Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type fixture struct {
+	t     *testing.T
+	m     *Model
+	sp    *queue.Spool
+	clock *clock
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	sp, err := queue.Open(t.TempDir() + "/spool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t: time.Now()}
+	eng := &queue.Engine{Spool: sp, Judge: testJudge{}, Runner: testRunner{}, Recorder: nopRecorder{}, Now: time.Now}
+	m := New(Options{Engine: eng, Actor: "alice", Now: c.now,
+		Explain: func(r *queue.Request) []PartVerdict {
+			return []PartVerdict{{Command: r.Command, Category: "mutating", Action: testJudge{}.Judge(r).Action, Rule: "default: mutating → ask"}}
+		}})
+	f := &fixture{t: t, m: m, sp: sp, clock: c}
+	f.update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	return f
+}
+
+// update sends msg and returns the command.
+func (f *fixture) update(msg tea.Msg) tea.Cmd {
+	f.t.Helper()
+	_, cmd := f.m.Update(msg)
+	return cmd
+}
+
+// press sends the first key of binding b.
+func (f *fixture) press(b key.Binding) tea.Cmd {
+	f.t.Helper()
+	k := keyMsg(b.Keys()[0])
+	if !key.Matches(k, b) {
+		f.t.Fatalf("key %q does not match its binding", b.Keys()[0])
+	}
+	return f.update(k)
+}
+
+func (f *fixture) typeText(s string) {
+	for _, r := range s {
+		f.update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+}
+
+func keyMsg(name string) tea.KeyPressMsg {
+	switch name {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "pgup":
+		return tea.KeyPressMsg{Code: tea.KeyPgUp}
+	case "pgdown":
+		return tea.KeyPressMsg{Code: tea.KeyPgDown}
+	}
+	r := []rune(name)[0]
+	return tea.KeyPressMsg{Code: r, Text: name}
+}
+
+// submit queues a request and feeds the console its pending event, as
+// the engine's watcher would.
+func (f *fixture) submit(cmd string) *queue.Request {
+	f.t.Helper()
+	req := &queue.Request{Kind: queue.KindExec, Command: cmd, Cwd: "/home/me/app", Agent: "claude-code"}
+	if err := f.sp.Submit(req); err != nil {
+		f.t.Fatal(err)
+	}
+	// The console is shown the request as read from its file.
+	list, err := f.sp.List()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, e := range list {
+		if e.ID == req.ID {
+			req = e.Request
+		}
+	}
+	f.m.feed.Pending(req, testJudge{}.Judge(req))
+	f.drain()
+	return req
+}
+
+// drain hands the console what its feed holds.
+func (f *fixture) drain() {
+	f.t.Helper()
+	f.m.feed.mu.Lock()
+	n := len(f.m.feed.events)
+	f.m.feed.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	f.update(f.m.feed.next())
+}
+
+// run executes cmd (and the commands it batches) synchronously and feeds
+// back the messages it returns, ignoring the feed's blocking wait.
+func (f *fixture) run(cmd tea.Cmd) {
+	f.t.Helper()
+	if cmd == nil {
+		return
+	}
+	msg := cmd()
+	switch msg := msg.(type) {
+	case nil:
+	case tea.BatchMsg:
+		for _, c := range msg {
+			f.run(c)
+		}
+	default:
+		f.drain()
+		f.update(msg)
+	}
+	f.drain()
+}
+
+func (f *fixture) result(id string) *queue.Result {
+	f.t.Helper()
+	res, err := f.sp.ReadResult(id)
+	if err != nil {
+		f.t.Fatalf("result of %s: %v", id, err)
+	}
+	return res
+}
+
+func TestApproveWaitsForGrace(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := f.submit("rm -rf build")
+	if cmd := f.press(f.m.keys.Approve); cmd != nil {
+		t.Fatal("approve during the grace period returned a command")
+	}
+	if !strings.Contains(f.m.status, "approve keys wait") {
+		t.Errorf("status %q does not say approve waits", f.m.status)
+	}
+	if !strings.Contains(f.m.render(), "approve keys wait") {
+		t.Error("the remaining grace is not shown")
+	}
+	f.clock.add(500 * time.Millisecond)
+	cmd := f.press(f.m.keys.Approve)
+	if cmd == nil {
+		t.Fatal("approve after the grace period did nothing")
+	}
+	f.run(cmd)
+	if res := f.result(req.ID); res.Status != queue.StatusDone || res.DecidedBy != queue.ByHuman {
+		t.Errorf("result %+v, want done by a person", res)
+	}
+	if len(f.m.pending) != 0 || len(f.m.history) != 1 {
+		t.Errorf("queue %d, history %d; want 0 and 1", len(f.m.pending), len(f.m.history))
+	}
+}
+
+func TestNewRequestRestartsGrace(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.submit("make deploy")
+	f.clock.add(time.Second)
+	f.submit("git push") // arrives just before the keystroke
+	if cmd := f.press(f.m.keys.Approve); cmd != nil {
+		t.Fatal("approve right after a new request arrived returned a command")
+	}
+	// A flood of arrivals cannot hold approval off forever.
+	for range 20 {
+		f.clock.add(100 * time.Millisecond)
+		f.submit("npm install left-pad")
+	}
+	if f.m.graceLeft() > 0 {
+		t.Errorf("grace still %s after 2s of arrivals; the cap is 1.5s", f.m.graceLeft())
+	}
+}
+
+func TestDenyWithReason(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := f.submit("git push --force")
+	// Deny needs no grace: saying no is always safe.
+	f.press(f.m.keys.Deny)
+	if f.m.mode != modeDenyReason {
+		t.Fatalf("mode %s after deny, want %s", f.m.mode, modeDenyReason)
+	}
+	f.typeText("not on a Friday")
+	f.run(f.press(f.m.keys.Submit))
+	if res := f.result(req.ID); res.Status != queue.StatusDenied || res.Reason != "not on a Friday" {
+		t.Errorf("result %+v, want denied with the reason", res)
+	}
+}
+
+func TestEscInDialogMeansNo(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := f.submit("git push --force")
+	f.press(f.m.keys.Deny)
+	f.typeText("oops")
+	if cmd := f.update(keyMsg("esc")); cmd != nil {
+		f.run(cmd)
+	}
+	if f.m.mode != modeNormal || len(f.m.pending) != 1 {
+		t.Fatalf("after Esc: mode %s, %d pending", f.m.mode, len(f.m.pending))
+	}
+	if _, err := f.sp.ReadResult(req.ID); !errors.Is(err, queue.ErrNoResult) {
+		t.Errorf("Esc answered the request: %v", err)
+	}
+}
+
+func TestEditReJudgesThenApproves(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := f.submit("rm -rf build")
+	f.clock.add(time.Second)
+	f.press(f.m.keys.Edit)
+	if f.m.mode != modeEdit || f.m.input.Value() != "rm -rf build" {
+		t.Fatalf("mode %s value %q", f.m.mode, f.m.input.Value())
+	}
+	f.m.input.SetValue("sudo rm -rf build")
+	f.press(f.m.keys.Submit)
+	if f.m.mode != modeConfirmEdit || f.m.editAction != "deny" {
+		t.Fatalf("edited to sudo: mode %s action %q, want the deny shown", f.m.mode, f.m.editAction)
+	}
+	if cmd := f.press(f.m.keys.Yes); cmd != nil {
+		t.Fatal("a denied edit could be approved")
+	}
+	f.press(f.m.keys.Edit)
+	f.m.input.SetValue("rm -rf build/cache")
+	f.press(f.m.keys.Submit)
+	if f.m.mode != modeConfirmEdit || !strings.HasPrefix(f.m.editVerdict, "ASK") {
+		t.Fatalf("mode %s verdict %q", f.m.mode, f.m.editVerdict)
+	}
+	f.run(f.press(f.m.keys.Yes))
+	res := f.result(req.ID)
+	if res.Status != queue.StatusDone || res.Command != "rm -rf build/cache" {
+		t.Errorf("result %+v, want the edited command run", res)
+	}
+}
+
+func TestPolicyDenyCannotBeApproved(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.submit("sudo reboot")
+	f.clock.add(time.Second)
+	if cmd := f.press(f.m.keys.Approve); cmd != nil {
+		t.Fatal("approving a request the policy denies returned a command")
+	}
+}
+
+func TestKillAndQuitWhileRunning(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := f.submit("sleep")
+	f.clock.add(time.Second)
+	approve := f.press(f.m.keys.Approve)
+	done := make(chan tea.Msg)
+	go func() { done <- approve() }()
+	// The run starts: the feed says so.
+	for f.m.Running() == 0 {
+		select {
+		case msg := <-done:
+			t.Fatalf("approve ended before the run started: %+v", msg)
+		case <-time.After(5 * time.Millisecond):
+		}
+		f.drain()
+	}
+	if f.m.shownRun() == nil || f.m.shownRun().req.ID != req.ID {
+		t.Fatal("the output pane does not show the running command")
+	}
+	if cmd := f.press(f.m.keys.Quit); cmd != nil || f.m.mode != modeConfirmQuit {
+		t.Fatalf("quit while running: mode %s, want a question", f.m.mode)
+	}
+	f.press(f.m.keys.No)
+	if f.m.mode != modeNormal || f.m.quitting {
+		t.Fatal("answering no still quits")
+	}
+	f.run(f.press(f.m.keys.Kill))
+	f.update(<-done)
+	f.drain()
+	if res := f.result(req.ID); res.Status != queue.StatusKilled {
+		t.Errorf("result %s, want killed", res.Status)
+	}
+	if f.m.Running() != 0 {
+		t.Error("still running after kill")
+	}
+	cmd := f.press(f.m.keys.Quit)
+	if cmd == nil {
+		t.Fatal("quit with nothing running returned no command")
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Error("quit does not quit")
+	}
+}
+
+func TestHiddenCharactersFlaggedAndEscaped(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.submit("git commit -m \"fix\"\u202e ;rm -rf ~ #\x1b[2J")
+	view := f.m.render()
+	if !strings.Contains(view, "hidden characters") {
+		t.Error("no hidden characters flag")
+	}
+	if strings.Contains(view, "\u202e") || strings.Contains(view, "\x1b[2J") {
+		t.Error("the raw bidi override or escape reached the screen")
+	}
+	if !strings.Contains(view, `\u{202e}`) || !strings.Contains(view, `\x1b`) {
+		t.Error("the escapes are not shown")
+	}
+}

@@ -1,0 +1,91 @@
+package tui
+
+import (
+	"time"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// engineMsg carries what the engine did since the last one, in order.
+type engineMsg struct{ events []any }
+
+// requestPending: a request waits for a person (inside engineMsg).
+type requestPending struct {
+	req     *queue.Request
+	verdict queue.Verdict
+	detail  []partLine
+	at      time.Time
+}
+
+// requestGone: a request left the queue without this console (inside
+// engineMsg).
+type requestGone struct {
+	id string
+	op queue.WatchOp
+}
+
+// runStarted: a run began; its output goes to the run's screen (inside
+// engineMsg).
+type runStarted struct{ run *run }
+
+// runFinished: a request was answered (inside engineMsg).
+type runFinished struct {
+	id  string
+	req *queue.Request
+	res queue.Result
+	at  time.Time
+}
+
+// tickMsg redraws while a grace period counts down or output arrives.
+type tickMsg time.Time
+
+// previewedMsg carries a file request's diff preview, computed off the UI.
+type previewedMsg struct {
+	id   string
+	diff string
+	err  error
+}
+
+// actedMsg reports how an approve, deny or kill the person asked for ended.
+type actedMsg struct {
+	id   string
+	verb string
+	res  queue.Result
+	err  error
+}
+
+// recheckedMsg carries a file request's diff recomputed right before
+// approving, to compare with what the person saw.
+type recheckedMsg struct {
+	id   string
+	diff string
+	err  error
+	rule string // the rule pattern to add on approve, if any
+}
+
+// ruleProposedMsg carries a proposed rule and how many past requests it
+// would have matched.
+type ruleProposedMsg struct {
+	id      string
+	pattern string
+	matches int
+	err     error
+}
+
+// ruleAddedMsg reports the rule was written to the policy file.
+type ruleAddedMsg struct {
+	id      string
+	pattern string
+	err     error
+}
+
+// logLoadedMsg carries the tail of a finished run's log, for runs whose
+// screen was let go.
+type logLoadedMsg struct {
+	id   string
+	data []byte
+	err  error
+}
+
+// errMsg is an error for the status bar.
+type errMsg struct{ err error }

@@ -1,0 +1,59 @@
+package tui
+
+import "strings"
+
+// visible is the queue as filtered.
+func (m *Model) visible() []*item {
+	if m.filter == "" {
+		return m.pending
+	}
+	f := strings.ToLower(m.filter)
+	var out []*item
+	for _, it := range m.pending {
+		if strings.Contains(strings.ToLower(it.req.Summary()), f) || strings.Contains(strings.ToLower(it.req.Agent), f) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// current is the selected pending request, or nil.
+func (m *Model) current() *item {
+	v := m.visible()
+	if m.selected < 0 || m.selected >= len(v) {
+		return nil
+	}
+	return v[m.selected]
+}
+
+func (m *Model) clampSelection() {
+	n := len(m.visible())
+	m.selected = min(max(m.selected, 0), max(n-1, 0))
+	m.histSel = min(max(m.histSel, 0), max(len(m.history)-1, 0))
+}
+
+// selectedRun is the run selected in the history, or nil.
+func (m *Model) selectedRun() *run {
+	if len(m.history) == 0 {
+		return nil
+	}
+	return m.history[len(m.history)-1-m.histSel]
+}
+
+// shownRun is the run whose output the output pane shows: the history's
+// selection when the history or output has focus, else the newest run
+// (running ones first).
+func (m *Model) shownRun() *run {
+	if m.focus != focusQueue {
+		return m.selectedRun()
+	}
+	for i := len(m.history) - 1; i >= 0; i-- {
+		if m.history[i].running() {
+			return m.history[i]
+		}
+	}
+	if len(m.history) > 0 {
+		return m.history[len(m.history)-1]
+	}
+	return nil
+}

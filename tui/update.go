@@ -1,0 +1,283 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/themes"
+)
+
+// frame is how often the console redraws while something changes.
+const frame = 50 * time.Millisecond
+
+// Update implements tea.Model.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		return m, m.resized()
+	case tea.BackgroundColorMsg:
+		if m.d.opt.AutoTheme {
+			m.st = themes.Default(msg.IsDark())
+		}
+		return m, nil
+	case tea.KeyPressMsg:
+		return m, m.handleKey(msg)
+	case engineMsg:
+		cmd := m.handleEngine(msg.events)
+		return m, tea.Batch(cmd, m.feed.next, m.tick())
+	case tickMsg:
+		m.ticking = false
+		return m, m.tick()
+	case previewedMsg:
+		if it := m.find(msg.id); it != nil {
+			it.diff, it.diffErr, it.diffOK = msg.diff, msg.err, true
+		}
+		return m, nil
+	case recheckedMsg:
+		return m, m.afterRecheck(msg)
+	case actedMsg:
+		return m, m.afterAct(msg)
+	case ruleProposedMsg:
+		return m, m.afterPropose(msg)
+	case ruleAddedMsg:
+		if msg.err != nil {
+			m.setErr(fmt.Errorf("rule not added: %w", msg.err))
+			if it := m.find(msg.id); it != nil {
+				it.busy = false
+			}
+			return m, nil
+		}
+		m.setStatus(fmt.Sprintf("rule added: allow %q", msg.pattern))
+		return m, m.approveCmd(msg.id, "")
+	case logLoadedMsg:
+		if r := m.byID[msg.id]; r != nil && msg.err == nil {
+			r.screen = newLogScreen(msg.data, m.d)
+		}
+		return m, nil
+	case errMsg:
+		m.setErr(msg.err)
+		return m, nil
+	}
+	if m.mode == modeDenyReason || m.mode == modeEdit || m.mode == modeFilter {
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+// tick keeps frames coming while a grace period counts down or a run is
+// printing; it stops when nothing moves.
+func (m *Model) tick() tea.Cmd {
+	if m.ticking || !m.animating() {
+		return nil
+	}
+	m.ticking = true
+	return tea.Tick(frame, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+func (m *Model) animating() bool {
+	if m.d.now().Before(m.graceUntil) {
+		return true
+	}
+	for _, r := range m.history {
+		if r.running() {
+			return true
+		}
+	}
+	for _, it := range m.pending {
+		if !it.req.ExpiresAt.IsZero() {
+			return true // the countdown
+		}
+	}
+	return false
+}
+
+// resized tells running ptys and screens the output pane's new size.
+func (m *Model) resized() tea.Cmd {
+	cols, rows := m.outputInner()
+	m.d.rows.Store(uint32(rows))
+	m.d.cols.Store(uint32(cols))
+	var ids []string
+	for _, r := range m.history {
+		if r.screen != nil {
+			r.screen.Resize(cols, rows)
+		}
+		if r.running() {
+			ids = append(ids, r.req.ID)
+		}
+	}
+	if len(ids) == 0 || m.d.opt.Resize == nil {
+		return nil
+	}
+	resize := m.d.opt.Resize
+	return func() tea.Msg {
+		for _, id := range ids {
+			resize(id, uint16(rows), uint16(cols))
+		}
+		return nil
+	}
+}
+
+// handleEngine applies a batch of engine events.
+func (m *Model) handleEngine(events []any) tea.Cmd {
+	var cmds []tea.Cmd
+	needsPerson := 0
+	var last *queue.Request
+	for _, ev := range events {
+		switch ev := ev.(type) {
+		case requestPending:
+			if m.find(ev.req.ID) != nil {
+				continue
+			}
+			it := &item{req: ev.req, verdict: ev.verdict, parts: ev.detail, arrived: ev.at, hidden: hasHidden(ev.req)}
+			m.pending = append(m.pending, it)
+			needsPerson++
+			last = ev.req
+			if ev.req.Kind == queue.KindWrite || ev.req.Kind == queue.KindEdit || ev.req.Kind == queue.KindPatch {
+				cmds = append(cmds, m.previewCmd(ev.req))
+			}
+		case requestGone:
+			m.remove(ev.id)
+		case runStarted:
+			m.remove(ev.run.req.ID)
+			m.addRun(ev.run)
+		case runFinished:
+			m.remove(ev.id)
+			r := m.byID[ev.id]
+			if r == nil {
+				r = &run{started: ev.at, req: ev.req, by: ev.res.DecidedBy}
+				if ev.res.Verdict != nil {
+					r.verdict = *ev.res.Verdict
+				}
+				m.addRun(r)
+			}
+			res := ev.res
+			r.res, r.ended = &res, ev.at
+		}
+	}
+	if needsPerson > 0 {
+		// Something new arrived: approve keys pause so a keystroke meant
+		// for what was there cannot approve what was just drawn.
+		m.arrivalGrace()
+		cmds = append(cmds, m.notify(needsPerson, last))
+	}
+	m.clampSelection()
+	return tea.Batch(cmds...)
+}
+
+// addRun puts r in the history, letting go of old screens and entries.
+func (m *Model) addRun(r *run) {
+	m.history = append(m.history, r)
+	m.byID[r.req.ID] = r
+	if len(m.history) > maxHistory {
+		old := m.history[0]
+		if old.running() {
+			return
+		}
+		if old.screen != nil {
+			old.screen.Close()
+		}
+		delete(m.byID, old.req.ID)
+		m.history = m.history[1:]
+	}
+	kept := 0
+	for i := len(m.history) - 1; i >= 0; i-- {
+		h := m.history[i]
+		if h.screen == nil {
+			continue
+		}
+		if kept++; kept > maxScreens && !h.running() {
+			h.screen.Close()
+			h.screen = nil
+		}
+	}
+}
+
+// find returns the pending item with id.
+func (m *Model) find(id string) *item {
+	for _, it := range m.pending {
+		if it.req.ID == id {
+			return it
+		}
+	}
+	return nil
+}
+
+// remove drops a request from the queue; if it was the selected one, the
+// selection moves and the grace period starts again.
+func (m *Model) remove(id string) {
+	sel := m.current()
+	for i, it := range m.pending {
+		if it.req.ID == id {
+			m.pending = append(m.pending[:i], m.pending[i+1:]...)
+			break
+		}
+	}
+	if sel != nil && sel.req.ID == id {
+		m.clampSelection()
+		m.startGrace()
+	}
+}
+
+// startGrace makes approve keys inert until the screen has been quiet for
+// Grace, but never longer than GraceMax after the first change: a flood
+// of arrivals cannot hold approval off, since the period restarts only
+// after a quiet spell of Grace. A new selection always restarts it.
+func (m *Model) startGrace() { m.grace(true) }
+
+// arrivalGrace is startGrace for a request that arrived behind the
+// selection.
+func (m *Model) arrivalGrace() { m.grace(false) }
+
+func (m *Model) grace(selectionChanged bool) {
+	now := m.d.now()
+	quiet := !now.Before(m.lastChange.Add(m.d.opt.Grace))
+	m.lastChange = now
+	if selectionChanged || quiet {
+		m.graceFrom = now
+	}
+	m.graceUntil = now.Add(m.d.opt.Grace)
+	if limit := m.graceFrom.Add(m.d.opt.GraceMax); m.graceUntil.After(limit) {
+		m.graceUntil = limit
+	}
+	m.detailTop = 0
+}
+
+// graceLeft is how long approve keys stay inert.
+func (m *Model) graceLeft() time.Duration {
+	return max(0, m.graceUntil.Sub(m.d.now()))
+}
+
+func (m *Model) setStatus(s string) { m.status, m.statusErr = s, false }
+func (m *Model) setErr(err error)   { m.status, m.statusErr = err.Error(), true }
+
+// afterAct shows how a person's action ended.
+func (m *Model) afterAct(msg actedMsg) tea.Cmd {
+	if it := m.find(msg.id); it != nil {
+		it.busy = false
+	}
+	switch {
+	case errors.Is(msg.err, queue.ErrPolicyDenies):
+		m.setErr(fmt.Errorf("%s refused: the policy denies it", msg.id))
+	case errors.Is(msg.err, queue.ErrChangedSinceShown):
+		m.setErr(fmt.Errorf("%s changed after you saw it; it was refused", msg.id))
+	case msg.err != nil:
+		m.setErr(fmt.Errorf("%s %s: %w", msg.verb, msg.id, msg.err))
+	default:
+		m.setStatus(fmt.Sprintf("%s %s: %s", msg.verb, shortID(msg.id), msg.res.Status))
+	}
+	return nil
+}
+
+func shortID(id string) string {
+	if len(id) > 10 {
+		return id[len(id)-8:]
+	}
+	return id
+}

@@ -1,0 +1,355 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// handleKey routes a key by mode, then by focus.
+func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.keys
+	switch m.mode {
+	case modeHelp:
+		m.mode = modeNormal // any key closes the help
+		return nil
+	case modeConfirmQuit:
+		if key.Matches(msg, k.Yes) {
+			m.quitting = true
+			return tea.Quit
+		}
+		m.mode = modeNormal // anything else, Esc included, means no
+		return nil
+	case modeConfirmEdit, modeConfirmRule:
+		return m.confirmKey(msg)
+	case modeDenyReason, modeEdit, modeFilter:
+		return m.inputKey(msg)
+	}
+
+	switch {
+	case key.Matches(msg, k.Quit):
+		if n := m.Running(); n > 0 {
+			m.mode = modeConfirmQuit
+			return nil
+		}
+		m.quitting = true
+		return tea.Quit
+	case key.Matches(msg, k.Help):
+		m.mode = modeHelp
+	case key.Matches(msg, k.Tab):
+		m.focus = (m.focus + 1) % 3
+	case key.Matches(msg, k.Up):
+		m.move(-1)
+		return m.loadShownLog()
+	case key.Matches(msg, k.Down):
+		m.move(1)
+		return m.loadShownLog()
+	case key.Matches(msg, k.ScrollUp):
+		m.scroll(-1)
+	case key.Matches(msg, k.ScrollDown):
+		m.scroll(1)
+	case key.Matches(msg, k.Follow):
+		if r := m.shownRun(); r != nil && r.screen != nil {
+			r.screen.Follow()
+		}
+	case key.Matches(msg, k.NextHunk):
+		m.hunk(1)
+	case key.Matches(msg, k.PrevHunk):
+		m.hunk(-1)
+	case key.Matches(msg, k.Filter):
+		m.openInput(modeFilter, m.filter, "filter: ")
+	case key.Matches(msg, k.Kill):
+		if r := m.shownRun(); r != nil && r.running() {
+			return m.killCmd(r.req.ID)
+		}
+		m.setErr(fmt.Errorf("nothing running is selected"))
+	case key.Matches(msg, k.Approve), key.Matches(msg, k.Deny), key.Matches(msg, k.Edit), key.Matches(msg, k.ApproveRule):
+		return m.decisionKey(msg)
+	}
+	return nil
+}
+
+// decisionKey handles approve, deny, edit and approve+rule on the
+// selected request.
+func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.keys
+	it := m.current()
+	if it == nil || m.focus != focusQueue {
+		m.setErr(fmt.Errorf("no pending request selected"))
+		return nil
+	}
+	if it.busy {
+		return nil
+	}
+	if key.Matches(msg, k.Deny) {
+		// Denying is always allowed: no grace needed to say no.
+		m.openInput(modeDenyReason, "", "reason (optional): ")
+		return nil
+	}
+	if left := m.graceLeft(); left > 0 {
+		m.setStatus(fmt.Sprintf("approve keys wait %.1fs: look at what changed", left.Seconds()))
+		return nil
+	}
+	if it.verdict.Action == "deny" {
+		m.setErr(fmt.Errorf("the policy denies this request; it cannot be approved"))
+		return nil
+	}
+	switch {
+	case key.Matches(msg, k.Approve):
+		return m.approveSelected(it, "")
+	case key.Matches(msg, k.Edit):
+		if it.req.Kind != queue.KindExec {
+			m.setErr(fmt.Errorf("only commands can be edited"))
+			return nil
+		}
+		m.openInput(modeEdit, it.req.Command, "edit: ")
+	case key.Matches(msg, k.ApproveRule):
+		if it.req.Kind != queue.KindExec || m.d.opt.ProposeRule == nil {
+			m.setErr(fmt.Errorf("rules can be proposed only for commands"))
+			return nil
+		}
+		it.busy = true
+		return m.proposeCmd(it.req.ID, it.req.Command)
+	}
+	return nil
+}
+
+// approveSelected approves it; a file request's diff is computed again
+// first and compared with what was shown.
+func (m *Model) approveSelected(it *item, rule string) tea.Cmd {
+	if isFile(it.req) && m.d.opt.Preview != nil {
+		it.busy = true
+		return m.recheckCmd(it.req, rule)
+	}
+	if rule != "" {
+		it.busy = true
+		return m.addRuleCmd(it.req.ID, rule, it.req.Command)
+	}
+	return m.approveCmd(it.req.ID, "")
+}
+
+// afterRecheck approves a file request only if its diff is still the one
+// the person saw; otherwise it shows the new diff and asks again.
+func (m *Model) afterRecheck(msg recheckedMsg) tea.Cmd {
+	it := m.find(msg.id)
+	if it == nil {
+		return nil
+	}
+	it.busy = false
+	if msg.err != nil || msg.diff != it.diff || !it.diffOK {
+		it.diff, it.diffErr, it.diffOK = msg.diff, msg.err, true
+		m.startGrace()
+		m.setErr(fmt.Errorf("the file changed since you saw the diff: review it again"))
+		return m.tick()
+	}
+	if msg.rule != "" {
+		it.busy = true
+		return m.addRuleCmd(it.req.ID, msg.rule, it.req.Command)
+	}
+	return m.approveCmd(it.req.ID, "")
+}
+
+// afterPropose opens the rule dialog.
+func (m *Model) afterPropose(msg ruleProposedMsg) tea.Cmd {
+	if it := m.find(msg.id); it != nil {
+		it.busy = false
+	}
+	if msg.err != nil {
+		m.setErr(msg.err)
+		return nil
+	}
+	if c := m.current(); c == nil || c.req.ID != msg.id {
+		return nil // the selection moved meanwhile
+	}
+	m.rule = msg
+	m.mode = modeConfirmRule
+	return nil
+}
+
+// confirmKey answers the edit and rule dialogs: yes approves, anything
+// else means no.
+func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
+	mode := m.mode
+	m.mode = modeNormal
+	if !key.Matches(msg, m.keys.Yes) && !key.Matches(msg, m.keys.Submit) {
+		m.setStatus("not approved")
+		return nil
+	}
+	it := m.current()
+	if it == nil || it.busy {
+		return nil
+	}
+	switch mode {
+	case modeConfirmEdit:
+		if m.editAction == "deny" {
+			m.setErr(fmt.Errorf("the policy denies the edited command"))
+			return nil
+		}
+		return m.approveCmd(it.req.ID, m.input.Value())
+	case modeConfirmRule:
+		if m.rule.id != it.req.ID {
+			return nil
+		}
+		return m.approveSelected(it, m.rule.pattern)
+	}
+	return nil
+}
+
+// openInput opens a one-line input dialog.
+func (m *Model) openInput(md mode, value, prompt string) {
+	m.mode = md
+	m.input.Reset()
+	m.input.Prompt = prompt
+	m.input.SetValue(value)
+	m.input.CursorEnd()
+	m.input.SetWidth(max(10, m.width-len(prompt)-8))
+	m.input.Focus()
+}
+
+// inputKey drives the deny-reason, edit and filter inputs.
+func (m *Model) inputKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case msg.String() == "esc":
+		if m.mode == modeFilter {
+			m.filter = ""
+			m.clampSelection()
+		}
+		m.mode = modeNormal
+		m.input.Blur()
+		return nil
+	case key.Matches(msg, m.keys.Submit):
+		md := m.mode
+		m.mode = modeNormal
+		m.input.Blur()
+		val := m.input.Value()
+		it := m.current()
+		switch md {
+		case modeFilter:
+			m.filter = strings.TrimSpace(val)
+			m.selected = 0
+			m.clampSelection()
+			m.startGrace()
+		case modeDenyReason:
+			if it != nil {
+				return m.denyCmd(it.req.ID, strings.TrimSpace(val))
+			}
+		case modeEdit:
+			if it == nil || strings.TrimSpace(val) == "" {
+				return nil
+			}
+			edited := *it.req
+			edited.Command = val
+			m.editParts = m.d.explain(&edited)
+			m.editAction = "ask"
+			if j := m.d.opt.Engine; j != nil && j.Judge != nil {
+				v := j.Judge.Judge(&edited)
+				m.editAction = v.Action
+				m.editVerdict = fmt.Sprintf("%s (%s, risk %s)", strings.ToUpper(v.Action), v.Category, v.Risk)
+				if len(v.Reasons) > 0 {
+					m.editVerdict += ": " + strings.Join(v.Reasons, "; ")
+				}
+			}
+			m.mode = modeConfirmEdit
+		}
+		return nil
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(msg)
+	if m.mode == modeFilter {
+		m.filter = strings.TrimSpace(m.input.Value())
+		m.clampSelection()
+	}
+	return cmd
+}
+
+// move changes the selection in the focused list.
+func (m *Model) move(d int) {
+	switch m.focus {
+	case focusQueue:
+		before := m.current()
+		m.selected += d
+		m.clampSelection()
+		if m.current() != before {
+			m.startGrace()
+		}
+	case focusHistory:
+		m.histSel -= d // the list shows the newest first
+		m.histSel = min(max(m.histSel, 0), max(len(m.history)-1, 0))
+	case focusOutput:
+		m.scroll(d)
+	}
+}
+
+// scroll moves the output pane's view, or the detail when the queue has
+// the focus.
+func (m *Model) scroll(d int) {
+	l := m.layout()
+	if m.focus == focusQueue {
+		step := max(1, l.detailH/2)
+		m.detailTop = max(0, m.detailTop+d*step)
+		return
+	}
+	r := m.shownRun()
+	if r == nil || r.screen == nil {
+		return
+	}
+	_, rows := m.outputInner()
+	if d < 0 {
+		r.screen.ScrollUp(max(1, rows/2))
+	} else {
+		r.screen.ScrollDown(max(1, rows/2))
+	}
+}
+
+// hunk scrolls the detail to the next or previous hunk of the diff.
+func (m *Model) hunk(d int) {
+	it := m.current()
+	if it == nil || !it.diffOK {
+		return
+	}
+	cols, _ := m.outputInner()
+	var hunks []int
+	for i, l := range m.detailLines(cols, 0) {
+		if strings.HasPrefix(ansi.Strip(l), "@@") {
+			hunks = append(hunks, i)
+		}
+	}
+	if d > 0 {
+		for _, h := range hunks {
+			if h > m.detailTop {
+				m.detailTop = h
+				return
+			}
+		}
+		return
+	}
+	for i := len(hunks) - 1; i >= 0; i-- {
+		if hunks[i] < m.detailTop {
+			m.detailTop = hunks[i]
+			return
+		}
+	}
+	m.detailTop = 0
+}
+
+func isFile(r *queue.Request) bool {
+	return r.Kind == queue.KindWrite || r.Kind == queue.KindEdit || r.Kind == queue.KindPatch
+}
+
+// loadShownLog reads back the log of a finished run whose screen was let
+// go, when the history selects it.
+func (m *Model) loadShownLog() tea.Cmd {
+	if m.focus == focusQueue {
+		return nil
+	}
+	r := m.selectedRun()
+	if r == nil || r.screen != nil || r.res == nil || !r.res.Ran() {
+		return nil
+	}
+	return m.loadLogCmd(r)
+}

@@ -1,0 +1,297 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+func (m *Model) queueTitle() string {
+	v := m.visible()
+	if m.filter != "" {
+		return fmt.Sprintf("Queue (%d of %d)", len(v), len(m.pending))
+	}
+	return fmt.Sprintf("Queue (%d)", len(v))
+}
+
+// queueLines: one row per pending request, oldest first, scrolled so the
+// selection shows.
+func (m *Model) queueLines(w, h int) []string {
+	v := m.visible()
+	if len(v) == 0 {
+		return []string{m.st.Queue.Empty.Render("nothing waits for you")}
+	}
+	first := 0
+	if m.selected >= h {
+		first = m.selected - h + 1
+	}
+	now := m.d.now()
+	var out []string
+	for i := first; i < len(v) && len(out) < h; i++ {
+		it := v[i]
+		badge := m.st.BadgeFor(it.verdict.Action).Render(strings.ToUpper(it.verdict.Action))
+		left := badge + " " + m.st.Queue.Age.Render(fmt.Sprintf("%4s", age(now.Sub(it.arrived))))
+		if !it.req.ExpiresAt.IsZero() {
+			if rem := it.req.ExpiresAt.Sub(now); rem < 2*60e9 {
+				left += " " + m.st.Queue.Countdown.Render("⏳"+age(max(rem, 0)))
+			}
+		}
+		if it.hidden {
+			left += " " + m.st.App.Flag.Render("!")
+		}
+		left += " " + m.st.Queue.Agent.Render(plainText(it.req.Agent))
+		row := left + " " + plainText(it.req.Summary())
+		row = fit(row, max(1, w-m.st.Queue.Item.GetHorizontalFrameSize()))
+		if i == m.selected {
+			row = m.st.Queue.Selected.Render(ansi.Strip(row))
+		} else {
+			row = m.st.Queue.Item.Render(row)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func (m *Model) historyTitle() string { return fmt.Sprintf("History (%d)", len(m.history)) }
+
+// historyLines: newest first: status, exit code, duration, command.
+func (m *Model) historyLines(w, h int) []string {
+	if len(m.history) == 0 {
+		return []string{m.st.Queue.Empty.Render("nothing has run yet")}
+	}
+	first := 0
+	if m.histSel >= h {
+		first = m.histSel - h + 1
+	}
+	var out []string
+	for i := first; i < len(m.history) && len(out) < h; i++ {
+		r := m.history[len(m.history)-1-i]
+		status, code, dur := "running", "", ""
+		if r.res != nil {
+			status = string(r.res.Status)
+			if r.res.ExitCode != nil {
+				code = fmt.Sprintf(" exit %d", *r.res.ExitCode)
+			}
+			if r.res.DurationMS > 0 || r.res.Ran() {
+				dur = fmt.Sprintf(" %.1fs", float64(r.res.DurationMS)/1000)
+			}
+		}
+		row := m.st.BadgeFor(status).Render(status) + m.st.Queue.Age.Render(code+dur) + " " + plainText(r.req.Summary())
+		row = fit(row, max(1, w-m.st.Queue.Item.GetHorizontalFrameSize()))
+		if m.focus != focusQueue && i == m.histSel {
+			row = m.st.Queue.Selected.Render(ansi.Strip(row))
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func (m *Model) detailTitle() string {
+	if m.focus == focusQueue {
+		if it := m.current(); it != nil {
+			return "Request " + it.req.ID
+		}
+		return "Request"
+	}
+	if r := m.selectedRun(); r != nil {
+		return "Ran " + r.req.ID
+	}
+	return "Request"
+}
+
+// detailLines: the selected request in full: command (escaped, wrapped),
+// cwd, agent, note, verdict with each part, and the diff for file kinds.
+func (m *Model) detailLines(w, h int) []string {
+	var req *queue.Request
+	var it *item
+	var r *run
+	if m.focus == focusQueue {
+		if it = m.current(); it != nil {
+			req = it.req
+		}
+	} else if r = m.selectedRun(); r != nil {
+		req = r.req
+	}
+	if req == nil {
+		return []string{m.st.Queue.Empty.Render("select a request")}
+	}
+	d := m.st.Detail
+	var out []string
+	label := func(name string) string { return d.Label.Render(fmt.Sprintf("%-8s", name)) }
+	field := func(name, value string) {
+		if value == "" {
+			return
+		}
+		lines, _ := styledText(value, d.Value, d.Escaped)
+		first := true
+		for _, l := range wrap(lines, max(1, w-9)) {
+			if first {
+				out = append(out, label(name)+" "+l)
+				first = false
+			} else {
+				out = append(out, strings.Repeat(" ", 9)+l)
+			}
+		}
+	}
+	hidden := false
+	if it != nil {
+		hidden = it.hidden
+	} else {
+		hidden = hasHidden(req)
+	}
+	if hidden {
+		out = append(out, m.st.App.Flag.Render("⚠ hidden characters: escaped below, read with care"))
+	}
+	if it != nil {
+		if left := m.graceLeft(); left > 0 {
+			out = append(out, m.st.App.Subtle.Render(fmt.Sprintf("approve keys wait %.1fs", left.Seconds())))
+		}
+	}
+	switch req.Kind {
+	case queue.KindExec:
+		cmdLines, _ := styledText(req.Command, d.Command, d.Escaped)
+		out = append(out, label("command"))
+		for _, l := range wrap(cmdLines, max(1, w-2)) {
+			out = append(out, "  "+l)
+		}
+	case queue.KindTool:
+		field("tool", req.Tool)
+		field("input", string(req.Input))
+	default:
+		field("path", req.Path)
+	}
+	v := queue.Verdict{}
+	var parts []partLine
+	if it != nil {
+		v, parts = it.verdict, it.parts
+	} else if r != nil {
+		v = r.verdict
+	}
+	if v.Action != "" {
+		out = append(out, label("verdict")+" "+m.st.BadgeFor(v.Action).Render(strings.ToUpper(v.Action))+" "+
+			d.Category.Render(v.Category)+" "+d.Label.Render("risk ")+d.Value.Render(v.Risk))
+		for _, p := range parts {
+			row := "  " + m.st.BadgeFor(p.Action).Render(p.Action) + " " + d.Category.Render(p.Category) + " " + plainText(p.Command)
+			out = append(out, wrap([]string{row}, max(1, w))...)
+			if p.Rule != "" {
+				out = append(out, wrap([]string{"    " + d.Rule.Render(plainText(p.Rule))}, max(1, w))...)
+			}
+		}
+		for _, reason := range v.Reasons {
+			out = append(out, wrap([]string{"  " + d.Reason.Render("· "+plainText(reason))}, max(1, w))...)
+		}
+	}
+	field("cwd", req.Cwd)
+	field("agent", strings.TrimSpace(req.Agent+" "+req.Session))
+	field("note", req.Note)
+	if r != nil && r.res != nil {
+		res := r.res
+		s := m.st.BadgeFor(string(res.Status)).Render(string(res.Status))
+		if res.ExitCode != nil {
+			s += fmt.Sprintf(" exit %d", *res.ExitCode)
+		}
+		if res.DecidedBy != "" {
+			s += " · by " + string(res.DecidedBy)
+		}
+		out = append(out, label("result")+" "+s)
+		field("reason", res.Reason)
+		field("ran", res.Command)
+	}
+	if it != nil && isFile(req) {
+		out = append(out, m.diffLines(it, w)...)
+	}
+	return out
+}
+
+// detailWindow is the detail from where the person scrolled to, with a
+// marker when more follows.
+func (m *Model) detailWindow(w, h int) []string {
+	lines := m.detailLines(w, h)
+	top := min(m.detailTop, max(len(lines)-1, 0))
+	lines = lines[top:]
+	if len(lines) > h && h > 0 {
+		more := len(lines) - h + 1
+		lines = append(lines[:h-1], m.st.App.Subtle.Render(fmt.Sprintf("↓ %d more lines (pgdn)", more)))
+	}
+	return lines
+}
+
+// diffLines is the coloured diff preview, from the hunk the person
+// scrolled to.
+func (m *Model) diffLines(it *item, w int) []string {
+	switch {
+	case !it.diffOK:
+		return []string{m.st.App.Subtle.Render("computing the diff…")}
+	case it.diffErr != nil:
+		return []string{m.st.App.Error.Render(plainText("cannot apply: " + it.diffErr.Error()))}
+	}
+	ds := m.st.Diff
+	lines := strings.Split(strings.TrimRight(it.diff, "\n"), "\n")
+	out := []string{m.st.Detail.Label.Render(fmt.Sprintf("diff (%d lines; [ ] hunks, pgup/pgdn scroll)", len(lines)))}
+	for _, l := range lines {
+		st := ds.Context
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+			st = ds.File
+		case strings.HasPrefix(l, "@@"):
+			st = ds.Hunk
+		case strings.HasPrefix(l, "+"):
+			st = ds.Add
+		case strings.HasPrefix(l, "-"):
+			st = ds.Del
+		}
+		// Tabs in file content are layout, not hidden text.
+		styled, _ := styledText(strings.ReplaceAll(l, "\t", "    "), st, m.st.Detail.Escaped)
+		out = append(out, wrap(styled[:1], max(1, w))...)
+	}
+	return out
+}
+
+func (m *Model) outputTitle() string {
+	r := m.shownRun()
+	if r == nil {
+		return "Output"
+	}
+	state := "running"
+	if r.res != nil {
+		state = string(r.res.Status)
+	}
+	t := "Output · " + state + " · " + plainText(r.req.Summary())
+	if r.screen != nil && !r.screen.Following() {
+		t += " · scrolled (f follows)"
+	}
+	return t
+}
+
+// outputLines is the emulated screen of the shown run.
+func (m *Model) outputLines(w, h int) []string {
+	r := m.shownRun()
+	if r == nil {
+		return []string{m.st.Queue.Empty.Render("output of approved commands shows here")}
+	}
+	if r.screen == nil {
+		if r.res != nil && r.res.OutputTail != "" {
+			lines, _ := styledText(r.res.OutputTail, lipgloss.NewStyle(), m.st.Detail.Escaped)
+			if len(lines) > h {
+				lines = lines[len(lines)-h:]
+			}
+			return lines
+		}
+		return []string{m.st.Queue.Empty.Render("no output")}
+	}
+	s := r.screen.Render(h)
+	if s == "" {
+		return nil
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if ansi.StringWidth(l) > w {
+			lines[i] = ansi.Truncate(l, w, "")
+		}
+	}
+	return lines
+}
