@@ -177,6 +177,10 @@ func (f *fixture) run(cmd tea.Cmd) {
 		for _, c := range msg {
 			f.run(c)
 		}
+	case recheckedMsg, ruleAddedMsg:
+		// These lead on to the approval itself.
+		f.drain()
+		f.run(f.update(msg))
 	default:
 		f.drain()
 		f.update(msg)
@@ -370,5 +374,79 @@ func TestHiddenCharactersFlaggedAndEscaped(t *testing.T) {
 	}
 	if !strings.Contains(view, `\u{202e}`) || !strings.Contains(view, `\x1b`) {
 		t.Error("the escapes are not shown")
+	}
+}
+
+// A file request's diff is computed again right before approving; if the
+// file changed since the person saw it, the new diff is shown and nothing
+// is approved until they look again.
+func TestFileChangedSinceShownAsksAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	diff := "--- a/NOTES.md\n+++ b/NOTES.md\n@@ -0,0 +1 @@\n+hello\n"
+	var mu sync.Mutex
+	f.m.d.opt.Preview = func(*queue.Request) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return diff, nil
+	}
+	req := &queue.Request{Kind: queue.KindWrite, Path: "/home/me/app/NOTES.md", Content: "hello\n", Cwd: "/home/me/app", Agent: "claude-code"}
+	if err := f.sp.Submit(req); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := f.sp.List()
+	req = list[0].Request
+	f.m.feed.Pending(req, queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium"})
+	f.drain()
+	f.run(f.m.previewCmd(req)) // what Update asked for when the request arrived
+	if it := f.m.current(); it == nil || !it.diffOK || it.diff != diff {
+		t.Fatalf("preview not shown: %+v", it)
+	}
+	mu.Lock()
+	diff = "--- a/NOTES.md\n+++ b/NOTES.md\n@@ -1 +1 @@\n-someone else's notes\n+hello\n"
+	mu.Unlock()
+	f.clock.add(time.Second)
+	f.run(f.press(f.m.keys.Approve))
+	if _, err := f.sp.ReadResult(req.ID); !errors.Is(err, queue.ErrNoResult) {
+		t.Fatalf("approved although the file changed: %v", err)
+	}
+	if it := f.m.current(); it == nil || !strings.Contains(it.diff, "someone else") || !f.m.statusErr {
+		t.Fatalf("the new diff is not shown: %+v, status %q", it, f.m.status)
+	}
+	if cmd := f.press(f.m.keys.Approve); cmd != nil {
+		t.Fatal("approve right after the diff changed was not held by the grace period")
+	}
+	f.clock.add(time.Second)
+	f.run(f.press(f.m.keys.Approve))
+	if res := f.result(req.ID); res.Status != queue.StatusDone {
+		t.Errorf("second approve: %s, want done", res.Status)
+	}
+}
+
+func TestApproveAndRememberRule(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var added []string
+	f.m.d.opt.ProposeRule = func(cmd string) (string, bool) { return "make lint *", cmd == "make lint" }
+	f.m.d.opt.CountMatches = func(string) (int, error) { return 3, nil }
+	f.m.d.opt.AddRule = func(pattern, command string) error { added = append(added, pattern+" <- "+command); return nil }
+	req := f.submit("make lint")
+	f.clock.add(time.Second)
+	f.run(f.press(f.m.keys.ApproveRule))
+	if f.m.mode != modeConfirmRule || f.m.rule.matches != 3 || !strings.Contains(f.m.render(), "matched 3 past") {
+		t.Fatalf("mode %s rule %+v: the proposal and its count are not shown", f.m.mode, f.m.rule)
+	}
+	// Esc: no rule, not approved.
+	f.update(keyMsg("esc"))
+	if len(added) != 0 || f.m.mode != modeNormal {
+		t.Fatal("Esc added the rule")
+	}
+	f.run(f.press(f.m.keys.ApproveRule))
+	f.run(f.press(f.m.keys.Yes))
+	if len(added) != 1 || added[0] != "make lint * <- make lint" {
+		t.Fatalf("rules added: %v", added)
+	}
+	if res := f.result(req.ID); res.Status != queue.StatusDone {
+		t.Errorf("result %s, want done", res.Status)
 	}
 }

@@ -278,7 +278,7 @@ func (m *Model) move(d int) {
 			m.startGrace()
 		}
 	case focusHistory:
-		m.histSel -= d // the list shows the newest first
+		m.histSel += d // the list shows the newest first, at the top
 		m.histSel = min(max(m.histSel, 0), max(len(m.history)-1, 0))
 	case focusOutput:
 		m.scroll(d)

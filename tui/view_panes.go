@@ -44,7 +44,7 @@ func (m *Model) queueLines(w, h int) []string {
 			left += " " + m.st.App.Flag.Render("!")
 		}
 		left += " " + m.st.Queue.Agent.Render(plainText(it.req.Agent))
-		row := left + " " + plainText(it.req.Summary())
+		row := left + " " + plainText(shortSummary(it.req))
 		row = fit(row, max(1, w-m.st.Queue.Item.GetHorizontalFrameSize()))
 		if i == m.selected {
 			row = m.st.Queue.Selected.Render(ansi.Strip(row))
@@ -294,4 +294,15 @@ func (m *Model) outputLines(w, h int) []string {
 		}
 	}
 	return lines
+}
+
+// shortSummary is the request's summary with a file path shown relative
+// to the request's cwd when it lies inside it.
+func shortSummary(r *queue.Request) string {
+	if r.Path != "" && r.Cwd != "" && (r.Kind == queue.KindWrite || r.Kind == queue.KindEdit) {
+		if rel, ok := strings.CutPrefix(r.Path, strings.TrimSuffix(r.Cwd, "/")+"/"); ok && rel != "" {
+			return string(r.Kind) + " " + rel
+		}
+	}
+	return r.Summary()
 }
