@@ -1,6 +1,13 @@
 package exec
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
+
+// fanoutGather is how long the subscriber's goroutine waits after each
+// delivery before taking what gathered meanwhile.
+const fanoutGather = time.Millisecond
 
 // fanoutSize bounds the bytes held for a slow subscriber. About 30 ms of
 // work for the pane's emulator; anything older is skipped.
@@ -83,6 +90,11 @@ func (f *fanout) loop() {
 				break
 			}
 			f.fn(out[:n])
+			// Let output gather: under a flood this turns thousands of
+			// small deliveries (and goroutine switches, which a 2-core
+			// machine takes from the child) into a few hundred larger
+			// ones; it delays live output by at most a millisecond.
+			time.Sleep(fanoutGather)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -20,7 +19,8 @@ type feed struct {
 
 	mu     sync.Mutex
 	events []any
-	wake   chan struct{} // capacity 1
+	wake   chan struct{}     // capacity 1
+	pacers map[string]*pacer // by running request id
 }
 
 var _ queue.Observer = (*feed)(nil)
@@ -70,15 +70,27 @@ func (f *feed) Started(req *queue.Request, v queue.Verdict, by queue.Decider) fu
 	reply := func(p []byte) { f.deps.input(id, p) }
 	r := &run{req: req, verdict: v, by: by, started: f.deps.now(),
 		screen: screen.New(int(cols), int(rows), reply)}
-	f.push(runStarted{run: r})
-	return func(p []byte) {
-		_, _ = r.screen.Write(p)
-		r.output.Store(true)
+	pc := newPacer(r.screen)
+	f.mu.Lock()
+	if f.pacers == nil {
+		f.pacers = map[string]*pacer{}
 	}
+	f.pacers[req.ID] = pc
+	f.mu.Unlock()
+	f.push(runStarted{run: r})
+	return pc.write
 }
 
-// Finished implements queue.Observer.
+// Finished implements queue.Observer. A run's last output reaches its
+// screen before the console hears it ended.
 func (f *feed) Finished(req *queue.Request, res queue.Result) {
+	f.mu.Lock()
+	pc := f.pacers[req.ID]
+	delete(f.pacers, req.ID)
+	f.mu.Unlock()
+	if pc != nil {
+		pc.close()
+	}
 	f.push(runFinished{id: req.ID, req: req, res: res, at: f.deps.now()})
 }
 
@@ -91,7 +103,6 @@ type run struct {
 	started time.Time
 	ended   time.Time
 	res     *queue.Result // nil while running
-	output  atomic.Bool   // output arrived since the last frame
 }
 
 func (r *run) running() bool { return r.res == nil }

@@ -156,10 +156,11 @@ type Model struct {
 	focus         focus
 	mode          mode
 
-	pending  []*item // oldest first
-	selected int     // index into the filtered queue
-	history  []*run  // oldest first; running ones too
-	histSel  int     // index into history, from the newest (0 = newest)
+	pending  []*item          // oldest first
+	queued   map[string]*item // pending by id
+	selected int              // index into the filtered queue
+	history  []*run           // oldest first; running ones too
+	histSel  int              // index into history, from the newest (0 = newest)
 	byID     map[string]*run
 
 	filter      string
@@ -202,7 +203,7 @@ func New(opt Options) *Model {
 		opt.Styles = themes.Default(true)
 	}
 	d := &deps{opt: opt}
-	m := &Model{d: d, st: opt.Styles, keys: opt.Keys, help: help.New(), byID: map[string]*run{}}
+	m := &Model{d: d, st: opt.Styles, keys: opt.Keys, help: help.New(), byID: map[string]*run{}, queued: map[string]*item{}}
 	if len(m.keys.Approve.Keys()) == 0 {
 		m.keys = DefaultKeyMap()
 	}

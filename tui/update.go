@@ -137,6 +137,7 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 			}
 			it := &item{req: ev.req, verdict: ev.verdict, parts: ev.detail, arrived: ev.at, hidden: hasHidden(ev.req)}
 			m.pending = append(m.pending, it)
+			m.queued[it.req.ID] = it
 			needsPerson++
 			last = ev.req
 			if ev.req.Kind == queue.KindWrite || ev.req.Kind == queue.KindEdit || ev.req.Kind == queue.KindPatch {
@@ -200,18 +201,15 @@ func (m *Model) addRun(r *run) {
 }
 
 // find returns the pending item with id.
-func (m *Model) find(id string) *item {
-	for _, it := range m.pending {
-		if it.req.ID == id {
-			return it
-		}
-	}
-	return nil
-}
+func (m *Model) find(id string) *item { return m.queued[id] }
 
 // remove drops a request from the queue; if it was the selected one, the
 // selection moves and the grace period starts again.
 func (m *Model) remove(id string) {
+	if m.queued[id] == nil {
+		return
+	}
+	delete(m.queued, id)
 	sel := m.current()
 	for i, it := range m.pending {
 		if it.req.ID == id {
