@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/help"
-	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/sluice-dev/sluice/queue"
@@ -164,7 +163,7 @@ type Model struct {
 	byID     map[string]*run
 
 	filter      string
-	input       textinput.Model
+	input       lineInput
 	editVerdict string // the edited command's verdict, for modeConfirmEdit
 	editParts   []partLine
 	editAction  string
@@ -211,7 +210,6 @@ func New(opt Options) *Model {
 	if opt.Engine != nil {
 		opt.Engine.Observer = m.feed
 	}
-	m.input = textinput.New()
 	m.help.Styles.ShortKey = m.st.Help.Key
 	m.help.Styles.ShortDesc = m.st.Help.Desc
 	m.help.Styles.ShortSeparator = m.st.Help.Sep

@@ -63,10 +63,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setErr(msg.err)
 		return m, nil
 	}
-	if m.mode == modeDenyReason || m.mode == modeEdit || m.mode == modeFilter {
-		var cmd tea.Cmd
-		m.input, cmd = m.input.Update(msg)
-		return m, cmd
+	if paste, ok := msg.(tea.PasteMsg); ok && (m.mode == modeDenyReason || m.mode == modeEdit || m.mode == modeFilter) {
+		m.input.Update(paste)
 	}
 	return m, nil
 }

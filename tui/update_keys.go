@@ -258,13 +258,12 @@ func (m *Model) inputKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return nil
 	}
-	var cmd tea.Cmd
-	m.input, cmd = m.input.Update(msg)
+	m.input.Update(msg)
 	if m.mode == modeFilter {
 		m.filter = strings.TrimSpace(m.input.Value())
 		m.clampSelection()
 	}
-	return cmd
+	return nil
 }
 
 // move changes the selection in the focused list.
