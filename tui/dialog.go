@@ -61,7 +61,7 @@ func (m *Model) dialog() string {
 	}
 	lines := []string{ds.Title.Render(fit(title, inner))}
 	for _, b := range body {
-		lines = append(lines, wrap([]string{b}, inner)...)
+		lines = append(lines, strings.Split(ansi.Wrap(b, inner, ""), "\n")...)
 	}
 	for i, l := range lines {
 		lines[i] = fit(l, inner)

@@ -283,11 +283,21 @@ func (m *Model) outputLines(w, h int) []string {
 		}
 		return []string{m.st.Queue.Empty.Render("no output")}
 	}
-	s := r.screen.Render(h)
-	if s == "" {
-		return nil
+	var lines []string
+	if r.screen.Following() {
+		// The newest lines that hold something: a pane shorter than the
+		// pty still shows the last output, not the empty row under it.
+		_, rows := m.outputInner()
+		lines = strings.Split(r.screen.Render(max(rows, h)), "\n")
+		for len(lines) > 0 && strings.TrimSpace(ansi.Strip(lines[len(lines)-1])) == "" {
+			lines = lines[:len(lines)-1]
+		}
+		if len(lines) > h {
+			lines = lines[len(lines)-h:]
+		}
+	} else {
+		lines = strings.Split(r.screen.Render(h), "\n")
 	}
-	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		if ansi.StringWidth(l) > w {
 			lines[i] = ansi.Truncate(l, w, "")
