@@ -134,6 +134,12 @@ func (e *Engine) Serve(ctx context.Context) error {
 		// The results the spool writes on its own are audited too.
 		e.Spool.Recorder = e.Recorder
 	}
+	// Writers that must not wait in vain (agent hooks) look for this.
+	if release, err := e.Spool.Present(); err != nil {
+		e.logf("%v", err)
+	} else {
+		defer release()
+	}
 	e.queued = map[string]bool{}
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	work := make(chan *Request, 1<<16)

@@ -163,3 +163,27 @@ func TestEngineObserverEditKillDeny(t *testing.T) {
 	cancel()
 	<-served
 }
+
+func TestServingWhileServe(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	if sp.Serving() {
+		t.Fatal("Serving before any engine started")
+	}
+	e := &Engine{Spool: sp, Judge: wordJudge{}, Runner: blockRunner{}, Recorder: &memRecorder{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.Serve(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !sp.Serving() {
+		if time.Now().After(deadline) {
+			t.Fatal("Serving false while an engine serves")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	if sp.Serving() {
+		t.Error("Serving after the engine stopped")
+	}
+}
