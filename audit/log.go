@@ -174,14 +174,47 @@ func (l *Log) Append(ev queue.Event) (queue.Event, error) {
 		return ev, err
 	}
 	defer unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
-	ev, err := l.appendLocked(ev)
+	evs := []queue.Event{ev}
+	err := l.appendLocked(evs)
 	switch {
 	case errors.Is(err, ErrNotLog):
-		return ev, err
+		return evs[0], err
 	case err != nil:
-		return ev, fmt.Errorf("audit: append %s event to %s: %w", ev.Event, l.path, err)
+		return evs[0], fmt.Errorf("audit: append %s event to %s: %w", ev.Event, l.path, err)
 	}
-	return ev, nil
+	return evs[0], nil
+}
+
+// RecordAll appends evs as consecutive lines with one write and one sync:
+// all are durable when it returns nil. It implements queue.BatchRecorder
+// (the engine records "auto_allowed" and "started" together: one fsync
+// less per run, 0.2-0.4 ms on a virtual disk).
+func (l *Log) RecordAll(evs []queue.Event) error {
+	for _, ev := range evs {
+		if ev.Event == "" {
+			return errors.New("audit: append: an event has no name")
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return errors.New("audit: append: the log is closed")
+	}
+	if l.f == nil {
+		if err := l.open(); err != nil {
+			return err
+		}
+	}
+	if err := l.lock(); err != nil {
+		return err
+	}
+	defer unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+	evs = append([]queue.Event(nil), evs...)
+	err := l.appendLocked(evs)
+	if err != nil && !errors.Is(err, ErrNotLog) {
+		return fmt.Errorf("audit: append %d events to %s: %w", len(evs), l.path, err)
+	}
+	return err
 }
 
 // lock takes the exclusive lock on the log file, reopening the path first
@@ -202,19 +235,19 @@ func (l *Log) lock() error {
 	}
 }
 
-func (l *Log) appendLocked(ev queue.Event) (queue.Event, error) {
+func (l *Log) appendLocked(evs []queue.Event) error {
 	fi, err := l.f.Stat()
 	if err != nil {
-		return ev, err
+		return err
 	}
 	size := fi.Size()
 	st, err := scanTail(l.f, size)
 	if errors.Is(err, ErrNotLog) {
-		return ev, fmt.Errorf("%w: %s: %v; if it is not your audit log, point --audit (or SLUICE_AUDIT) elsewhere, else move it aside and see what 'sluice audit verify' says of it",
+		return fmt.Errorf("%w: %s: %v; if it is not your audit log, point --audit (or SLUICE_AUDIT) elsewhere, else move it aside and see what 'sluice audit verify' says of it",
 			ErrNotLog, l.path, err)
 	}
 	if err != nil {
-		return ev, err
+		return err
 	}
 	now := l.now().UTC().Truncate(time.Microsecond)
 	l.buf = l.buf[:0]
@@ -224,29 +257,31 @@ func (l *Log) appendLocked(ev queue.Event) (queue.Event, error) {
 	if st.tornOff < size {
 		rep, err := l.repairEvent(st, size, now)
 		if err != nil {
-			return ev, err
+			return err
 		}
 		if l.buf, err = l.enc.appendLine(l.buf, &rep); err != nil {
-			return ev, err
+			return err
 		}
 		st.seq, st.hash = rep.Seq, rep.Hash
 	}
-	ev.Seq, ev.TS, ev.Prev = st.seq+1, now, st.hash
-	if l.buf, err = l.enc.appendLine(l.buf, &ev); err != nil {
-		return ev, err
-	}
-	if int64(len(l.buf)) > maxLine {
-		return ev, fmt.Errorf("the line would be %d bytes, over the %d byte limit", len(l.buf), maxLine)
+	for i := range evs {
+		ev := &evs[i]
+		ev.Seq, ev.TS, ev.Prev = st.seq+1, now, st.hash
+		start := len(l.buf)
+		if l.buf, err = l.enc.appendLine(l.buf, ev); err != nil {
+			return err
+		}
+		if n := int64(len(l.buf) - start); n > maxLine {
+			return fmt.Errorf("the line would be %d bytes, over the %d byte limit", n, maxLine)
+		}
+		st.seq, st.hash = ev.Seq, ev.Hash
 	}
 	if err := writeAll(l.f, l.buf); err != nil {
-		return ev, err
+		return err
 	}
 	// fdatasync was no faster here: an append changes the size, which
 	// fdatasync must sync too.
-	if err := l.f.Sync(); err != nil {
-		return ev, err
-	}
-	return ev, nil
+	return l.f.Sync()
 }
 
 // testHookWrite, when set by a test, replaces the write of a line so the

@@ -288,12 +288,24 @@ func (e *Engine) autoRun(ctx context.Context, req *Request) {
 	if !ok {
 		return
 	}
-	if err := e.record(EventAutoAllowed, c.Request, string(ByPolicy), func(x *Event) { x.Verdict = &v }); err != nil {
-		e.logf("%v", err)
+	allowed := NewEvent(EventAutoAllowed, c.Request)
+	allowed.Actor, allowed.Verdict = string(ByPolicy), &v
+	started := false
+	var err error
+	if br, ok := e.Recorder.(BatchRecorder); ok && c.Request.EffectiveMode() == ModeExecute {
+		// Nothing happens between the two steps: one sync for both.
+		st := NewEvent(EventStarted, c.Request)
+		st.Actor = string(ByPolicy)
+		err, started = br.RecordAll([]Event{allowed, st}), true
+	} else {
+		err = e.Recorder.Record(allowed)
+	}
+	if err != nil {
+		e.logf("queue: audit %s %s: %v", EventAutoAllowed, req.ID, err)
 		c.Close()
 		return
 	}
-	res, err := e.act(ctx, c, v, ByPolicy, string(ByPolicy), nil, false)
+	res, err := e.actRecorded(ctx, c, v, ByPolicy, string(ByPolicy), nil, false, started)
 	if err != nil {
 		e.logf("%v", err)
 		return
@@ -305,6 +317,11 @@ func (e *Engine) autoRun(ctx context.Context, req *Request) {
 // once; execute mode records started, runs, records how it ended, and
 // answers.
 func (e *Engine) act(ctx context.Context, c *Claim, v Verdict, by Decider, actor string, output func([]byte), edited bool) (Result, error) {
+	return e.actRecorded(ctx, c, v, by, actor, output, edited, false)
+}
+
+// actRecorded is act, told whether the started event is recorded already.
+func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decider, actor string, output func([]byte), edited, startedRecorded bool) (Result, error) {
 	req := c.Request
 	ranAs := ""
 	if edited {
@@ -316,9 +333,11 @@ func (e *Engine) act(ctx context.Context, c *Claim, v Verdict, by Decider, actor
 		e.finished(req, res)
 		return res, err
 	}
-	if err := e.record(EventStarted, req, actor, nil); err != nil {
-		c.Close()
-		return Result{}, err
+	if !startedRecorded {
+		if err := e.record(EventStarted, req, actor, nil); err != nil {
+			c.Close()
+			return Result{}, err
+		}
 	}
 	if e.Observer != nil {
 		if watch := e.Observer.Started(req, v, by); watch != nil {

@@ -109,3 +109,13 @@ type Recorder interface {
 	// goroutines and by processes sharing the record.
 	Record(ev Event) error
 }
+
+// BatchRecorder is a Recorder that can make several events durable at
+// once (one sync): the engine uses it for steps that follow each other
+// with nothing happening between them.
+type BatchRecorder interface {
+	Recorder
+	// RecordAll appends evs in order; all are durable when it returns nil,
+	// and on an error none of the steps they record may happen.
+	RecordAll(evs []Event) error
+}
