@@ -62,6 +62,11 @@ may be absent. Every key is optional:
   grace = "425ms"    # approve keys are inert this long after a change
 `
 
+// knownConfigKeys are config.toml's keys, as spelled.
+var knownConfigKeys = map[string]bool{"max_auto": true, "default_timeout": true, "kill_grace": true,
+	"secret_patterns": true, "extra_secret_patterns": true, "console": true,
+	"console.theme": true, "console.bell": true, "console.notify": true, "console.grace": true}
+
 // Limits a config must stay within.
 const (
 	maxMaxAuto = 64
@@ -118,6 +123,14 @@ func parseConfig(data []byte) (*config, error) {
 			return nil, fmt.Errorf("line %d: %s", pe.Position.Line, pe.Message)
 		}
 		return nil, err
+	}
+	// The decoder matches keys to fields without regard to case; the
+	// file's keys must be spelled as documented.
+	for _, k := range md.Keys() {
+		name := k.String()
+		if !knownConfigKeys[name] {
+			return nil, fmt.Errorf("unknown key %s (known: max_auto, default_timeout, kill_grace, secret_patterns, extra_secret_patterns, [console] theme, bell, notify, grace)", name)
+		}
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		keys := make([]string, len(und))

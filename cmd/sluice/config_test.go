@@ -1,0 +1,46 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseConfig(t *testing.T) {
+	t.Parallel()
+	c, err := parseConfig([]byte("max_auto = 2\nkill_grace = \"3s\"\nextra_secret_patterns = [\"MY_*\"]\n[console]\ngrace = \"600ms\"\nbell = false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.maxAuto() != 2 || c.KillGrace != 3*time.Second || c.Console.Grace != 600*time.Millisecond || *c.Console.Bell {
+		t.Errorf("decoded %+v", c)
+	}
+	pats := c.secretPatterns()
+	if pats[len(pats)-1] != "MY_*" || len(pats) < 10 {
+		t.Errorf("extra patterns not added to the defaults: %v", pats)
+	}
+	empty, err := parseConfig([]byte("secret_patterns = []\n"))
+	if err != nil || len(empty.secretPatterns()) != 0 || empty.secretPatterns() == nil {
+		t.Errorf("an empty secret_patterns must strip nothing: %v %v", empty.secretPatterns(), err)
+	}
+	for _, bad := range []string{"max_auto = 999", "MAX_AUTO = 2", "[console]\ngrace = \"10ms\"", "secret_patterns = [\"\"]", "default_timeout = \"-1s\"", "max_auto = \"four\""} {
+		if _, err := parseConfig([]byte(bad)); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{"", "max_auto = 4\n", "[console]\ntheme = \"dark\"\n", "secret_patterns = [\"[\"]", "default_timeout = \"1h\"", "x = 1", "[[console]]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := parseConfig(data)
+		if err != nil {
+			return
+		}
+		if c.MaxAuto < 0 || c.MaxAuto > maxMaxAuto || c.DefaultTimeout < 0 || c.KillGrace < 0 {
+			t.Fatalf("out of range config accepted: %+v", c)
+		}
+		_ = c.secretPatterns()
+	})
+}
