@@ -72,28 +72,29 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // tick keeps frames coming while a grace period counts down or a run is
 // printing; it stops when nothing moves.
 func (m *Model) tick() tea.Cmd {
-	if m.ticking || !m.animating() {
+	every := m.animating()
+	if m.ticking || every == 0 {
 		return nil
 	}
 	m.ticking = true
-	return tea.Tick(frame, func(t time.Time) tea.Msg { return tickMsg(t) })
+	return tea.Tick(every, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-func (m *Model) animating() bool {
+// animating is how often the screen must be redrawn with nothing else
+// happening: a frame while a grace period counts down or a command runs,
+// once a second for the ages and countdowns of pending requests, else
+// never (0).
+func (m *Model) animating() time.Duration {
 	if m.d.now().Before(m.graceUntil) {
-		return true
+		return frame
 	}
-	for _, r := range m.history {
-		if r.running() {
-			return true
-		}
+	if m.Running() > 0 {
+		return frame
 	}
-	for _, it := range m.pending {
-		if !it.req.ExpiresAt.IsZero() {
-			return true // the countdown
-		}
+	if len(m.pending) > 0 {
+		return time.Second
 	}
-	return false
+	return 0
 }
 
 // resized tells running ptys and screens the output pane's new size.
