@@ -39,6 +39,7 @@ var commands = []command{
 	{"approve", "approve a pending request and run it here", cmdApprove},
 	{"deny", "deny a pending request", cmdDeny},
 	{"serve", "the headless engine: act on what the policy decides alone", cmdServe},
+	{"mcp", "an MCP server (stdio) that puts run_command, write_file and edit_file behind the console", cmdMCP},
 	{"audit", "verify or read the audit log", cmdAudit},
 	{"check", "print the policy's verdict for a command line", cmdCheck},
 	{"policy", "show the effective policy, or lint a policy file", cmdPolicy},
