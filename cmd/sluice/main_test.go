@@ -21,11 +21,19 @@ import (
 // a process of its own as a user would run it, and exits, which checks an
 // exit status (testscript alone only tells success from failure).
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	progs := map[string]func(){
 		"sluice": func() { os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})) },
 		"exits":  exitsMain,
-	})
+	}
+	for name, f := range extraPrograms {
+		progs[name] = f
+	}
+	testscript.Main(m, progs)
 }
+
+// extraPrograms are programs only some builds register (sluice-mcp, with
+// -tags mcp).
+var extraPrograms = map[string]func(){}
 
 // TestScripts runs testdata/script/*.txtar. Each script gets its own spool
 // ($SLUICE_SPOOL, $WORK/spool, created by the first sluice that opens it)
