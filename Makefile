@@ -46,6 +46,7 @@ fuzz:
 	$(GO) test ./themes -run '^$$' -fuzz FuzzParseTheme -fuzztime $(FUZZTIME)
 	$(GO) test ./tui/screen -run '^$$' -fuzz FuzzWrite -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/sluice -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME)
+	$(GO) test ./cmd/sluice -run '^$$' -fuzz FuzzHookInput -fuzztime $(FUZZTIME)
 
 # The console on the default spool, with the embedded default policy
 # (layered under ~/.config/sluice/policy.toml if you have one).

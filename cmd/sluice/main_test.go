@@ -51,6 +51,15 @@ var extraPrograms = map[string]func(){}
 //	    keeps the claim; TEXT takes Go escapes (\n, \x1b)
 //	actor stop
 //	    stop the actor (it also stops at the end of the script)
+//	fixture NAME...
+//	    copy the hook input testdata/hooks/NAME to $WORK/NAME, moved from
+//	    the project it was recorded in (/home/dev/src/shop) to $WORK/shop
+//	waitserving
+//	    wait until a console or sluice serve serves the spool
+//	answer [-reason TEXT] [-command TEXT] allow|deny
+//	    the console stand-in: wait for one pending request ($ID) and
+//	    approve (an edited command with -command) or deny it as a person
+//	    in the console does
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
@@ -75,6 +84,9 @@ func TestScripts(t *testing.T) {
 			"waitrunning": cmdWaitRunning,
 			"countlines":  cmdCountLines,
 			"waitfile":    cmdWaitFile,
+			"fixture":     cmdFixture,
+			"waitserving": cmdWaitServing,
+			"answer":      cmdAnswer,
 		},
 	})
 }

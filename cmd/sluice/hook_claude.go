@@ -1,0 +1,227 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// Claude Code's PreToolUse hook, from its hooks reference
+// (https://docs.claude.com/en/docs/claude-code/hooks, "PreToolUse input"
+// and "PreToolUse decision control"): stdin holds session_id,
+// transcript_path, cwd, permission_mode, hook_event_name ("PreToolUse"),
+// tool_name, tool_input and tool_use_id; the hook exits 0 and prints
+//
+//	{"hookSpecificOutput":{"hookEventName":"PreToolUse",
+//	  "permissionDecision":"allow|deny|ask","permissionDecisionReason":"…"}}
+//
+// allow skips Claude Code's permission prompt, deny blocks the call and
+// tells Claude the reason, ask shows the user Claude Code's own prompt
+// with the reason. Tool inputs: Bash {command, description, timeout (ms),
+// run_in_background}, Edit {file_path, old_string, new_string,
+// replace_all}, MultiEdit {file_path, edits: [...]}, Write {file_path,
+// content}; MCP tools are named mcp__<server>__<tool>.
+
+const claudeHelp = `Claude Code PreToolUse hook. Claude Code runs it before each tool call with
+the call as JSON on stdin; sluice queues the call as a decide-mode request,
+waits for the console or 'sluice serve' to decide, and prints Claude Code's
+decision:
+  {"hookSpecificOutput":{"hookEventName":"PreToolUse",
+    "permissionDecision":"allow|deny|ask","permissionDecisionReason":"..."}}
+
+Setup: in ~/.claude/settings.json (or a project's .claude/settings.json)
+  {"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"sluice hook claude","timeout":120}]}]}}
+The timeout is in seconds and must be longer than --wait (110s by default),
+so that sluice, not Claude Code, answers when nobody decides. Keep 'sluice
+console' (or 'sluice serve') running on the same spool (SLUICE_SPOOL).
+
+What is queued (agent "claude-code", session = Claude Code's session_id):
+  Bash           exec: the command; the description is the note
+  Edit           edit (a diff preview); write with the whole new file when
+                 Claude Code's matching differs from a plain replacement
+                 (curly quotes, a CRLF file, a deletion that takes the
+                 line's newline with it)
+  MultiEdit      write: all edits applied in order, as Claude Code applies
+                 them, shown as one diff ("MultiEdit: N edits")
+  Write          write
+  anything else  tool (Read, Grep, WebFetch, mcp__*, ...): judged by the
+                 tool's name and the paths in its input
+An Edit or MultiEdit that Claude Code itself would refuse (old_string not
+found, or found more than once without replace_all, ...) is denied with
+Claude Code's reason, without asking anyone.
+
+Answers:
+  allow   the policy or a person allowed the call; when the person
+          edited the command before approving it, with updatedInput, so
+          that Claude Code runs the edited command
+  deny    the policy or a person denied it; the reason says who and why
+  ask     nobody decided (the fallback; --fallback deny to block instead):
+          no console or serve is running (nothing is queued then), or no
+          decision came within --wait (the request is then withdrawn:
+          answered expired, so nobody can approve it later)
+Malformed input (not JSON, no tool_name, a relative cwd, over 1 MiB) is
+denied. The exit status is 0 except for a usage error of these flags (2,
+which Claude Code treats as a block).
+`
+
+var claudeHook = &hookAgent{
+	name: "claude", agent: "claude-code", synopsis: "[--wait DUR] [--fallback ask|deny] < hook-input.json",
+	help:    claudeHelp,
+	request: func(data []byte) (*queue.Request, *hookAnswer) { return claudeRequest(data, false) },
+	write:   writeClaude,
+}
+
+// claudeOutput is Claude Code's PreToolUse answer.
+type claudeOutput struct {
+	HookSpecificOutput struct {
+		HookEventName            string          `json:"hookEventName"`
+		PermissionDecision       hookDecision    `json:"permissionDecision"`
+		PermissionDecisionReason string          `json:"permissionDecisionReason"`
+		UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
+	} `json:"hookSpecificOutput"`
+}
+
+func writeClaude(w io.Writer, a hookAnswer) {
+	var out claudeOutput
+	out.HookSpecificOutput.HookEventName = "PreToolUse"
+	out.HookSpecificOutput.PermissionDecision = a.Decision
+	out.HookSpecificOutput.PermissionDecisionReason = a.Reason
+	out.HookSpecificOutput.UpdatedInput = a.Input
+	writeHookJSON(w, out)
+}
+
+// claudeRequest maps a Claude Code (or Codex) tool call to a request.
+func claudeRequest(data []byte, codex bool) (*queue.Request, *hookAnswer) {
+	in, ans := parseHookInput(data, "PreToolUse")
+	if ans != nil {
+		return nil, ans
+	}
+	req := newHookRequest(in)
+	switch {
+	case in.ToolName == "Bash":
+		return claudeBash(req, in)
+	case in.ToolName == "Edit":
+		var e struct {
+			FilePath string `json:"file_path"`
+			fileEdit
+		}
+		if ans := toolArgs(in, &e); ans != nil {
+			return nil, ans
+		}
+		return claudeFileEdit(req, in, e.FilePath, []fileEdit{e.fileEdit})
+	case in.ToolName == "MultiEdit":
+		var e struct {
+			FilePath string     `json:"file_path"`
+			Edits    []fileEdit `json:"edits"`
+		}
+		if ans := toolArgs(in, &e); ans != nil {
+			return nil, ans
+		}
+		if len(e.Edits) == 0 {
+			return nil, denyf("MultiEdit: no edits")
+		}
+		return claudeFileEdit(req, in, e.FilePath, e.Edits)
+	case in.ToolName == "Write":
+		var wr struct {
+			FilePath string `json:"file_path"`
+			Content  string `json:"content"`
+		}
+		if ans := toolArgs(in, &wr); ans != nil {
+			return nil, ans
+		}
+		if wr.FilePath == "" {
+			return nil, denyf("Write: no file_path")
+		}
+		req.Kind, req.Path, req.Content = queue.KindWrite, hookPath(in.Cwd, wr.FilePath), wr.Content
+		return req, nil
+	case codex && in.ToolName == "apply_patch":
+		var p struct {
+			Command string `json:"command"`
+		}
+		if ans := toolArgs(in, &p); ans != nil {
+			return nil, ans
+		}
+		return toolRequest(req, in, codexPatchNote(p.Command)), nil
+	}
+	return toolRequest(req, in, ""), nil
+}
+
+// claudeBash maps a Bash call to an exec request.
+func claudeBash(req *queue.Request, in *hookInput) (*queue.Request, *hookAnswer) {
+	var b struct {
+		Command         string   `json:"command"`
+		Description     string   `json:"description"`
+		Timeout         *float64 `json:"timeout"` // milliseconds
+		RunInBackground bool     `json:"run_in_background"`
+	}
+	if ans := toolArgs(in, &b); ans != nil {
+		return nil, ans
+	}
+	if strings.TrimSpace(b.Command) == "" {
+		return nil, denyf("%s: no command", in.ToolName)
+	}
+	req.Kind, req.Command, req.Note = queue.KindExec, b.Command, b.Description
+	if b.RunInBackground {
+		req.Note = strings.TrimSpace(req.Note + " (runs in the background)")
+	}
+	if t := b.Timeout; t != nil && *t > 0 && *t/1000 <= queue.MaxTimeout.Seconds() {
+		req.TimeoutS = int(math.Ceil(*t / 1000))
+	}
+	return req, nil
+}
+
+// claudeFileEdit previews an Edit or MultiEdit: the change Claude Code
+// will make, as an edit request when a plain replacement makes the same
+// change, else as a write of the whole new file. An edit Claude Code would
+// refuse is denied with its reason.
+func claudeFileEdit(req *queue.Request, in *hookInput, file string, edits []fileEdit) (*queue.Request, *hookAnswer) {
+	if file == "" {
+		return nil, denyf("%s: no file_path", in.ToolName)
+	}
+	path := hookPath(in.Cwd, file)
+	content, exists, err := readForPreview(path)
+	if err != nil {
+		return toolRequest(req, in, "no preview: "+err.Error()), nil
+	}
+	nw, err := claudeEdit(content, exists, edits)
+	if err != nil {
+		return nil, denyf("Claude Code would refuse this %s: %s", in.ToolName, err.Error())
+	}
+	req.Path = path
+	if in.ToolName == "MultiEdit" {
+		req.Kind, req.Content, req.Note = queue.KindWrite, nw, fmt.Sprintf("MultiEdit: %d edits", len(edits))
+		return req, nil
+	}
+	e := edits[0]
+	if plain, ok := plainEdit(content, e); exists && ok && plain == nw {
+		req.Kind, req.OldString, req.NewString, req.ReplaceAll = queue.KindEdit, e.OldString, e.NewString, e.ReplaceAll
+		return req, nil
+	}
+	req.Kind, req.Content = queue.KindWrite, nw
+	switch {
+	case !exists:
+		req.Note = "Edit: creates the file"
+	case e.OldString == "":
+		req.Note = "Edit: fills the empty file"
+	default:
+		req.Note = "Edit, shown as the whole file Claude Code will write"
+	}
+	return req, nil
+}
+
+// plainEdit is what an edit request does to content (exec.Plan): replace
+// the one occurrence, or all with replace_all; false when it refuses.
+func plainEdit(content string, e fileEdit) (string, bool) {
+	n := strings.Count(content, e.OldString)
+	switch {
+	case e.OldString == "" || e.OldString == e.NewString || n == 0 || (n > 1 && !e.ReplaceAll):
+		return "", false
+	case e.ReplaceAll:
+		return strings.ReplaceAll(content, e.OldString, e.NewString), true
+	}
+	return strings.Replace(content, e.OldString, e.NewString, 1), true
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// hookInput is the part of a pre-tool hook's input that Claude Code,
+// Codex and Gemini CLI share. Other fields (transcript_path,
+// permission_mode, tool_use_id, turn_id, model, timestamp, mcp_context)
+// are accepted and not used.
+type hookInput struct {
+	SessionID     string          `json:"session_id"`
+	Cwd           string          `json:"cwd"`
+	HookEventName string          `json:"hook_event_name"`
+	ToolName      string          `json:"tool_name"`
+	ToolInput     json.RawMessage `json:"tool_input"`
+}
+
+// denyf is an answer given at once: the input cannot be queued.
+func denyf(format string, args ...any) *hookAnswer {
+	return &hookAnswer{Decision: hookDeny, Reason: "sluice: " + fmt.Sprintf(format, args...)}
+}
+
+// parseHookInput decodes the shared fields and checks them: event (when
+// the agent names one), a tool name, an absolute cwd, a tool_input object.
+func parseHookInput(data []byte, event string) (*hookInput, *hookAnswer) {
+	var in hookInput
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		return nil, denyf("the hook input is not a JSON object")
+	}
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, denyf("the hook input is not valid JSON: %s", hookJSONError(err))
+	}
+	if in.HookEventName != "" && in.HookEventName != event {
+		return nil, denyf("this hook answers %s events, not %q; check the agent's hook settings", event, in.HookEventName)
+	}
+	if in.ToolName == "" {
+		return nil, denyf("the hook input has no tool_name")
+	}
+	if in.Cwd == "" {
+		return nil, denyf("the hook input has no cwd")
+	}
+	if !filepath.IsAbs(in.Cwd) {
+		return nil, denyf("the hook input's cwd %q is not an absolute path", in.Cwd)
+	}
+	in.Cwd = filepath.Clean(in.Cwd)
+	in.ToolInput = bytes.TrimSpace(in.ToolInput)
+	if len(in.ToolInput) == 0 || bytes.Equal(in.ToolInput, []byte("null")) {
+		in.ToolInput = json.RawMessage("{}")
+	}
+	if in.ToolInput[0] != '{' {
+		return nil, denyf("the hook input's tool_input is not a JSON object")
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, in.ToolInput); err == nil {
+		in.ToolInput = compact.Bytes()
+	}
+	return &in, nil
+}
+
+// hookJSONError shortens encoding/json's messages.
+func hookJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type, te.Value)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of input"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// toolArgs decodes a tool's input into v; the error answers the call.
+func toolArgs(in *hookInput, v any) *hookAnswer {
+	if err := json.Unmarshal(in.ToolInput, v); err != nil {
+		return denyf("%s: malformed tool_input: %s", in.ToolName, hookJSONError(err))
+	}
+	return nil
+}
+
+// newHookRequest starts the request for a tool call.
+func newHookRequest(in *hookInput) *queue.Request {
+	return &queue.Request{Cwd: in.Cwd, Session: in.SessionID}
+}
+
+// toolRequest makes req a tool request: any tool sluice does not
+// preview, judged by its name and the paths in its input.
+func toolRequest(req *queue.Request, in *hookInput, note string) *queue.Request {
+	req.Kind, req.Tool, req.Input, req.Note = queue.KindTool, in.ToolName, in.ToolInput, note
+	return req
+}
+
+// hookPath resolves a tool's file path against the call's cwd.
+func hookPath(cwd, p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(cwd, p)
+	}
+	return filepath.Clean(p)
+}
+
+// maxPreviewFile is the largest file a hook reads to preview an edit.
+const maxPreviewFile = 8 << 20
+
+// readForPreview reads the file an edit changes, following symlinks as
+// the agent does. A missing file is not an error: exists is false.
+func readForPreview(p string) (content string, exists bool, err error) {
+	fi, err := os.Stat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", false, fmt.Errorf("%s is not a regular file", p)
+	}
+	if fi.Size() > maxPreviewFile {
+		return "", false, fmt.Errorf("%s is over %d MiB", p, maxPreviewFile>>20)
+	}
+	// O_NONBLOCK: a file swapped for a FIFO since the Stat must not hang
+	// the hook.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPreviewFile+1))
+	if err != nil {
+		return "", false, err
+	}
+	if len(data) > maxPreviewFile {
+		return "", false, fmt.Errorf("%s is over %d MiB", p, maxPreviewFile>>20)
+	}
+	return string(data), true, nil
+}
+
+// writeHookJSON prints v as one line of JSON.
+func writeHookJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
