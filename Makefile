@@ -37,16 +37,10 @@ lint:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
 
+# Every fuzz target in the module, FUZZTIME each (the corpora in
+# testdata/fuzz replay in 'make test').
 fuzz:
-	$(GO) test ./queue -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME)
-	$(GO) test ./policy -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME)
-	$(GO) test ./audit -run '^$$' -fuzz '^FuzzDecodeLine$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./audit -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./audit -run '^$$' -fuzz '^FuzzVerifyTamper$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./themes -run '^$$' -fuzz FuzzParseTheme -fuzztime $(FUZZTIME)
-	$(GO) test ./tui/screen -run '^$$' -fuzz FuzzWrite -fuzztime $(FUZZTIME)
-	$(GO) test ./cmd/sluice -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME)
-	$(GO) test ./cmd/sluice -run '^$$' -fuzz FuzzHookInput -fuzztime $(FUZZTIME)
+	./scripts/fuzz.sh $(FUZZTIME)
 
 # The console on the default spool, with the embedded default policy
 # (layered under ~/.config/sluice/policy.toml if you have one).
