@@ -34,8 +34,11 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) run $(STATICCHECK) -tags mcp ./cmd/sluice
 
+# Every benchmark of issues 2-7 and the end-to-end ones, three runs each;
+# the medians go into the table in BENCHMARKS.md (BENCHFLAGS=-quick skips
+# the heavy ones).
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+	$(GO) run ./scripts/benchtable -count 3 $(BENCHFLAGS)
 
 # Every fuzz target in the module, FUZZTIME each (the corpora in
 # testdata/fuzz replay in 'make test').
