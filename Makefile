@@ -4,7 +4,7 @@ BIN         := bin/sluice
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 
-.PHONY: build test e2e golden lint bench fuzz run demo demo-cli check
+.PHONY: build test e2e golden lint bench fuzz load crash run demo demo-cli check
 
 # A static, cgo-free binary: cgo (pulled in by os/user through mvdan.cc/sh's
 # expand package) costs every sluice process ~2 ms to start.
@@ -39,6 +39,16 @@ lint:
 # the heavy ones).
 bench: build
 	$(GO) run ./scripts/benchtable -count 3 $(BENCHFLAGS)
+
+LOADFLAGS ?=
+CRASHFLAGS ?=
+
+# 50 agent processes x 100 'sluice run' each against 'sluice serve' (70%
+# allowed, 15% denied, 15% asked and approved by scripted 'sluice approve'):
+# nothing lost or run twice, the audit log verifies, latency per verdict,
+# the engine's peak RSS.
+load:
+	$(GO) run ./scripts/load $(LOADFLAGS)
 
 # Every fuzz target in the module, FUZZTIME each (the corpora in
 # testdata/fuzz replay in 'make test').
