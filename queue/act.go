@@ -23,6 +23,8 @@ func (s *Spool) peek(name string) (*Request, error) {
 		return nil, invalidf("a symlink, not a regular file")
 	case errors.Is(err, fs.ErrPermission):
 		return nil, invalidf("cannot be read: permission denied")
+	case errors.Is(err, syscall.ENXIO):
+		return nil, invalidf("a socket, not a regular file")
 	case err != nil:
 		return nil, fmt.Errorf("queue: read %s: %w", name, err)
 	}
@@ -65,6 +67,8 @@ func (s *Spool) act(id string, now time.Time, claim bool) (*Claim, *Request, err
 		return nil, nil, s.quarantine(name, nil, "a symlink, not a regular file")
 	case errors.Is(err, fs.ErrPermission):
 		return nil, nil, s.quarantine(name, nil, "cannot be read: permission denied")
+	case errors.Is(err, syscall.ENXIO): // open(2) of a socket
+		return nil, nil, s.quarantine(name, nil, "a socket, not a regular file")
 	case err != nil:
 		return nil, nil, fmt.Errorf("queue: claim %s: %w", id, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -142,6 +143,18 @@ func checkJSONShape(data []byte) error {
 	return nil
 }
 
+// requestFields are the members of a request, as spelled.
+var requestFields = func() map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeOf(Request{})
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			m[name] = true
+		}
+	}
+	return m
+}()
+
 // maxDepth bounds nesting in a request (tool inputs are the deepest part).
 const maxDepth = 64
 
@@ -160,6 +173,16 @@ func checkObject(dec *json.Decoder, depth int) error {
 			return invalidf("duplicate key %q", key)
 		}
 		seen[key] = true
+		// encoding/json matches struct fields without regard to case (and
+		// folds U+212A to k): "COMMAND" would fill command, and a second
+		// spelling would win over what a case-sensitive reader sees.
+		if depth == 1 && !requestFields[key] {
+			for f := range requestFields {
+				if strings.EqualFold(key, f) {
+					return invalidf("unknown field %q (the field is spelled %q)", key, f)
+				}
+			}
+		}
 		if err := checkValue(dec, depth); err != nil {
 			return err
 		}
@@ -245,7 +268,7 @@ func (r *Request) validate() error {
 			return invalidf("env name %q is empty or holds '=' or NUL", k)
 		}
 		if strings.ContainsRune(v, 0) {
-			return invalidf("env %s holds a NUL byte", k)
+			return invalidf("env %q holds a NUL byte", k)
 		}
 	}
 	if !r.CreatedAt.IsZero() && !r.ExpiresAt.IsZero() && !r.ExpiresAt.After(r.CreatedAt) {

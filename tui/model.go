@@ -140,6 +140,12 @@ type item struct {
 	diffErr error
 	diffOK  bool // diff computed
 	busy    bool // an action on it is under way
+
+	// The command as the detail shows it, for the width and styles it
+	// was laid out for.
+	cmdLines  []string
+	cmdWidth  int
+	cmdStyles *themes.Styles
 }
 
 // Model is the console: one root model; the panes are plain render

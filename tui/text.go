@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -23,14 +25,40 @@ func escapeRune(s string) (string, bool) {
 	return out, !ok
 }
 
+// maxShown is the most of one field of agent text the console lays out:
+// beyond it a marker says how much more there is. A frame's work must not
+// grow with what an agent sends (a 1 MiB command would take seconds a
+// frame); a request too long to read here is one to deny, or to read with
+// 'sluice ls --json'.
+const maxShown = 4096
+
+// clipRunes cuts s after n runes and reports how many bytes it dropped.
+func clipRunes(s string, n int) (string, int) {
+	if len(s) <= n {
+		return s, 0
+	}
+	i := 0
+	for ; n > 0 && i < len(s); n-- {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i], len(s) - i
+}
+
 // styledText renders agent text in base style, escapes in esc style, one
 // output line per input line (\n splits lines; every other control is
-// escaped). hidden reports whether anything was escaped.
+// escaped). hidden reports whether anything was escaped. Past maxShown
+// runes the text is cut, with a line saying how much was not shown.
 func styledText(s string, base, esc lipgloss.Style) (lines []string, hidden bool) {
+	s, dropped := clipRunes(s, maxShown)
 	for _, line := range strings.Split(s, "\n") {
-		var b strings.Builder
+		var b, escaped strings.Builder
 		plain := 0 // start of the pending plain run
 		flush := func(end int) {
+			if escaped.Len() > 0 {
+				b.WriteString(esc.Render(escaped.String()))
+				escaped.Reset()
+			}
 			if end > plain {
 				b.WriteString(base.Render(line[plain:end]))
 			}
@@ -41,10 +69,12 @@ func styledText(s string, base, esc lipgloss.Style) (lines []string, hidden bool
 				i += n
 				continue
 			}
-			shown, escaped := escapeRune(line[i : i+n])
-			if escaped {
-				flush(i)
-				b.WriteString(esc.Render(shown))
+			shown, isEscaped := escapeRune(line[i : i+n])
+			if isEscaped {
+				if i > plain {
+					flush(i)
+				}
+				escaped.WriteString(shown) // consecutive escapes: one Render
 				hidden = true
 				plain = i + n
 			}
@@ -53,21 +83,75 @@ func styledText(s string, base, esc lipgloss.Style) (lines []string, hidden bool
 		flush(len(line))
 		lines = append(lines, b.String())
 	}
+	if dropped > 0 {
+		lines = append(lines, esc.Render(fmt.Sprintf("… %d more bytes not shown: too long to review here (sluice ls --json shows it all)", dropped)))
+	}
 	return lines, hidden
 }
 
 // plainText is agent text escaped for a one-line place (a queue row, a
 // notification): newlines escaped too.
 func plainText(s string) string {
+	s, dropped := clipRunes(s, maxShown)
 	out, _ := queue.Printable(s)
+	if dropped > 0 {
+		out += fmt.Sprintf("… (%d more bytes)", dropped)
+	}
 	return out
 }
 
-// hasHidden reports whether a request holds text that would be escaped.
+// hasHidden reports whether a request holds text that would be escaped:
+// in its command, names and paths, in the strings of a tool's input, and
+// in file content (where tabs are layout, not hidden).
 func hasHidden(r *queue.Request) bool {
 	for _, s := range []string{r.Command, r.Path, r.Note, r.Agent, r.Session, r.Cwd, r.Tool} {
-		for _, line := range strings.Split(s, "\n") {
-			if _, ok := queue.Printable(line); !ok {
+		if hiddenText(s, false) {
+			return true
+		}
+	}
+	for _, s := range []string{r.Content, r.OldString, r.NewString, r.Diff} {
+		if hiddenText(s, true) {
+			return true
+		}
+	}
+	if len(r.Input) > 0 {
+		var v any
+		if json.Unmarshal(r.Input, &v) != nil {
+			return hiddenText(string(r.Input), false)
+		}
+		return hiddenValue(v)
+	}
+	return false
+}
+
+// hiddenText reports whether a line of s would be escaped; tabs pass when
+// they are layout.
+func hiddenText(s string, tabs bool) bool {
+	for _, line := range strings.Split(s, "\n") {
+		if tabs {
+			line = strings.ReplaceAll(line, "\t", " ")
+		}
+		if _, ok := queue.Printable(line); !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// hiddenValue walks a decoded JSON value's strings and keys.
+func hiddenValue(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return hiddenText(v, false)
+	case []any:
+		for _, e := range v {
+			if hiddenValue(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if hiddenText(k, false) || hiddenValue(e) {
 				return true
 			}
 		}

@@ -153,11 +153,8 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 	switch req.Kind {
 	case queue.KindExec:
-		cmdLines, _ := styledText(req.Command, d.Command, d.Escaped)
 		out = append(out, label("command"))
-		for _, l := range wrap(cmdLines, max(1, w-2)) {
-			out = append(out, "  "+l)
-		}
+		out = append(out, m.commandLines(it, req, w)...)
 	case queue.KindTool:
 		field("tool", req.Tool)
 		field("input", string(req.Input))
@@ -315,4 +312,22 @@ func shortSummary(r *queue.Request) string {
 		}
 	}
 	return r.Summary()
+}
+
+// commandLines is the command, escaped and wrapped to the pane; for a
+// pending request it is laid out once per width, not on every frame.
+func (m *Model) commandLines(it *item, req *queue.Request, w int) []string {
+	if it != nil && it.cmdWidth == w && it.cmdStyles == m.st && it.cmdLines != nil {
+		return it.cmdLines
+	}
+	d := m.st.Detail
+	styled, _ := styledText(req.Command, d.Command, d.Escaped)
+	var out []string
+	for _, l := range wrap(styled, max(1, w-2)) {
+		out = append(out, "  "+l)
+	}
+	if it != nil {
+		it.cmdLines, it.cmdWidth, it.cmdStyles = out, w, m.st
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -198,11 +199,25 @@ func absDir(dir string) (string, error) {
 	return abs, nil
 }
 
+// writeJSON prints v as indented JSON in which every character a terminal
+// would act on (C1 controls, bidi and invisible format characters, which
+// encoding/json leaves as they are) is a \u escape: the same value, safe
+// to print.
 func writeJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+	out := make([]byte, 0, buf.Len())
+	for _, line := range bytes.SplitAfter(buf.Bytes(), []byte("\n")) {
+		body := bytes.TrimSuffix(line, []byte("\n"))
+		out = append(out, jsonSafe(body)...)
+		if len(body) < len(line) {
+			out = append(out, '\n')
+		}
+	}
+	_, _ = w.Write(out)
 }
 
 // signum is a signal's number, for the conventional exit status 128+n.

@@ -2,6 +2,7 @@ package screen
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	uv "github.com/charmbracelet/ultraviolet"
@@ -166,6 +167,9 @@ func writeContent(b *strings.Builder, s string, w int) bool {
 	}
 	clean := strings.Map(func(r rune) rune {
 		if r < 0x20 || (r >= 0x7F && r < 0xA0) { // C0, DEL, C1
+			return -1
+		}
+		if unicode.Is(unicode.Cf, r) && r != 0x200D { // bidi controls, zero-width (ZWJ joins emoji)
 			return -1
 		}
 		return r
