@@ -50,6 +50,13 @@ CRASHFLAGS ?=
 load:
 	$(GO) run ./scripts/load $(LOADFLAGS)
 
+# sluice serve killed with SIGKILL at 200 random moments while writers
+# submit allowed, denied and approved requests: every request answered
+# once, nothing run twice, the audit log verifies (scripts/crash/main.go).
+# CRASHFLAGS=-quick for a 20-kill smoke run; -kills N, -seed N, -keep.
+crash:
+	$(GO) run ./scripts/crash $(CRASHFLAGS)
+
 # Every fuzz target in the module, FUZZTIME each (the corpora in
 # testdata/fuzz replay in 'make test').
 fuzz:
