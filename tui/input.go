@@ -104,8 +104,5 @@ func (in *lineInput) View() string {
 		return in.Prompt + before + at + after
 	}
 	line := in.Prompt + before + "\x1b[7m" + at + "\x1b[27m" + after
-	return ansi.Truncate(line, in.Prompt2Width(room), "…")
+	return ansi.Truncate(line, ansi.StringWidth(in.Prompt)+room+1, "…")
 }
-
-// Prompt2Width is the widest the whole input line may be.
-func (in *lineInput) Prompt2Width(room int) int { return ansi.StringWidth(in.Prompt) + room + 1 }

@@ -128,34 +128,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // directly, the floor, and reports the ratio. Spool and audit log are on
 // tmpfs, as the default $XDG_RUNTIME_DIR spool is.
 func BenchmarkRunServe(b *testing.B) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		b.Skip("no go command to build the binary:", err)
-	}
-	if fi, err := os.Stat("/dev/shm"); err != nil || !fi.IsDir() {
-		b.Skip("no /dev/shm")
-	}
-	bin := filepath.Join(b.TempDir(), "sluice")
-	goBuild(b, goTool, ".", "-o", bin, ".")
-	dir, err := os.MkdirTemp("/dev/shm", "sluice-bench-")
-	if err != nil {
-		b.Skip(err)
-	}
-	defer os.RemoveAll(dir)
-	env := append(os.Environ(), "SLUICE_SPOOL="+filepath.Join(dir, "spool"), "SLUICE_AUDIT="+filepath.Join(dir, "audit.jsonl"),
-		"SLUICE_POLICY="+filepath.Join(dir, "policy.toml"))
-	if err := os.WriteFile(filepath.Join(dir, "policy.toml"), nil, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	serve := exec.Command(bin, "serve")
-	serve.Env = env
-	if err := serve.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		_ = serve.Process.Signal(os.Interrupt)
-		_ = serve.Wait()
-	}()
+	bin, env, _ := startBenchServe(b)
 	timeProcess(b, env, bin, "run", "--", "true") // the engine is up once this returns
 	var runs, direct []time.Duration
 	for b.Loop() {
@@ -166,4 +139,41 @@ func BenchmarkRunServe(b *testing.B) {
 	b.ReportMetric(ms(percentile(runs, 99)), "run-p99-ms")
 	b.ReportMetric(ms(percentile(direct, 50)), "sh-p50-ms")
 	b.ReportMetric(float64(percentile(runs, 50))/float64(percentile(direct, 50)), "run/sh-p50")
+}
+
+// startBenchServe builds sluice and starts 'sluice serve' on a spool and
+// audit log in a fresh tmpfs directory, with an empty user policy; it is
+// stopped when the benchmark ends. It returns the binary, the environment
+// to run sluice in, and the directory.
+func startBenchServe(b *testing.B) (bin string, env []string, dir string) {
+	b.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		b.Skip("no go command to build the binary:", err)
+	}
+	if fi, err := os.Stat("/dev/shm"); err != nil || !fi.IsDir() {
+		b.Skip("no /dev/shm")
+	}
+	bin = filepath.Join(b.TempDir(), "sluice")
+	goBuild(b, goTool, ".", "-o", bin, ".")
+	dir, err = os.MkdirTemp("/dev/shm", "sluice-bench-")
+	if err != nil {
+		b.Skip(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	env = append(os.Environ(), "SLUICE_SPOOL="+filepath.Join(dir, "spool"), "SLUICE_AUDIT="+filepath.Join(dir, "audit.jsonl"),
+		"SLUICE_POLICY="+filepath.Join(dir, "policy.toml"))
+	if err := os.WriteFile(filepath.Join(dir, "policy.toml"), nil, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	serve := exec.Command(bin, "serve")
+	serve.Env = env
+	if err := serve.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = serve.Process.Signal(os.Interrupt)
+		_ = serve.Wait()
+	})
+	return bin, env, dir
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -19,25 +18,7 @@ import (
 // spool and audit log are on tmpfs and `sh -c true` is timed alongside as
 // the floor. Reported: hook-p50-ms, hook-p99-ms, sh-p50-ms.
 func BenchmarkHookClaude(b *testing.B) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		b.Skip("no go command to build the binary:", err)
-	}
-	if fi, err := os.Stat("/dev/shm"); err != nil || !fi.IsDir() {
-		b.Skip("no /dev/shm")
-	}
-	bin := filepath.Join(b.TempDir(), "sluice")
-	goBuild(b, goTool, ".", "-o", bin, ".")
-	dir, err := os.MkdirTemp("/dev/shm", "sluice-bench-")
-	if err != nil {
-		b.Skip(err)
-	}
-	defer os.RemoveAll(dir)
-	env := append(os.Environ(), "SLUICE_SPOOL="+filepath.Join(dir, "spool"), "SLUICE_AUDIT="+filepath.Join(dir, "audit.jsonl"),
-		"SLUICE_POLICY="+filepath.Join(dir, "policy.toml"))
-	if err := os.WriteFile(filepath.Join(dir, "policy.toml"), nil, 0o600); err != nil {
-		b.Fatal(err)
-	}
+	bin, env, dir := startBenchServe(b)
 	input, err := json.Marshal(map[string]any{
 		"session_id": "bench", "transcript_path": filepath.Join(dir, "t.jsonl"), "cwd": dir,
 		"permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
@@ -47,15 +28,6 @@ func BenchmarkHookClaude(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	serve := exec.Command(bin, "serve")
-	serve.Env = env
-	if err := serve.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		_ = serve.Process.Signal(os.Interrupt)
-		_ = serve.Wait()
-	}()
 	// The engine is up once a hook is answered allow rather than the
 	// no-console fallback.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
