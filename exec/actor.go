@@ -23,13 +23,15 @@ type Actor struct {
 var _ queue.Runner = (*Actor)(nil)
 
 // Run implements queue.Runner.
-func (a *Actor) Run(ctx context.Context, req *queue.Request, logPath string, output func([]byte)) (queue.Result, string) {
+func (a *Actor) Run(ctx context.Context, req *queue.Request, ro queue.RunOptions) (queue.Result, string) {
+	logPath, output := ro.LogPath, ro.Output
 	var jail []string
 	if a.Jail != nil && req.Cwd != "" {
 		jail = a.Jail(req.Cwd)
 	}
 	if req.Kind == queue.KindExec {
-		return a.Runner.Run(ctx, req, Options{LogPath: logPath, Output: output, Jail: jail})
+		return a.Runner.Run(ctx, req, Options{LogPath: logPath, Output: output, Jail: jail,
+			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined})
 	}
 	start := time.Now()
 	res := queue.Result{ID: req.ID, StartedAt: start.UTC(), Log: queue.LogRel(req.ID)}

@@ -4,6 +4,12 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluice-dev/sluice/exec/sandbox"
 )
 
 // groupAlive reports whether any live (not zombie) process has process
@@ -54,4 +60,125 @@ func procInGroup(path string, pgid int, buf []byte) bool {
 	}
 	g, err := strconv.Atoi(string(fields[2]))
 	return err == nil && g == pgid
+}
+
+// cgroup makes the cgroup of run id, or returns nil where none can be made
+// (the kill then sweeps the process group and tree).
+func (r *Runner) cgroup(id string) *sandbox.Cgroup {
+	g, err := sandbox.NewCgroup(id, r.maxProcs())
+	if err != nil {
+		return nil
+	}
+	return g
+}
+
+// limit caps the new child's process count (RLIMIT_NPROC counts every
+// process of the user: a fork bomb stops there while the engine, whose own
+// limit is untouched, still forks) and turns core dumps off. It is applied
+// right after the child started, before its shell could fork; pids.max of
+// the run's cgroup covers the moment between, and root, whom the kernel
+// exempts from RLIMIT_NPROC.
+func (r *Runner) limit(pid int) {
+	n := uint64(r.maxProcs()) + uint64(procCount.get())
+	_ = unix.Prlimit(pid, unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}, nil)
+	_ = unix.Prlimit(pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil)
+}
+
+func (r *Runner) maxProcs() int {
+	if r.Confine != nil && r.Confine.MaxProcs > 0 {
+		return r.Confine.MaxProcs
+	}
+	return DefaultMaxProcs
+}
+
+// procCount is userProcs, counted at most once a second: walking /proc
+// costs a few hundred microseconds, too much for every run.
+var procCount countCache
+
+type countCache struct {
+	mu sync.Mutex
+	at time.Time
+	n  int
+}
+
+func (c *countCache) get() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := time.Now(); now.Sub(c.at) > time.Second {
+		c.n, c.at = userProcs(), now
+	}
+	return c.n
+}
+
+// userProcs counts this user's processes (threads count too, as the
+// kernel counts them for RLIMIT_NPROC), from /proc.
+func userProcs() int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return 0
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	uid := os.Getuid()
+	n := 0
+	var st unix.Stat_t
+	for _, name := range names {
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		if unix.Stat("/proc/"+name+"/task", &st) == nil && int(st.Uid) == uid {
+			n += int(st.Nlink) - 2
+		}
+	}
+	return n
+}
+
+// sweep sends SIGKILL to pid's descendants (by parent links in /proc),
+// for runs without a cgroup: what left the process group is still
+// reached while its parent chain leads back to the run.
+func sweep(pid int) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	children := map[int][]int{}
+	var buf [512]byte
+	for _, name := range names {
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		child, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		f, err := os.Open("/proc/" + name + "/stat")
+		if err != nil {
+			continue
+		}
+		n, _ := f.Read(buf[:])
+		f.Close()
+		b := buf[:n]
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		fields := bytes.Fields(b[i+1:])
+		if len(fields) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(string(fields[1])); err == nil {
+			children[ppid] = append(children[ppid], child)
+		}
+	}
+	todo := []int{pid}
+	for len(todo) > 0 {
+		p := todo[0]
+		todo = todo[1:]
+		for _, c := range children[p] {
+			_ = unix.Kill(c, unix.SIGKILL)
+			todo = append(todo, c)
+		}
+	}
 }

@@ -2,7 +2,18 @@
 
 package exec
 
+import "github.com/sluice-dev/sluice/exec/sandbox"
+
 // groupAlive reports whether process group pgid still exists. Without
 // /proc, unreaped zombies count as alive, so a kill sequence may wait out
 // its bounds.
 func groupAlive(pgid int) bool { return killZeroAlive(pgid) }
+
+// cgroup returns nil: there are no cgroups here.
+func (r *Runner) cgroup(string) *sandbox.Cgroup { return nil }
+
+// limit does nothing here: a process's limits are set from inside it.
+func (r *Runner) limit(int) {}
+
+// sweep does nothing here: without /proc the process tree is not read.
+func sweep(int) {}

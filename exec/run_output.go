@@ -63,18 +63,7 @@ func (p *pump) run() {
 	for {
 		n, err := p.master.Read(buf)
 		if n > 0 {
-			b := buf[:n]
-			if p.log != nil && p.logErr == nil {
-				if _, werr := p.log.Write(b); werr != nil {
-					p.logErr = werr
-				}
-			}
-			p.hash.Write(b)
-			p.n += int64(n)
-			p.tail.write(b)
-			if p.fan != nil {
-				p.fan.write(b)
-			}
+			p.write(buf[:n])
 			if by := p.drainBy.Load(); by != 0 {
 				_ = p.master.SetReadDeadline(time.Unix(0, min(time.Now().Add(drainIdle).UnixNano(), by)))
 			}
@@ -86,6 +75,22 @@ func (p *pump) run() {
 			}
 			return
 		}
+	}
+}
+
+// write hands b to the log, the hash, the tail and the fanout. Only the
+// reader calls it, and, once the reader is done, the runner.
+func (p *pump) write(b []byte) {
+	if p.log != nil && p.logErr == nil {
+		if _, werr := p.log.Write(b); werr != nil {
+			p.logErr = werr
+		}
+	}
+	p.hash.Write(b)
+	p.n += int64(len(b))
+	p.tail.write(b)
+	if p.fan != nil {
+		p.fan.write(b)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sluice-dev/sluice/exec/sandbox"
 )
 
 const (
@@ -23,7 +25,11 @@ const (
 //
 // The group's id cannot be reused while any member lives, so signalling
 // -pgid after the leader is reaped reaches only our stragglers or nobody.
-func (r *Runner) stop(pgid int, exited <-chan struct{}) {
+//
+// With a cgroup, SIGKILL goes to every process in it as well, so members
+// that left the group (setsid, a double fork) die too; without one, the
+// leader's process tree is swept while its parent links still hold.
+func (r *Runner) stop(pgid int, exited <-chan struct{}, cg *sandbox.Cgroup) {
 	grace := r.Grace
 	if grace <= 0 {
 		grace = DefaultGrace
@@ -37,7 +43,11 @@ func (r *Runner) stop(pgid int, exited <-chan struct{}) {
 		waitGroup(pgid, deadline.C)
 	case <-deadline.C:
 	}
+	if cg == nil {
+		sweep(pgid)
+	}
 	signalGroup(pgid, unix.SIGKILL)
+	cg.Kill(reapMax)
 	<-exited
 	signalGroup(pgid, unix.SIGKILL)
 	t := time.NewTimer(reapMax)

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -35,6 +36,9 @@ type Runner struct {
 	// Size, when set, gives the pty size for each new run instead of Rows
 	// and Cols (the console sizes runs to its output pane).
 	Size func() (rows, cols uint16)
+	// Confine, when set, confines each run to its profile (exec/sandbox);
+	// nil runs everything unconfined.
+	Confine *Confine
 
 	mu      sync.Mutex
 	running map[string]*os.File // request id → pty master, for Resize
@@ -56,8 +60,14 @@ type Options struct {
 	// returns, so Output must not block indefinitely.
 	Output func(p []byte)
 	// Jail lists the directories the cwd must lie in (after resolving
-	// symlinks); empty means no check.
+	// symlinks); empty means no check. A confined mutating or networked
+	// run may write inside them (the cwd alone when empty).
 	Jail []string
+	// Profile is the confinement the verdict asks for: read_only,
+	// mutating or networked; empty or unknown means read_only.
+	Profile string
+	// Unconfined runs without confinement: a person chose it.
+	Unconfined bool
 }
 
 // Run runs req (kind exec) with /bin/sh -c req.Command in req.Cwd (the
@@ -122,16 +132,24 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		res.Log = ""
 		return fail(err)
 	}
+	box := r.confine(req.ID, dir, tty.Name(), opt)
+	defer box.close()
+	res.Sandbox = box.label
+	cg := r.cgroup(req.ID)
+	defer cg.Close()
 	cmd := osexec.Command("/bin/sh", "-c", req.Command)
 	cmd.Dir = dir
 	cmd.Env = r.env(req, dir)
+	if box.tmp != "" {
+		cmd.Env = append(cmd.Env, "TMPDIR="+box.tmp)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	// A new session with the pty as its controlling terminal: the child
 	// leads its own process group (pgid == pid), which is what the kill
 	// sequence signals. Setpgid on top would fail with EPERM.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	res.StartedAt = time.Now()
-	err = cmd.Start()
+	err = sandbox.Start(cmd, box.box, cg)
 	_ = tty.Close() // the child holds its own copies
 	if err != nil {
 		_ = master.Close()
@@ -139,6 +157,7 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		return fail(fmt.Errorf("exec: start: %w", err))
 	}
 	pgid := cmd.Process.Pid
+	r.limit(pgid)
 
 	r.track(req.ID, master)
 	var fan *fanout
@@ -168,21 +187,30 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	case <-timer.C:
 		res.Status = queue.StatusTimeout
 		res.Reason = fmt.Sprintf("exec: timed out after %s", timeout)
-		r.stop(pgid, exited)
+		r.stop(pgid, exited, cg)
 	case <-ctx.Done():
 		res.Status = queue.StatusKilled
 		res.Reason = "exec: killed"
-		r.stop(pgid, exited)
+		r.stop(pgid, exited, cg)
 	}
+	// Nothing the run started outlives it: what it left behind, in its
+	// session or out of it, goes now.
+	cg.Kill(reapMax)
 
 	p.drain()
+	code := exitCode(cmd.ProcessState)
+	if res.Status == queue.StatusDone && box.box != nil {
+		spec := box.box.Spec()
+		if note := box.explain(dir, code, p.tail.bytes(), &spec); note != "" {
+			p.write([]byte(note))
+		}
+	}
 	r.untrack(req.ID, master)
 	_ = master.Close()
 	if fan != nil {
 		fan.close()
 	}
 
-	code := exitCode(cmd.ProcessState)
 	res.ExitCode = &code
 	res.OutputBytes = p.n
 	res.OutputTail = tailText(p.tail.bytes(), TailSize)

@@ -40,7 +40,33 @@ type Verdict struct {
 
 // Queue returns the verdict in the form results carry.
 func (v *Verdict) Queue() queue.Verdict {
-	return queue.Verdict{Action: v.Action.String(), Category: v.Category.String(), Risk: v.Risk.String(), Reasons: v.Reasons}
+	return queue.Verdict{Action: v.Action.String(), Category: v.Category.String(), Risk: v.Risk.String(),
+		Reasons: v.Reasons, Profile: v.Profile()}
+}
+
+// Profile is the confinement a run of the line gets (exec/sandbox):
+// networked if any part is networked, else mutating if any part may write
+// or is not known (unknown, destructive and host_escape_risk parts run,
+// once a person approved them, with writes held to the project and no
+// network), else read_only.
+func (v *Verdict) Profile() string {
+	p := profileOf(v.Category)
+	for _, c := range v.Commands {
+		p = max(p, profileOf(c.Category))
+	}
+	return [...]string{"read_only", "mutating", "networked"}[p]
+}
+
+// profileOf ranks a category's profile: 0 read_only, 1 mutating, 2
+// networked.
+func profileOf(c Category) int {
+	switch c {
+	case ReadOnly:
+		return 0
+	case Networked:
+		return 2
+	}
+	return 1
 }
 
 // maxNesting bounds bracket nesting before parsing, so a hostile line

@@ -20,7 +20,20 @@ type Judge interface {
 // killed). It returns the result (done, timeout, killed or failed) and the
 // hex SHA-256 of the output it logged.
 type Runner interface {
-	Run(ctx context.Context, req *Request, logPath string, output func([]byte)) (Result, string)
+	Run(ctx context.Context, req *Request, opt RunOptions) (Result, string)
+}
+
+// RunOptions say how a Runner carries out one request.
+type RunOptions struct {
+	// LogPath is out/<id>.log, where every byte of output goes.
+	LogPath string
+	// Output, when not nil, receives the output as it comes.
+	Output func([]byte)
+	// Verdict is what let the request run; its Profile is the
+	// confinement the command gets.
+	Verdict Verdict
+	// Unconfined runs the command without confinement: a person chose it.
+	Unconfined bool
 }
 
 // Engine is the one path every request takes, whoever drives it (the
@@ -305,7 +318,7 @@ func (e *Engine) autoRun(ctx context.Context, req *Request) {
 		c.Close()
 		return
 	}
-	res, err := e.actRecorded(ctx, c, v, ByPolicy, string(ByPolicy), nil, false, started)
+	res, err := e.actRecorded(ctx, c, v, ByPolicy, string(ByPolicy), RunOptions{}, false, started)
 	if err != nil {
 		e.logf("%v", err)
 		return
@@ -316,12 +329,13 @@ func (e *Engine) autoRun(ctx context.Context, req *Request) {
 // act carries out a claimed, allowed request: decide mode answers at
 // once; execute mode records started, runs, records how it ended, and
 // answers.
-func (e *Engine) act(ctx context.Context, c *Claim, v Verdict, by Decider, actor string, output func([]byte), edited bool) (Result, error) {
-	return e.actRecorded(ctx, c, v, by, actor, output, edited, false)
+func (e *Engine) act(ctx context.Context, c *Claim, v Verdict, by Decider, actor string, opt RunOptions, edited bool) (Result, error) {
+	return e.actRecorded(ctx, c, v, by, actor, opt, edited, false)
 }
 
 // actRecorded is act, told whether the started event is recorded already.
-func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decider, actor string, output func([]byte), edited, startedRecorded bool) (Result, error) {
+// opt's Output and Unconfined come from the caller; the rest is filled in.
+func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decider, actor string, opt RunOptions, edited, startedRecorded bool) (Result, error) {
 	req := c.Request
 	ranAs := ""
 	if edited {
@@ -341,11 +355,12 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 	}
 	if e.Observer != nil {
 		if watch := e.Observer.Started(req, v, by); watch != nil {
-			output = tee(output, watch)
+			opt.Output = tee(opt.Output, watch)
 		}
 	}
+	opt.LogPath, opt.Verdict = e.Spool.LogPath(req.ID), v
 	runCtx, done := e.track(ctx, req.ID)
-	res, sum := e.Runner.Run(runCtx, req, e.Spool.LogPath(req.ID), output)
+	res, sum := e.Runner.Run(runCtx, req, opt)
 	done()
 	res.Decision, res.DecidedBy, res.Verdict, res.Command = Allow, by, &v, ranAs
 	name := EventFinished
@@ -357,6 +372,7 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 	}
 	if err := e.record(name, req, actor, func(x *Event) {
 		x.Status, x.Reason, x.ExitCode, x.DurationMS, x.OutputSHA256 = res.Status, res.Reason, res.ExitCode, res.DurationMS, sum
+		x.Sandbox = res.Sandbox
 	}); err != nil {
 		// The command ran; its answer still goes back, and the log's gap
 		// is what verify will show.
@@ -404,7 +420,14 @@ type Approval struct {
 	// claimed file is not byte for byte the one shown (an agent swapped
 	// it), the request is refused, not run: ErrChangedSinceShown.
 	Shown *Request
+	// Unconfined runs the command without the confinement its verdict
+	// would give it; the approval is audited with sandbox "unconfined".
+	Unconfined bool
 }
+
+// Unconfined is the sandbox of a run a person chose to run without
+// confinement.
+const Unconfined = "unconfined"
 
 // ErrChangedSinceShown refuses a request whose file changed between the
 // moment a person saw it and the claim.
@@ -452,11 +475,16 @@ func (e *Engine) ApproveAs(ctx context.Context, id string, a Approval) (Result, 
 		e.finished(c.Request, res)
 		return res, fmt.Errorf("%w: %s", ErrPolicyDenies, reason)
 	}
-	if err := e.record(EventApproved, c.Request, actor, func(x *Event) { x.Verdict, x.EditedFrom = &v, editedFrom }); err != nil {
+	if err := e.record(EventApproved, c.Request, actor, func(x *Event) {
+		x.Verdict, x.EditedFrom = &v, editedFrom
+		if a.Unconfined && c.Request.Kind == KindExec {
+			x.Sandbox = Unconfined
+		}
+	}); err != nil {
 		c.Close()
 		return Result{}, err
 	}
-	return e.act(ctx, c, v, ByHuman, actor, output, editedFrom != "")
+	return e.act(ctx, c, v, ByHuman, actor, RunOptions{Output: output, Unconfined: a.Unconfined}, editedFrom != "")
 }
 
 // Deny claims request id for a person and refuses it with reason; the

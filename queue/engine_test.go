@@ -27,7 +27,8 @@ func (wordJudge) Judge(r *Request) Verdict {
 // the command is "sleep".
 type blockRunner struct{}
 
-func (blockRunner) Run(ctx context.Context, r *Request, _ string, out func([]byte)) (Result, string) {
+func (blockRunner) Run(ctx context.Context, r *Request, opt RunOptions) (Result, string) {
+	out := opt.Output
 	if out != nil {
 		out([]byte("ran: " + r.Command))
 	}

@@ -61,6 +61,9 @@ type Event struct {
 	ExitCode     *int     `json:"exit_code,omitempty"`
 	DurationMS   int64    `json:"duration_ms,omitempty"`
 	OutputSHA256 string   `json:"output_sha256,omitempty"` // of the whole output log, hex
+	// Sandbox is the run's confinement (Result.Sandbox); on approved,
+	// "unconfined" when a person chose to run it without.
+	Sandbox string `json:"sandbox,omitempty"`
 
 	// Torn is set on EventAuditRepaired only: the bytes it skips.
 	Torn *TornSpan `json:"torn,omitempty"`

@@ -436,7 +436,8 @@ type tapeRunner struct {
 	ran []string
 }
 
-func (r *tapeRunner) Run(_ context.Context, req *Request, _ string, out func([]byte)) (Result, string) {
+func (r *tapeRunner) Run(_ context.Context, req *Request, opt RunOptions) (Result, string) {
+	out := opt.Output
 	r.mu.Lock()
 	r.ran = append(r.ran, req.Command)
 	r.mu.Unlock()

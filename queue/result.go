@@ -47,6 +47,9 @@ type Verdict struct {
 	Category string   `json:"category"`
 	Risk     string   `json:"risk"`
 	Reasons  []string `json:"reasons,omitempty"`
+	// Profile is the confinement a run of the request gets: read_only,
+	// mutating or networked (the sandbox's profiles).
+	Profile string `json:"profile,omitempty"`
 }
 
 // Result is one result file, out/<id>.json.
@@ -59,15 +62,19 @@ type Result struct {
 	Reason    string   `json:"reason,omitempty"`
 	// Command is the command that ran when a person edited the request's
 	// before approving it; empty when it ran as asked.
-	Command     string    `json:"command,omitempty"`
-	Verdict     *Verdict  `json:"verdict,omitempty"`
-	ExitCode    *int      `json:"exit_code,omitempty"`
-	DurationMS  int64     `json:"duration_ms,omitempty"`
-	OutputTail  string    `json:"output_tail,omitempty"`
-	OutputBytes int64     `json:"output_bytes,omitempty"`
-	Log         string    `json:"log,omitempty"`
-	StartedAt   time.Time `json:"started_at,omitzero"`
-	FinishedAt  time.Time `json:"finished_at,omitzero"`
+	Command     string   `json:"command,omitempty"`
+	Verdict     *Verdict `json:"verdict,omitempty"`
+	ExitCode    *int     `json:"exit_code,omitempty"`
+	DurationMS  int64    `json:"duration_ms,omitempty"`
+	OutputTail  string   `json:"output_tail,omitempty"`
+	OutputBytes int64    `json:"output_bytes,omitempty"`
+	Log         string   `json:"log,omitempty"`
+	// Sandbox is how the command ran: its confinement profile
+	// (read_only, mutating, networked), "unconfined" when a person chose
+	// that, or "none: WHY" when confinement was unavailable or off.
+	Sandbox    string    `json:"sandbox,omitempty"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
 // Ran reports whether the command was started (so ExitCode, Log and the

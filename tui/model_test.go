@@ -32,7 +32,8 @@ func (testJudge) Judge(r *queue.Request) queue.Verdict {
 // testRunner prints the command; "sleep" runs until killed.
 type testRunner struct{}
 
-func (testRunner) Run(ctx context.Context, r *queue.Request, _ string, out func([]byte)) (queue.Result, string) {
+func (testRunner) Run(ctx context.Context, r *queue.Request, opt queue.RunOptions) (queue.Result, string) {
+	out := opt.Output
 	if out != nil {
 		out([]byte("ran: " + r.Command + "\r\n"))
 	}

@@ -43,6 +43,7 @@ var commands = []command{
 	{"audit", "verify or read the audit log", cmdAudit},
 	{"check", "print the policy's verdict for a command line", cmdCheck},
 	{"policy", "show the effective policy, or lint a policy file", cmdPolicy},
+	{"sandbox", "run a command confined to a profile (read_only, mutating, networked)", cmdSandbox},
 	{"hook", "answer an agent's pre-tool hook: Claude Code, Gemini CLI, Codex", cmdHook},
 	{"version", "print the version", cmdVersion},
 }

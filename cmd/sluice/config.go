@@ -29,6 +29,22 @@ type config struct {
 	SecretPatterns      []string `toml:"secret_patterns"`
 	ExtraSecretPatterns []string `toml:"extra_secret_patterns"`
 
+	// Sandbox is prefer (confine where the kernel can, else run
+	// unconfined and say so), require (where it cannot, nothing runs
+	// without a person) or off.
+	Sandbox string `toml:"sandbox"`
+	// SandboxWritable replaces the caches every confined run may write;
+	// ExtraSandboxWritable adds to them.
+	SandboxWritable      []string `toml:"sandbox_writable"`
+	ExtraSandboxWritable []string `toml:"extra_sandbox_writable"`
+	// SandboxHidden replaces the secret paths no confined run reads;
+	// ExtraSandboxHidden adds to them. sluice's own files are always
+	// hidden.
+	SandboxHidden      []string `toml:"sandbox_hidden"`
+	ExtraSandboxHidden []string `toml:"extra_sandbox_hidden"`
+	// MaxProcs bounds the processes of one run.
+	MaxProcs int `toml:"max_procs"`
+
 	Console consoleConfig `toml:"console"`
 
 	// path is the file this came from ("" for none).
@@ -54,6 +70,25 @@ may be absent. Every key is optional:
                                    # kept out of commands' environments
   extra_secret_patterns = ["MY_*"] # added to it
 
+  sandbox = "prefer"               # confine each run to its verdict's profile
+                                   # where the kernel can (Landlock, seccomp;
+                                   # Seatbelt on macOS), else run unconfined
+                                   # and say so; "require": where it cannot,
+                                   # nothing runs without a person; "off"
+  sandbox_writable = ["~/.cache/go-build"]  # replaces the caches every
+                                   # confined run may write (default: the Go
+                                   # build and module caches, ~/.npm,
+                                   # ~/.cargo/registry and git)
+  extra_sandbox_writable = []      # added to them
+  sandbox_hidden = ["~/.ssh"]      # replaces the secret paths no confined
+                                   # run reads (default: ~/.ssh, ~/.aws,
+                                   # ~/.gnupg, ~/.config/gh, ~/.netrc,
+                                   # ~/.docker/config.json, /etc/shadow, ...)
+  extra_sandbox_hidden = []        # added to them; sluice's own config,
+                                   # policy, audit log and spool are always
+                                   # hidden
+  max_procs = 1024                 # processes one run may have at once
+
   [console]
   theme = "auto"     # auto, dark, light, high-contrast, mono, or a file
                      # in ~/.config/sluice/themes/NAME.toml
@@ -65,13 +100,21 @@ may be absent. Every key is optional:
 // knownConfigKeys are config.toml's keys, as spelled.
 var knownConfigKeys = map[string]bool{"max_auto": true, "default_timeout": true, "kill_grace": true,
 	"secret_patterns": true, "extra_secret_patterns": true, "console": true,
+	"sandbox": true, "sandbox_writable": true, "extra_sandbox_writable": true,
+	"sandbox_hidden": true, "extra_sandbox_hidden": true, "max_procs": true,
 	"console.theme": true, "console.bell": true, "console.notify": true, "console.grace": true}
+
+// knownKeysText lists the keys for an error message.
+const knownKeysText = "max_auto, default_timeout, kill_grace, secret_patterns, extra_secret_patterns, " +
+	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, max_procs, " +
+	"[console] theme, bell, notify, grace"
 
 // Limits a config must stay within.
 const (
-	maxMaxAuto = 64
-	minGrace   = 200 * time.Millisecond
-	maxGrace   = 1500 * time.Millisecond
+	maxMaxAuto  = 64
+	maxMaxProcs = 1 << 20
+	minGrace    = 200 * time.Millisecond
+	maxGrace    = 1500 * time.Millisecond
 )
 
 // defaultConfigFile is $XDG_CONFIG_HOME/sluice/config.toml.
@@ -129,7 +172,7 @@ func parseConfig(data []byte) (*config, error) {
 	for _, k := range md.Keys() {
 		name := k.String()
 		if !knownConfigKeys[name] {
-			return nil, fmt.Errorf("unknown key %s (known: max_auto, default_timeout, kill_grace, secret_patterns, extra_secret_patterns, [console] theme, bell, notify, grace)", name)
+			return nil, fmt.Errorf("unknown key %s (known: %s)", name, knownKeysText)
 		}
 	}
 	if und := md.Undecoded(); len(und) > 0 {
@@ -137,7 +180,7 @@ func parseConfig(data []byte) (*config, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return nil, fmt.Errorf("unknown key %s (known: max_auto, default_timeout, kill_grace, secret_patterns, extra_secret_patterns, [console] theme, bell, notify, grace)", strings.Join(keys, ", "))
+		return nil, fmt.Errorf("unknown key %s (known: %s)", strings.Join(keys, ", "), knownKeysText)
 	}
 	switch {
 	case c.MaxAuto < 0 || c.MaxAuto > maxMaxAuto:
@@ -146,6 +189,12 @@ func parseConfig(data []byte) (*config, error) {
 		return nil, fmt.Errorf("default_timeout = %s: must be positive", c.DefaultTimeout)
 	case c.KillGrace < 0:
 		return nil, fmt.Errorf("kill_grace = %s: must be positive", c.KillGrace)
+	case c.Sandbox != "" && c.Sandbox != exec.SandboxPrefer && c.Sandbox != exec.SandboxRequire && c.Sandbox != exec.SandboxOff:
+		return nil, fmt.Errorf("sandbox = %q: must be \"prefer\", \"require\" or \"off\"", c.Sandbox)
+	case c.MaxProcs < 0 || c.MaxProcs > maxMaxProcs:
+		return nil, fmt.Errorf("max_procs = %d: must be between 16 and %d", c.MaxProcs, maxMaxProcs)
+	case c.MaxProcs != 0 && c.MaxProcs < 16:
+		return nil, fmt.Errorf("max_procs = %d: must be between 16 and %d (a shell and the programs it starts need a few)", c.MaxProcs, maxMaxProcs)
 	case c.Console.Grace != 0 && (c.Console.Grace < minGrace || c.Console.Grace > maxGrace):
 		return nil, fmt.Errorf("[console] grace = %s: must be between %s and %s", c.Console.Grace, minGrace, maxGrace)
 	}
@@ -155,6 +204,13 @@ func parseConfig(data []byte) (*config, error) {
 		}
 		if _, err := path.Match(p, ""); err != nil {
 			return nil, fmt.Errorf("secret pattern %q: %v", p, err)
+		}
+	}
+	for _, list := range [][]string{c.SandboxWritable, c.ExtraSandboxWritable, c.SandboxHidden, c.ExtraSandboxHidden} {
+		for _, p := range list {
+			if p == "" || (!filepath.IsAbs(p) && p != "~" && !strings.HasPrefix(p, "~/")) {
+				return nil, fmt.Errorf("sandbox path %q: must be absolute or start with ~/", p)
+			}
 		}
 	}
 	return &c, nil
@@ -169,14 +225,65 @@ func (c *config) secretPatterns() []string {
 	return append(append([]string{}, base...), c.ExtraSecretPatterns...)
 }
 
-// runner is the pty runner this configuration asks for.
-func (c *config) runner() *exec.Runner {
+// runner is the pty runner this configuration asks for; own are sluice's
+// own files and directories (policy, audit log, config), hidden from
+// confined runs like the spool.
+func (c *config) runner(spool string, own ...string) *exec.Runner {
 	return &exec.Runner{
 		BaseEnv:        os.Environ(),
 		SecretPatterns: c.secretPatterns(),
 		DefaultTimeout: c.DefaultTimeout,
 		Grace:          c.KillGrace,
+		Confine:        c.confine(spool, own...),
 	}
+}
+
+// confine is the runner's confinement: the mode, the hidden paths (the
+// configured secrets, sluice's own files, the spool) and the writable
+// caches.
+func (c *config) confine(spool string, own ...string) *exec.Confine {
+	home, _ := os.UserHomeDir()
+	hidden := exec.DefaultHidden(home)
+	if c.SandboxHidden != nil {
+		hidden = expandHome(c.SandboxHidden, home)
+	}
+	hidden = append(hidden, expandHome(c.ExtraSandboxHidden, home)...)
+	if cfg := defaultConfigFile(); cfg != "" {
+		hidden = append(hidden, filepath.Dir(cfg)) // ~/.config/sluice: policy, config, themes
+	}
+	if c.path != "" {
+		hidden = append(hidden, c.path)
+	}
+	for _, p := range own {
+		if p != "" {
+			hidden = append(hidden, p)
+		}
+	}
+	writable := exec.DefaultWritable(os.Environ(), home)
+	if c.SandboxWritable != nil {
+		writable = expandHome(c.SandboxWritable, home)
+	}
+	writable = append(writable, expandHome(c.ExtraSandboxWritable, home)...)
+	mode := c.Sandbox
+	if mode == "" {
+		mode = exec.SandboxPrefer
+	}
+	return &exec.Confine{Mode: mode, Hidden: hidden, Spool: spool, Writable: writable, MaxProcs: c.MaxProcs}
+}
+
+// expandHome turns a leading ~ into home.
+func expandHome(paths []string, home string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		switch {
+		case p == "~":
+			p = home
+		case strings.HasPrefix(p, "~/"):
+			p = filepath.Join(home, p[2:])
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // maxAuto is max_auto, or the default 4.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -59,9 +60,27 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 		return nil, nil, err
 	}
 	sp.Recorder = log
-	runner := &exec.Actor{Runner: cfg.runner(), Jail: policy.Roots}
-	return &queue.Engine{Spool: sp, Judge: &policy.Judge{Options: opts}, Runner: runner, Recorder: log,
+	// Nothing this process runs may read its memory or environment
+	// through /proc, nor attach to it.
+	protectProcess()
+	r := cfg.runner(sp.Dir(), user, path, stateDir(path))
+	runner := &exec.Actor{Runner: r, Jail: policy.Roots}
+	var judge queue.Judge = &policy.Judge{Options: opts}
+	if r.Confine.Mode == exec.SandboxRequire {
+		judge = requireSandbox{judge}
+	}
+	return &queue.Engine{Spool: sp, Judge: judge, Runner: runner, Recorder: log,
 		MaxAuto: cfg.maxAuto(), Logf: logf}, log, nil
+}
+
+// stateDir is sluice's own state directory when the audit log is in one
+// (~/.local/state/sluice), hidden from confined runs whole; "" for a log
+// elsewhere, which is hidden alone.
+func stateDir(auditFile string) string {
+	if d := filepath.Dir(auditFile); filepath.Base(d) == "sluice" {
+		return d
+	}
+	return ""
 }
 
 // engineErrExit is 2 for a policy file that does not load or an unsafe

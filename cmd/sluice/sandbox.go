@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/policy"
+	"github.com/sluice-dev/sluice/queue"
+)
+
+const sandboxHelp = `Run COMMAND (a program and its arguments, not a shell line) in the
+foreground, confined to a profile, the way sluice confines the commands it
+runs:
+
+  read_only   read the file system except secret paths; write only /dev/null,
+              the terminal, a private temporary directory ($TMPDIR) and the
+              writable caches; no sockets (socketpair only)
+  mutating    read_only, plus writes inside the roots (the project)
+  networked   mutating, plus IPv4 and IPv6 sockets
+
+Secret paths (~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, ~/.netrc,
+~/.docker/config.json, /etc/shadow, sluice's own config, policy, audit log
+and spool, and what config.toml adds) are never readable. The roots default
+to the current directory and the git top level above it. On Linux this is
+Landlock and seccomp (and, as root, every capability dropped); on macOS,
+sandbox-exec. The command's processes live in a cgroup of their own where
+one can be made, and none outlives the command.
+
+  sluice sandbox --profile mutating -- go test ./...
+  sluice sandbox --profile read_only -- bash -c 'cat README.md | wc -l'
+
+Where the kernel cannot confine (sandbox = "prefer" in config.toml, the
+default), the command runs unconfined with a warning on stderr; with
+sandbox = "require", it does not run (exit 125).
+
+Exit status: the command's own; 125 if sluice could not run it; 126 if it
+is not executable; 127 if it is not found; 2 on a usage error.
+`
+
+// rootsFlag collects repeated --root flags.
+type rootsFlag []string
+
+func (r *rootsFlag) String() string { return strings.Join(*r, ",") }
+
+func (r *rootsFlag) Set(v string) error {
+	abs, err := filepath.Abs(v)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", v)
+	}
+	*r = append(*r, abs)
+	return nil
+}
+
+func cmdSandbox(args []string, std stdio, g *globals) int {
+	fs := newFlags("sandbox", "--profile read_only|mutating|networked [--root DIR]... -- COMMAND [ARG]...", sandboxHelp, std, g)
+	prof := fs.String("profile", "", "the confinement: read_only, mutating or networked (required)")
+	var roots rootsFlag
+	fs.Var(&roots, "root", "a `DIR` a mutating or networked command may write (repeat for more; default: the current directory and its git top level)")
+	words, code, ok := fs.parse(args, false)
+	if !ok {
+		return code
+	}
+	if *prof == "" {
+		return usageErr(std, "sandbox", "--profile is required (read_only, mutating or networked)")
+	}
+	profile, err := sandbox.ParseProfile(*prof)
+	if err != nil {
+		return usageErr(std, "sandbox", "%v", err)
+	}
+	if len(words) == 0 {
+		return usageErr(std, "sandbox", "no command given (sluice sandbox --profile %s -- COMMAND...)", profile)
+	}
+	cfg, err := loadConfig(g.config)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+		return exitUsage
+	}
+	path, err := osexec.LookPath(words[0])
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+		if errors.Is(err, osexec.ErrNotFound) {
+			return 127
+		}
+		return 126
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+		return exitNotRun
+	}
+	if len(roots) == 0 {
+		roots = policy.Roots(dir)
+	}
+	spool := g.spool
+	if spool == "" {
+		spool = os.Getenv("SLUICE_SPOOL")
+	}
+	if spool == "" {
+		spool, _ = queue.DefaultDir()
+	}
+	auditFile, _ := auditPath("")
+	policyFile := os.Getenv("SLUICE_POLICY")
+	if policyFile == "" {
+		policyFile = defaultPolicyFile()
+	}
+	conf := cfg.confine(spool, policyFile, auditFile, stateDir(auditFile))
+
+	cmd := osexec.Command(path, words[1:]...)
+	cmd.Args[0] = words[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	env := os.Environ()
+
+	var box *sandbox.Confinement
+	why := ""
+	if conf.Mode == exec.SandboxOff {
+		why = `sandbox = "off" in config.toml`
+	} else if _, err := sandbox.Available(); err != nil {
+		why = err.Error()
+	} else {
+		tmp, err := os.MkdirTemp("", "sluice-sandbox-")
+		if err != nil {
+			fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+			return exitNotRun
+		}
+		defer os.RemoveAll(tmp)
+		spec := sandbox.Spec{Profile: profile, Roots: roots, Writable: conf.Writable,
+			Hidden: append(conf.Hidden, conf.Spool), TmpDir: tmp, TTY: ttyName()}
+		box, err = sandbox.Prepare(spec)
+		if err != nil {
+			fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+			return exitNotRun
+		}
+		defer box.Close()
+		env = append(env, "TMPDIR="+tmp)
+	}
+	if box == nil {
+		if conf.Mode == exec.SandboxRequire {
+			fmt.Fprintf(std.err, "sluice sandbox: cannot confine here (%s) and config.toml says sandbox = \"require\"; not running %s\n", why, show(words[0]))
+			return exitNotRun
+		}
+		fmt.Fprintf(std.err, "sluice sandbox: warning: running unconfined: %s\n", why)
+	}
+	cmd.Env = env
+	cg, _ := sandbox.NewCgroup("sandbox-"+queue.NewID(), conf.MaxProcs)
+	defer cg.Close()
+	// The terminal's Ctrl-C and Ctrl-\ reach the command (it shares our
+	// process group); this process waits for it and passes its status on.
+	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
+	if err := sandbox.Start(cmd, box, cg); err != nil {
+		fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+		return 126
+	}
+	err = cmd.Wait()
+	var ee *osexec.ExitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+	return exitNotRun
+}
+
+// ttyName is the path of the controlling terminal's device, if stdin is
+// one, so the confined command can open it by name (/dev/stdin, tee
+// /dev/stderr).
+func ttyName() string {
+	for _, f := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
+		if p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd())); err == nil && strings.HasPrefix(p, "/dev/pts/") {
+			return p
+		}
+	}
+	return ""
+}

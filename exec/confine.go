@@ -1,0 +1,306 @@
+//go:build unix
+
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/queue"
+	"golang.org/x/sys/unix"
+)
+
+// Sandbox modes: what happens where confinement is unavailable.
+const (
+	// SandboxPrefer confines where the kernel can and runs unconfined,
+	// marked as such, where it cannot.
+	SandboxPrefer = "prefer"
+	// SandboxRequire confines where it can; where it cannot, nothing runs
+	// without a person (the engine's judge turns allow into ask).
+	SandboxRequire = "require"
+	// SandboxOff never confines.
+	SandboxOff = "off"
+)
+
+// Sandbox values of a result that ran without confinement.
+const (
+	// Unconfined is what a result says when a person chose to run it
+	// without confinement.
+	Unconfined = queue.Unconfined
+	// nonePrefix starts the value when confinement was not applied.
+	nonePrefix = "none: "
+)
+
+// DefaultMaxProcs bounds the processes of one run (pids.max, and
+// RLIMIT_NPROC per user): a fork bomb stops there.
+const DefaultMaxProcs = 1024
+
+// Confine is how a Runner confines what it runs.
+type Confine struct {
+	// Mode is SandboxPrefer (the zero value), SandboxRequire or SandboxOff.
+	Mode string
+	// Hidden are never readable by a confined run (DefaultHidden and
+	// sluice's own files).
+	Hidden []string
+	// Spool is hidden too, except the run's own out/<id>.log.
+	Spool string
+	// Writable are written under every profile (DefaultWritable).
+	Writable []string
+	// MaxProcs bounds a run's processes; 0 means DefaultMaxProcs.
+	MaxProcs int
+}
+
+// DefaultHidden are the secret paths under home no confined run reads.
+func DefaultHidden(home string) []string {
+	if home == "" {
+		return []string{"/etc/shadow", "/etc/gshadow"}
+	}
+	rel := []string{".ssh", ".aws", ".gnupg", ".config/gh", ".netrc", ".docker/config.json",
+		".git-credentials", ".config/gcloud", ".azure", ".kube", ".password-store", ".pgpass",
+		".vault-token", ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
+		".claude/.credentials.json", ".local/share/keyrings", "Library/Keychains"}
+	out := []string{"/etc/shadow", "/etc/gshadow"}
+	for _, r := range rel {
+		out = append(out, filepath.Join(home, r))
+	}
+	return out
+}
+
+// DefaultWritable are the caches every confined run may write, because
+// the tools that keep them write there even to read: the Go build and
+// module caches (go vet, go list, go build), npm's cache and cargo's
+// registry. They come from env (GOCACHE, GOMODCACHE, GOPATH,
+// XDG_CACHE_HOME, npm_config_cache, CARGO_HOME) or the tools' defaults
+// under home; what does not exist is left out.
+func DefaultWritable(env []string, home string) []string {
+	get := func(name string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	var out []string
+	add := func(p string) {
+		if p != "" && filepath.IsAbs(p) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	cache := get("XDG_CACHE_HOME")
+	if cache == "" && home != "" {
+		cache = filepath.Join(home, ".cache")
+	}
+	if v := get("GOCACHE"); v != "" && v != "off" {
+		add(v)
+	} else if cache != "" {
+		add(filepath.Join(cache, "go-build"))
+	}
+	switch gopath := get("GOPATH"); {
+	case get("GOMODCACHE") != "":
+		add(get("GOMODCACHE"))
+	case gopath != "":
+		add(filepath.Join(strings.Split(gopath, string(os.PathListSeparator))[0], "pkg", "mod"))
+	case home != "":
+		add(filepath.Join(home, "go", "pkg", "mod"))
+	}
+	if v := get("npm_config_cache"); v != "" {
+		add(v)
+	} else if home != "" {
+		add(filepath.Join(home, ".npm"))
+	}
+	cargo := get("CARGO_HOME")
+	if cargo == "" && home != "" {
+		cargo = filepath.Join(home, ".cargo")
+	}
+	if cargo != "" {
+		add(filepath.Join(cargo, "registry"))
+		add(filepath.Join(cargo, "git"))
+	}
+	return out
+}
+
+// ProfileFor is the profile a verdict's profile name asks for; an empty or
+// unknown name is read_only, the narrowest.
+func ProfileFor(name string) sandbox.Profile {
+	if p, err := sandbox.ParseProfile(name); err == nil {
+		return p
+	}
+	return sandbox.ReadOnly
+}
+
+// confinement is what one run gets: a prepared sandbox (nil when it runs
+// unconfined), its private temporary directory, and the words for the
+// result.
+type confinement struct {
+	box    *sandbox.Confinement
+	tmp    string
+	label  string // "read_only", "unconfined", "none: why"
+	hidden []string
+}
+
+// confine prepares the confinement of one run of req in dir, whose terminal
+// is tty. It never fails: what cannot be confined runs unconfined, and the
+// label says why.
+func (r *Runner) confine(id, dir, tty string, opt Options) *confinement {
+	c := r.Confine
+	switch {
+	case c == nil || c.Mode == SandboxOff:
+		return &confinement{label: nonePrefix + "sandbox = off"}
+	case opt.Unconfined:
+		return &confinement{label: Unconfined}
+	}
+	if _, err := sandbox.Available(); err != nil {
+		return &confinement{label: nonePrefix + err.Error()}
+	}
+	tmp, err := os.MkdirTemp("", "sluice-run-"+id+"-")
+	if err != nil {
+		return &confinement{label: nonePrefix + "no private temporary directory: " + err.Error()}
+	}
+	hidden := slices.Clone(c.Hidden)
+	var readable []string
+	if c.Spool != "" {
+		hidden = append(hidden, c.Spool)
+		if opt.LogPath != "" {
+			readable = append(readable, opt.LogPath)
+		}
+	}
+	roots := opt.Jail
+	if len(roots) == 0 {
+		roots = []string{dir}
+	}
+	profile := ProfileFor(opt.Profile)
+	box, err := sandbox.Prepare(sandbox.Spec{Profile: profile, Roots: roots, Writable: c.Writable,
+		Hidden: hidden, Readable: readable, TmpDir: tmp, TTY: tty})
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return &confinement{label: nonePrefix + err.Error()}
+	}
+	return &confinement{box: box, tmp: tmp, label: string(profile), hidden: hidden}
+}
+
+// close releases the sandbox and removes the private temporary directory.
+func (c *confinement) close() {
+	if c.box != nil {
+		_ = c.box.Close()
+	}
+	if c.tmp != "" {
+		_ = os.RemoveAll(c.tmp)
+	}
+}
+
+// deniedRe finds the lines where a program says the kernel refused it.
+var deniedRe = regexp.MustCompile(`(?i)[^\n]*(?:permission denied|operation not permitted)[^\n]*`)
+
+// pathRe finds the paths on such a line: absolute, or relative with a
+// slash, however quoted.
+var pathRe = regexp.MustCompile("(?:^|[\\s'\"‘’`(=\\[])((?:/|\\.{1,2}/|[\\w.-]+/)[^\\s'\"‘’`):,]*)")
+
+// netRe finds what a program says when it could not open a socket or
+// resolve a name.
+var netRe = regexp.MustCompile(`(?i)socket: permission denied|could not resolve|temporary failure in name resolution|name or service not known|network is unreachable|getaddrinfo|failed to connect|couldn.t connect`)
+
+// explain is the line a failed confined run ends with: what the sandbox
+// refused and how a person can allow it. It names a path only where the
+// output says access to it was refused and the sandbox is why: the path is
+// hidden, or the user could write it but the profile does not let the run.
+// It is empty when the run succeeded or nothing points at the sandbox.
+func (c *confinement) explain(dir string, code int, tail []byte, spec *sandbox.Spec) string {
+	if c.box == nil || code == 0 {
+		return ""
+	}
+	text := string(tail)
+	if len(text) > 16<<10 {
+		text = text[len(text)-16<<10:]
+	}
+	profile := ProfileFor(c.label)
+	for _, line := range deniedRe.FindAllString(text, -1) {
+		// The subject is usually the last path before the message
+		// ("sh: 1: cannot create x: Permission denied"), so look from the
+		// end.
+		ms := pathRe.FindAllStringSubmatch(line, -1)
+		for i := len(ms) - 1; i >= 0; i-- {
+			p := ms[i][1]
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			p = filepath.Clean(p)
+			if hiddenBy(p, c.hidden) {
+				return fmt.Sprintf("sluice: the sandbox hides %s (a secret path no confined run may read); a person can run the command unconfined (console key U)\n", p)
+			}
+			if !writableUnder(p, spec, c.hidden) && userCanWrite(p) {
+				return fmt.Sprintf("sluice: the sandbox (%s: %s) refused to write %s; a person can run the command unconfined (console key U), or add the directory to sandbox_writable in config.toml\n", profile, profile.Describe(), p)
+			}
+		}
+	}
+	if !profile.Network() && netRe.MatchString(text) {
+		return fmt.Sprintf("sluice: the sandbox (%s: %s) refused a network connection; a person can run the command unconfined (console key U)\n", profile, profile.Describe())
+	}
+	return ""
+}
+
+// userCanWrite reports whether this process (the user, unconfined) may
+// write p, or create it when it does not exist.
+func userCanWrite(p string) bool {
+	if err := unix.Access(p, unix.W_OK); err == nil {
+		return true
+	} else if !errors.Is(err, unix.ENOENT) {
+		return false
+	}
+	return unix.Access(filepath.Dir(p), unix.W_OK|unix.X_OK) == nil
+}
+
+// hiddenBy reports whether p is one of hidden or lies inside one.
+func hiddenBy(p string, hidden []string) bool {
+	for _, h := range hidden {
+		if h != "" && (p == h || strings.HasPrefix(p, strings.TrimSuffix(h, "/")+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// writableUnder reports whether the sandbox lets a run write p: an
+// existing file inside a writable directory, or a new entry in a writable
+// directory that holds no hidden path (Landlock cannot grant creating
+// entries in a directory without granting it inside every subdirectory,
+// so such a directory's entries can be changed, not created).
+func writableUnder(p string, s *sandbox.Spec, hidden []string) bool {
+	var w []string
+	w = append(w, s.Writable...)
+	w = append(w, s.TmpDir, s.TTY, "/dev/null", "/dev/tty")
+	if s.Profile.Writes() {
+		w = append(w, s.Roots...)
+		w = append(w, "/dev/shm")
+	}
+	in := func(x string) bool {
+		for _, d := range w {
+			if d != "" && (x == d || strings.HasPrefix(x, strings.TrimSuffix(d, "/")+"/")) {
+				return true
+			}
+		}
+		return false
+	}
+	if hiddenBy(p, hidden) {
+		return false
+	}
+	if _, err := os.Lstat(p); err == nil {
+		return in(p)
+	}
+	dir := filepath.Dir(p)
+	if !in(dir) {
+		return false
+	}
+	for _, h := range hidden {
+		if h != "" && strings.HasPrefix(h, strings.TrimSuffix(dir, "/")+"/") {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,285 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Cgroup is the cgroup of one run: its processes, and all they start,
+// land there at fork, whatever session or group they move to, so Kill
+// reaches every one of them.
+type Cgroup struct {
+	v2    string // the run's cgroup v2 directory, or ""
+	v2fd  int    // its descriptor, for CLONE_INTO_CGROUP; -1 when none
+	v1    string // the run's v1 pids cgroup directory, or ""
+	tasks string // v1: the tasks file the starting thread joins
+	// Limited reports whether pids.max bounds the run's processes.
+	Limited bool
+}
+
+// hierarchy is where this process sits in the mounted cgroup trees.
+type hierarchy struct {
+	v2 string // this process's cgroup v2 directory, or ""
+	v1 string // this process's cgroup in the v1 pids hierarchy, or ""
+}
+
+var ownHierarchy = sync.OnceValue(func() hierarchy {
+	var h hierarchy
+	v2mnt, v1mnt := cgroupMounts()
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return h
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[0] == "0" && parts[1] == "" && v2mnt != "":
+			h.v2 = filepath.Join(v2mnt, parts[2])
+		case v1mnt != "" && hasWord(parts[1], "pids"):
+			h.v1 = filepath.Join(v1mnt, parts[2])
+		}
+	}
+	return h
+})
+
+func hasWord(list, w string) bool {
+	for f := range strings.SplitSeq(list, ",") {
+		if f == w {
+			return true
+		}
+	}
+	return false
+}
+
+// cgroupMounts finds the cgroup2 mount and the v1 mount of the pids
+// controller in /proc/self/mountinfo.
+func cgroupMounts() (v2, v1pids string) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, x := range fields {
+			if x == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 5 || sep+3 >= len(fields)+1 || len(fields) < sep+3 {
+			continue
+		}
+		mnt, fstype, super := fields[4], fields[sep+1], ""
+		if sep+3 < len(fields) {
+			super = fields[sep+3]
+		}
+		switch {
+		case fstype == "cgroup2" && v2 == "":
+			v2 = mnt
+		case fstype == "cgroup" && hasWord(super, "pids") && v1pids == "":
+			v1pids = mnt
+		}
+	}
+	return v2, v1pids
+}
+
+// NewCgroup makes a cgroup named name for one run below this process's
+// own, with at most maxProcs processes where a pids controller allows a
+// limit (maxProcs <= 0: no limit). It fails when no cgroup can be made
+// here (no delegation): the caller then kills by process group and tree.
+func NewCgroup(name string, maxProcs int) (*Cgroup, error) {
+	h := ownHierarchy()
+	g := &Cgroup{v2fd: -1}
+	leaf := "sluice-" + name
+	if h.v2 != "" {
+		dir := filepath.Join(h.v2, leaf)
+		if err := os.Mkdir(dir, 0o755); err == nil {
+			fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err == nil {
+				g.v2, g.v2fd = dir, fd
+				if maxProcs > 0 && writeFile(filepath.Join(dir, "pids.max"), strconv.Itoa(maxProcs)) == nil {
+					g.Limited = true
+				}
+			} else {
+				_ = os.Remove(dir)
+			}
+		}
+	}
+	if !g.Limited && h.v1 != "" {
+		dir := filepath.Join(h.v1, leaf)
+		if err := os.Mkdir(dir, 0o755); err == nil {
+			g.v1, g.tasks = dir, filepath.Join(dir, "tasks")
+			if maxProcs > 0 && writeFile(filepath.Join(dir, "pids.max"), strconv.Itoa(maxProcs)) == nil {
+				g.Limited = true
+			}
+		}
+	}
+	if g.v2 == "" && g.v1 == "" {
+		return nil, errors.New("sandbox: no cgroup can be made here (no cgroup v2 delegated to this user, no v1 pids hierarchy)")
+	}
+	return g, nil
+}
+
+func writeFile(path, s string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(s)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// prepare makes cmd start inside the v2 cgroup (clone3 with
+// CLONE_INTO_CGROUP: the child is in it before it runs a single
+// instruction).
+func (g *Cgroup) prepare(cmd *osexec.Cmd) {
+	if g.v2fd < 0 {
+		return
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.UseCgroupFD = true
+	cmd.SysProcAttr.CgroupFD = g.v2fd
+}
+
+// enterThread moves the calling thread into the v1 pids cgroup, so the
+// child it forks starts there (v1 has no CLONE_INTO_CGROUP).
+func (g *Cgroup) enterThread() error {
+	if g.tasks == "" {
+		return nil
+	}
+	if err := writeFile(g.tasks, strconv.Itoa(unix.Gettid())); err != nil {
+		return fmt.Errorf("sandbox: join cgroup %s: %w", g.v1, err)
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to every process in the cgroup, and to those they
+// fork meanwhile, until none is left or wait has passed. It reports
+// whether the cgroup is empty.
+func (g *Cgroup) Kill(wait time.Duration) bool {
+	if g == nil {
+		return true
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if g.v2 != "" && writeFile(filepath.Join(g.v2, "cgroup.kill"), "1") != nil {
+			g.signalAll(filepath.Join(g.v2, "cgroup.procs"))
+		}
+		if g.v1 != "" {
+			g.signalAll(filepath.Join(g.v1, "cgroup.procs"))
+		}
+		if g.Empty() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// signalAll sends SIGKILL to every pid listed in a cgroup.procs file.
+func (g *Cgroup) signalAll(procs string) {
+	data, err := os.ReadFile(procs)
+	if err != nil {
+		return
+	}
+	for f := range bytes.FieldsSeq(data) {
+		if pid, err := strconv.Atoi(string(f)); err == nil && pid > 1 && pid != os.Getpid() {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+	}
+}
+
+// Empty reports whether no live process is left in the cgroup. Zombies
+// waiting for their parent to reap them count as gone.
+func (g *Cgroup) Empty() bool {
+	if g == nil {
+		return true
+	}
+	for _, dir := range []string{g.v2, g.v1} {
+		if dir == "" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			continue
+		}
+		for f := range bytes.FieldsSeq(data) {
+			if live(string(f)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// live reports whether /proc/PID is a process that is not a zombie.
+func live(pid string) bool {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 || i+2 >= len(data) {
+		return false
+	}
+	s := data[i+2]
+	return s != 'Z' && s != 'X'
+}
+
+// Close kills what is left and removes the cgroup.
+func (g *Cgroup) Close() error {
+	if g == nil {
+		return nil
+	}
+	g.Kill(time.Second)
+	var errs []error
+	if g.v2fd >= 0 {
+		_ = unix.Close(g.v2fd)
+		g.v2fd = -1
+	}
+	for _, dir := range []string{g.v2, g.v1} {
+		if dir == "" {
+			continue
+		}
+		// rmdir fails while exiting processes are still counted; they go
+		// within moments of SIGKILL.
+		var err error
+		for range 100 {
+			if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+				err = nil
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sandbox: remove cgroup: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,177 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// minABI is the oldest Landlock ABI sluice confines with: 3 adds the
+// truncate right, without which a read-only run could still empty any file
+// the user may write (truncate(2) is not a Landlock right before ABI 3). Older
+// kernels run unconfined (or ask, with sandbox = "require").
+const minABI = 3
+
+var abiOnce = sync.OnceValues(func() (int, error) {
+	v, err := landlockABI()
+	if err != nil {
+		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+			return 0, errors.New("the kernel has no Landlock (or it is not enabled at boot: lsm=landlock)")
+		}
+		return 0, fmt.Errorf("landlock: %w", err)
+	}
+	return v, nil
+})
+
+// handledFS is every file system right the ABI knows that sluice uses:
+// what is handled and not granted is refused.
+func handledFS(abi int) uint64 {
+	a := uint64(unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR |
+		unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM)
+	if abi >= 2 {
+		a |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if abi >= 3 {
+		a |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 5 {
+		a |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	return a
+}
+
+// landlockAccess maps a grant's rights onto Landlock's, within handled.
+// Creating device nodes is never granted: a block device made inside the
+// project would be the whole disk.
+func landlockAccess(a Access, dir bool, handled uint64) uint64 {
+	var r uint64
+	if a&Read != 0 {
+		r |= unix.LANDLOCK_ACCESS_FS_READ_FILE
+	}
+	if a&ReadDir != 0 && dir {
+		r |= unix.LANDLOCK_ACCESS_FS_READ_DIR
+	}
+	if a&Exec != 0 {
+		r |= unix.LANDLOCK_ACCESS_FS_EXECUTE
+	}
+	if a&Write != 0 {
+		r |= unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if a&Create != 0 && dir {
+		r |= unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_REG |
+			unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if a&Ioctl != 0 {
+		r |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	return r & handled
+}
+
+// ruleset builds a Landlock ruleset for spec and returns its descriptor.
+func ruleset(spec *Spec, abi int) (int, error) {
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: handledFS(abi)}
+	if abi >= 4 && !spec.Profile.Network() {
+		// No rule grants a port: every TCP bind and connect is refused.
+		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+	}
+	if abi >= 6 {
+		// No signals to, and no abstract unix sockets of, processes
+		// outside the run: the engine and the agent among them.
+		attr.Scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+	}
+	fd, err := landlockCreate(&attr)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
+	}
+	hidden := inodes(resolveAll(spec.Hidden))
+	for _, g := range Plan(spec) {
+		if err := addGrant(fd, g, attr.Handled_access_fs, hidden); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
+	return fd, nil
+}
+
+// addGrant adds one grant. The path is opened without following a final
+// symlink, so an entry swapped for a link after planning grants nothing,
+// and an object that is one of the hidden ones is never granted.
+func addGrant(fd int, g Grant, handled uint64, hidden map[[2]uint64]bool) error {
+	pfd, err := unix.Open(g.Path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil // gone since it was planned: nothing to grant
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return nil
+	}
+	mode := st.Mode & unix.S_IFMT
+	if mode == unix.S_IFLNK || hidden[[2]uint64{st.Dev, st.Ino}] {
+		return nil
+	}
+	access := landlockAccess(g.Access, mode == unix.S_IFDIR, handled)
+	if access == 0 {
+		return nil
+	}
+	attr := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(pfd)}
+	if err := landlockAddPath(fd, &attr); err != nil {
+		return fmt.Errorf("sandbox: grant %s: %w", g.Path, err)
+	}
+	return nil
+}
+
+// inodes returns the device and inode numbers of paths.
+func inodes(paths []string) map[[2]uint64]bool {
+	m := make(map[[2]uint64]bool, len(paths))
+	for _, p := range paths {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) == nil {
+			m[[2]uint64{st.Dev, st.Ino}] = true
+		}
+	}
+	return m
+}
+
+// The three Landlock system calls, on the calling thread. (go-landlock's
+// API confines every thread of the process, the engine included, and its
+// syscall package links libcap's psx; x/sys/unix has what is needed.)
+
+func landlockABI() (int, error) {
+	r, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+func landlockCreate(attr *unix.LandlockRulesetAttr) (int, error) {
+	r, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr), 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
+}
+
+func landlockAddPath(fd int, attr *unix.LandlockPathBeneathAttr) error {
+	_, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(fd), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(attr)), 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// landlockRestrict enforces ruleset fd on the calling thread only.
+func landlockRestrict(fd int) error {
+	_, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// Profile is what a confined run may do.
+type Profile string
+
+// The profiles, from the narrowest.
+const (
+	// ReadOnly reads the file system except secret paths and writes
+	// nothing but its terminal, /dev/null, its private temporary directory
+	// and the writable caches; it opens no socket of any family
+	// (socketpair is allowed).
+	ReadOnly Profile = "read_only"
+	// Mutating is ReadOnly plus writes inside the jail roots.
+	Mutating Profile = "mutating"
+	// Networked is Mutating plus inet (IPv4 and IPv6) sockets.
+	Networked Profile = "networked"
+)
+
+// Profiles lists the profiles, from the narrowest.
+func Profiles() []Profile { return []Profile{ReadOnly, Mutating, Networked} }
+
+// ParseProfile turns a profile name into a Profile.
+func ParseProfile(s string) (Profile, error) {
+	for _, p := range Profiles() {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("sandbox: unknown profile %q (want read_only, mutating or networked)", s)
+}
+
+// Writes reports whether the profile writes inside the jail roots.
+func (p Profile) Writes() bool { return p == Mutating || p == Networked }
+
+// Network reports whether the profile opens inet sockets.
+func (p Profile) Network() bool { return p == Networked }
+
+// Describe says in a few words what the profile allows, for a person.
+func (p Profile) Describe() string {
+	switch p {
+	case ReadOnly:
+		return "read-only, no network"
+	case Mutating:
+		return "writes in the project, no network"
+	case Networked:
+		return "writes in the project, network"
+	}
+	return string(p)
+}
+
+// Spec is one run's confinement. Paths must be absolute; those that do
+// not exist are ignored (nothing can be granted or hidden there yet).
+type Spec struct {
+	Profile Profile
+	// Roots are the jail: the directories a mutating or networked run may
+	// write (the project). A read-only run gets no write here.
+	Roots []string
+	// Writable are written under every profile: the caches that tools
+	// write even to read (the Go build cache, the module cache).
+	Writable []string
+	// Hidden are never readable nor writable, whatever else grants them:
+	// ~/.ssh, sluice's own spool and audit log.
+	Hidden []string
+	// Readable are read even inside Hidden: the run's own output log in
+	// the spool.
+	Readable []string
+	// TmpDir is the run's private temporary directory (writable).
+	TmpDir string
+	// TTY is the path of the run's terminal (writable), if it has one.
+	TTY string
+}
+
+// Validate checks that the spec names a profile and absolute paths.
+func (s *Spec) Validate() error {
+	if _, err := ParseProfile(string(s.Profile)); err != nil {
+		return err
+	}
+	lists := [][]string{s.Roots, s.Writable, s.Hidden, s.Readable, {s.TmpDir, s.TTY}}
+	for _, l := range lists {
+		for _, p := range l {
+			if p != "" && !filepath.IsAbs(p) {
+				return fmt.Errorf("sandbox: path %q is not absolute", p)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// Available reports whether this machine can confine runs, and how, or why
+// not.
+func Available() (string, error) {
+	abi, err := abiOnce()
+	if err != nil {
+		return "", err
+	}
+	if abi < minABI {
+		return "", fmt.Errorf("the kernel's Landlock ABI is %d; sluice needs %d (Linux 6.2 or later)", abi, minABI)
+	}
+	if _, err := filters(); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Landlock ABI %d and seccomp", abi), nil
+}
+
+// Confinement is a prepared Spec: a Landlock ruleset and a seccomp
+// filter, ready to be applied to the thread that starts one child.
+type Confinement struct {
+	spec    Spec
+	ruleset int
+	filter  *unix.SockFprog
+}
+
+// Prepare builds the confinement for spec. It fails if the kernel cannot
+// enforce it. Close releases it.
+func Prepare(spec Spec) (*Confinement, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := Available(); err != nil {
+		return nil, err
+	}
+	abi, _ := abiOnce()
+	f, err := filters()
+	if err != nil {
+		return nil, err
+	}
+	fd, err := ruleset(&spec, abi)
+	if err != nil {
+		return nil, err
+	}
+	filter := f[0]
+	if spec.Profile.Network() {
+		filter = f[1]
+	}
+	return &Confinement{spec: spec, ruleset: fd, filter: filter}, nil
+}
+
+// Spec is what c confines to.
+func (c *Confinement) Spec() Spec { return c.spec }
+
+// Close releases the ruleset. A child started already stays confined.
+func (c *Confinement) Close() error {
+	if c == nil || c.ruleset < 0 {
+		return nil
+	}
+	err := unix.Close(c.ruleset)
+	c.ruleset = -1
+	return err
+}
+
+// Start starts cmd, confined by c when c is not nil, in cgroup g when g is
+// not nil. The confinement is applied to a new OS thread that starts cmd
+// and is then discarded: the caller's threads are never confined.
+func Start(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
+	if g != nil {
+		g.prepare(cmd)
+	}
+	if c == nil && (g == nil || g.tasks == "") {
+		return cmd.Start()
+	}
+	errc := make(chan error, 1)
+	go startLocked(cmd, c, g, errc)
+	return <-errc
+}
+
+// startLocked starts cmd from the OS thread it locks, after confining that
+// thread. It never unlocks it: the thread ends with the goroutine, taking
+// its confinement with it. The process's main thread cannot end (the Go
+// runtime parks it for good instead), and the kernel judges signals and
+// /proc access against the main thread's credentials: if this goroutine
+// landed there, it holds the main thread and hands the work to another.
+func startLocked(cmd *osexec.Cmd, c *Confinement, g *Cgroup, errc chan<- error) {
+	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		defer runtime.UnlockOSThread()
+		inner := make(chan error, 1)
+		go startLocked(cmd, c, g, inner)
+		errc <- <-inner
+		return
+	}
+	if g != nil {
+		if err := g.enterThread(); err != nil {
+			errc <- err
+			return
+		}
+	}
+	if c != nil {
+		if err := c.apply(); err != nil {
+			errc <- err
+			return
+		}
+	}
+	errc <- cmd.Start()
+}
+
+// apply confines the calling thread: capabilities dropped (as root),
+// no_new_privs, the Landlock domain, the seccomp filter.
+func (c *Confinement) apply() error {
+	if c.ruleset < 0 {
+		return errors.New("sandbox: confinement used after Close")
+	}
+	if os.Geteuid() == 0 {
+		if err := dropCapabilities(); err != nil {
+			return err
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+	}
+	if err := landlockRestrict(c.ruleset); err != nil {
+		return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
+	}
+	return loadFilter(c.filter)
+}
+
+// dropCapabilities empties the calling thread's bounding, ambient,
+// inheritable, permitted and effective sets, so that a child running as
+// root (uid 0 gets the bounding set on exec) has no capability: no
+// CAP_DAC_OVERRIDE past file modes, no module loading, no raw devices.
+func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("sandbox: clear ambient capabilities: %w", err)
+	}
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("sandbox: drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("sandbox: drop capabilities: %w", err)
+	}
+	return nil
+}
