@@ -55,6 +55,24 @@ func (m *Model) approveCmd(id, command string) tea.Cmd {
 	}
 }
 
+// approveUnconfinedCmd claims and runs request id for the person without
+// the confinement its verdict would give it.
+func (m *Model) approveUnconfinedCmd(id string) tea.Cmd {
+	it := m.find(id)
+	if it == nil || m.d.opt.Engine == nil {
+		return nil
+	}
+	it.busy = true
+	eng, shown := m.d.opt.Engine, it.req
+	ctx, actor := m.d.opt.Ctx, m.d.opt.Actor
+	m.d.wg.Add(1)
+	return func() tea.Msg {
+		defer m.d.wg.Done()
+		res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actor, Shown: shown, Unconfined: true})
+		return actedMsg{id: id, verb: "approved UNCONFINED", res: res, err: err}
+	}
+}
+
 func (m *Model) denyCmd(id, reason string) tea.Cmd {
 	it := m.find(id)
 	if it == nil || m.d.opt.Engine == nil {

@@ -47,6 +47,14 @@ func (m *Model) dialog() string {
 			ds.Text.Render("It goes into your policy file; comments there are kept."),
 			"", ds.Button.Render("y: approve and add the rule") + "  " + no,
 		}
+	case modeConfirmUnconfined:
+		title = "Run UNCONFINED? " + m.selectedSummary()
+		body = []string{
+			m.st.App.Error.Render("No kernel confinement for this one run: it can read your secrets (~/.ssh, tokens),"),
+			m.st.App.Error.Render("write anywhere you can, and use the network. The audit log records it as unconfined."),
+			ds.Text.Render("To run it confined instead, press Esc and use a."),
+			"", ds.Button.Render("y: run it unconfined") + "  " + no,
+		}
 	case modeConfirmQuit:
 		title = "Quit?"
 		body = []string{ds.Text.Render(fmt.Sprintf("%d command(s) still running: quitting kills them.", m.Running())),

@@ -107,6 +107,15 @@ type run struct {
 
 func (r *run) running() bool { return r.res == nil }
 
+// sandbox is how the run is confined: its result's word once it ended,
+// else its verdict's profile.
+func (r *run) sandbox() string {
+	if r.res != nil {
+		return r.res.Sandbox
+	}
+	return r.verdict.Profile
+}
+
 // newLogScreen replays a finished run's log into a fresh screen.
 func newLogScreen(data []byte, d *deps) *screen.Screen {
 	rows, cols := d.paneSize()

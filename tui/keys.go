@@ -6,6 +6,7 @@ import "charm.land/bubbles/v2/key"
 // never literal keys.
 type KeyMap struct {
 	Approve, Deny, Edit, ApproveRule, Kill key.Binding
+	ApproveUnconfined                      key.Binding
 	Up, Down, Tab, Filter, Help, Quit      key.Binding
 	ScrollUp, ScrollDown, Follow           key.Binding
 	NextHunk, PrevHunk                     key.Binding
@@ -20,20 +21,22 @@ func DefaultKeyMap() KeyMap {
 		Edit:        key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit+approve")),
 		ApproveRule: key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "approve+rule")),
 		Kill:        key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "kill")),
-		Up:          key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("↑/k", "up")),
-		Down:        key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("↓/j", "down")),
-		Tab:         key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "switch pane")),
-		Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
-		Help:        key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		Quit:        key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
-		ScrollUp:    key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "scroll up")),
-		ScrollDown:  key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "scroll down")),
-		Follow:      key.NewBinding(key.WithKeys("f", "end"), key.WithHelp("f", "follow output")),
-		NextHunk:    key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "next hunk")),
-		PrevHunk:    key.NewBinding(key.WithKeys("["), key.WithHelp("[", "prev hunk")),
-		Yes:         key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
-		No:          key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("esc", "no")),
-		Submit:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
+		// Deliberately a shifted letter, away from a: it asks first.
+		ApproveUnconfined: key.NewBinding(key.WithKeys("U"), key.WithHelp("U", "approve UNCONFINED (asks first)")),
+		Up:                key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("↑/k", "up")),
+		Down:              key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("↓/j", "down")),
+		Tab:               key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "switch pane")),
+		Filter:            key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Help:              key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:              key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		ScrollUp:          key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "scroll up")),
+		ScrollDown:        key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "scroll down")),
+		Follow:            key.NewBinding(key.WithKeys("f", "end"), key.WithHelp("f", "follow output")),
+		NextHunk:          key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "next hunk")),
+		PrevHunk:          key.NewBinding(key.WithKeys("["), key.WithHelp("[", "prev hunk")),
+		Yes:               key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
+		No:                key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("esc", "no")),
+		Submit:            key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
 	}
 }
 
@@ -45,7 +48,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 // FullHelp is what ? shows.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.Kill},
+		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.Kill, k.ApproveUnconfined},
 		{k.Up, k.Down, k.Tab, k.Filter},
 		{k.ScrollUp, k.ScrollDown, k.Follow, k.NextHunk, k.PrevHunk},
 		{k.Help, k.Quit},

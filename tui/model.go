@@ -48,6 +48,10 @@ type Options struct {
 	Tmux            bool // wrap notifications for tmux passthrough
 	// Ctx bounds the runs a person starts; cancelling it kills them.
 	Ctx context.Context
+	// Sandbox says how runs are confined here ("Landlock ABI 7 and
+	// seccomp"), or, with SandboxOff set, why they are not.
+	Sandbox    string
+	SandboxOff bool
 }
 
 // PartVerdict is one simple command's verdict, as the detail pane shows it.
@@ -123,10 +127,11 @@ const (
 	modeConfirmQuit
 	modeFilter
 	modeHelp
+	modeConfirmUnconfined
 )
 
 func (m mode) String() string {
-	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help"}[m]
+	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help", "confirm-unconfined"}[m]
 }
 
 // item is a pending request as the queue shows it.

@@ -24,9 +24,9 @@ func (testJudge) Judge(r *queue.Request) queue.Verdict {
 	case strings.HasPrefix(r.Command, "sudo"):
 		return queue.Verdict{Action: "deny", Category: "privileged", Risk: "critical", Reasons: []string{"sudo runs the command as another user"}}
 	case strings.HasPrefix(r.Command, "ls"):
-		return queue.Verdict{Action: "allow", Category: "read_only", Risk: "low"}
+		return queue.Verdict{Action: "allow", Category: "read_only", Risk: "low", Profile: "read_only"}
 	}
-	return queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium"}
+	return queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium", Profile: "mutating"}
 }
 
 // testRunner prints the command; "sleep" runs until killed.
@@ -37,11 +37,15 @@ func (testRunner) Run(ctx context.Context, r *queue.Request, opt queue.RunOption
 	if out != nil {
 		out([]byte("ran: " + r.Command + "\r\n"))
 	}
+	sandbox := opt.Verdict.Profile
+	if opt.Unconfined {
+		sandbox = queue.Unconfined
+	}
 	if r.Command == "sleep" {
 		<-ctx.Done()
-		return queue.Result{Status: queue.StatusKilled, ExitCode: new(int)}, ""
+		return queue.Result{Status: queue.StatusKilled, ExitCode: new(int), Sandbox: sandbox}, ""
 	}
-	return queue.Result{Status: queue.StatusDone, ExitCode: new(int)}, ""
+	return queue.Result{Status: queue.StatusDone, ExitCode: new(int), Sandbox: sandbox}, ""
 }
 
 type nopRecorder struct{}
@@ -222,6 +226,39 @@ func TestApproveWaitsForGrace(t *testing.T) {
 	}
 	if len(f.m.pending) != 0 || len(f.m.history) != 1 {
 		t.Errorf("queue %d, history %d; want 0 and 1", len(f.m.pending), len(f.m.history))
+	}
+}
+
+// TestApproveUnconfinedAsksFirst: U runs one request without its
+// confinement, only after a dialog that says what that means; anything but
+// y keeps it pending.
+func TestApproveUnconfinedAsksFirst(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.m.d.opt.Sandbox = "Landlock ABI 7 and seccomp"
+	req := f.submit("make deploy")
+	f.clock.add(time.Second)
+	if !strings.Contains(f.m.render(), "confined: writes in the project, no network") {
+		t.Errorf("the request does not show its confinement:\n%s", f.m.render())
+	}
+	if cmd := f.press(f.m.keys.ApproveUnconfined); cmd != nil || f.m.mode != modeConfirmUnconfined {
+		t.Fatalf("U: mode %s, cmd %v; want the confirmation and no command", f.m.mode, cmd != nil)
+	}
+	if v := f.m.render(); !strings.Contains(v, "Run UNCONFINED?") || !strings.Contains(v, "read your secrets") {
+		t.Errorf("the dialog does not say what running unconfined means:\n%s", v)
+	}
+	if cmd := f.press(f.m.keys.No); cmd != nil || len(f.m.pending) != 1 {
+		t.Fatalf("Esc approved it (cmd %v, pending %d)", cmd != nil, len(f.m.pending))
+	}
+	f.press(f.m.keys.ApproveUnconfined)
+	f.run(f.press(f.m.keys.Yes))
+	res := f.result(req.ID)
+	if res.Status != queue.StatusDone || res.Sandbox != queue.Unconfined {
+		t.Errorf("result %s, sandbox %q; want done and unconfined", res.Status, res.Sandbox)
+	}
+	f.press(f.m.keys.Tab)
+	if v := f.m.render(); !strings.Contains(v, "UNCONFINED") {
+		t.Errorf("History does not mark the run unconfined:\n%s", v)
 	}
 }
 

@@ -25,7 +25,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		m.mode = modeNormal // anything else, Esc included, means no
 		return nil
-	case modeConfirmEdit, modeConfirmRule:
+	case modeConfirmEdit, modeConfirmRule, modeConfirmUnconfined:
 		return m.confirmKey(msg)
 	case modeDenyReason, modeEdit, modeFilter:
 		return m.inputKey(msg)
@@ -68,7 +68,8 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 			return m.killCmd(r.req.ID)
 		}
 		m.setErr(fmt.Errorf("nothing running is selected"))
-	case key.Matches(msg, k.Approve), key.Matches(msg, k.Deny), key.Matches(msg, k.Edit), key.Matches(msg, k.ApproveRule):
+	case key.Matches(msg, k.Approve), key.Matches(msg, k.Deny), key.Matches(msg, k.Edit), key.Matches(msg, k.ApproveRule),
+		key.Matches(msg, k.ApproveUnconfined):
 		return m.decisionKey(msg)
 	}
 	return nil
@@ -108,6 +109,12 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		m.openInput(modeEdit, it.req.Command, "edit: ")
+	case key.Matches(msg, k.ApproveUnconfined):
+		if it.req.Kind != queue.KindExec {
+			m.setErr(fmt.Errorf("only commands run confined; approve file changes with a"))
+			return nil
+		}
+		m.mode = modeConfirmUnconfined
 	case key.Matches(msg, k.ApproveRule):
 		if it.req.Kind != queue.KindExec || m.d.opt.ProposeRule == nil {
 			m.setErr(fmt.Errorf("rules can be proposed only for commands"))
@@ -196,6 +203,8 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		return m.approveSelected(it, m.rule.pattern)
+	case modeConfirmUnconfined:
+		return m.approveUnconfinedCmd(it.req.ID)
 	}
 	return nil
 }

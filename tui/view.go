@@ -124,6 +124,12 @@ func (m *Model) pane(title string, lines func(w, h int) []string, w, h int, focu
 func (m *Model) header() string {
 	running := m.Running()
 	s := m.st.App.Title.Render("sluice") + m.st.App.Subtle.Render(fmt.Sprintf("  %d pending · %d running", len(m.pending), running))
+	switch {
+	case m.d.opt.SandboxOff:
+		s += "  " + m.st.App.Error.Render("UNCONFINED: "+plainText(m.d.opt.Sandbox))
+	case m.d.opt.Sandbox != "":
+		s += m.st.App.Subtle.Render("  · confined by " + plainText(m.d.opt.Sandbox))
+	}
 	if m.filter != "" {
 		s += m.st.App.Subtle.Render("  filter: ") + plainText(m.filter)
 	}

@@ -182,6 +182,11 @@ func (m *Model) detailLines(w, h int) []string {
 			out = append(out, wrap([]string{"  " + d.Reason.Render("· "+plainText(reason))}, max(1, w))...)
 		}
 	}
+	if req.Kind == queue.KindExec {
+		if s := m.sandboxText(v, r); s != "" {
+			out = append(out, wrap([]string{label("sandbox") + " " + s}, max(1, w))...)
+		}
+	}
 	field("cwd", req.Cwd)
 	field("agent", strings.TrimSpace(req.Agent+" "+req.Session))
 	field("note", req.Note)
@@ -248,6 +253,42 @@ func (m *Model) diffLines(it *item, w int) []string {
 	return out
 }
 
+// sandboxText says how a request runs, or ran: "confined: read-only, no
+// network", or why not, marked.
+func (m *Model) sandboxText(v queue.Verdict, r *run) string {
+	d := m.st.Detail
+	if r != nil && r.res != nil && r.res.Sandbox != "" {
+		return describeSandbox(r.res.Sandbox, d.Value, m.st.App.Error)
+	}
+	if m.d.opt.SandboxOff {
+		return m.st.App.Error.Render(plainText("none: " + m.d.opt.Sandbox))
+	}
+	if m.d.opt.Sandbox == "" || v.Profile == "" {
+		return ""
+	}
+	s := describeSandbox(v.Profile, d.Value, m.st.App.Error)
+	if r == nil {
+		s += m.st.App.Subtle.Render(" · U runs it unconfined")
+	}
+	return s
+}
+
+// describeSandbox turns a result's or verdict's sandbox value into words:
+// a profile reads "confined: …", anything else is marked.
+func describeSandbox(s string, ok, bad lipgloss.Style) string {
+	switch s {
+	case "read_only":
+		return ok.Render("confined: read-only, no network")
+	case "mutating":
+		return ok.Render("confined: writes in the project, no network")
+	case "networked":
+		return ok.Render("confined: writes in the project, network")
+	case queue.Unconfined:
+		return bad.Render("UNCONFINED (a person chose it)")
+	}
+	return bad.Render(plainText(s))
+}
+
 func (m *Model) outputTitle() string {
 	r := m.shownRun()
 	if r == nil {
@@ -258,6 +299,14 @@ func (m *Model) outputTitle() string {
 		state = string(r.res.Status)
 	}
 	t := "Output · " + state + " · " + plainText(r.req.Summary())
+	switch sb := r.sandbox(); {
+	case sb == queue.Unconfined:
+		t += " · UNCONFINED"
+	case strings.HasPrefix(sb, "none"):
+		t += " · not confined"
+	case sb != "":
+		t += " · confined " + sb
+	}
 	if r.screen != nil && !r.screen.Following() {
 		t += " · scrolled (f follows)"
 	}

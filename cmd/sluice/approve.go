@@ -18,12 +18,17 @@ not run here. ID may be any unique prefix of 4+ characters (see 'sluice
 ls'). A request the policy denies cannot be approved: change the policy.
 The approval is recorded in the audit log before anything runs. Ctrl-C
 kills the command (answered "killed").
+
+The command runs confined to its verdict's profile (read_only, mutating,
+networked; see 'sluice sandbox --help'). --unconfined runs this one request
+without confinement, and the audit log says so.
 `
 
 func cmdApprove(args []string, std stdio, g *globals) int {
-	fs := newFlags("approve", "[--policy FILE] [--audit FILE] ID", approveHelp, std, g)
+	fs := newFlags("approve", "[--policy FILE] [--audit FILE] [--unconfined] ID", approveHelp, std, g)
 	var ef engineFlags
 	ef.register(fs)
+	unconfined := fs.Bool("unconfined", false, "run the command WITHOUT its confinement (it can read your secrets, write anywhere, use the network); audited as unconfined")
 	ids, code, ok := fs.parse(args, true)
 	if !ok {
 		return code
@@ -57,8 +62,12 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 	// policy judges and the audit log records.
 	started := func(req *queue.Request) {
 		fmt.Fprintf(std.err, "sluice approve: %s (%s) in %s: %s\n", id, req.Kind, show(req.Cwd), show(req.Summary()))
+		if *unconfined && req.Kind == queue.KindExec {
+			fmt.Fprintf(std.err, "sluice approve: running it UNCONFINED, as asked\n")
+		}
 	}
-	res, err := eng.ApproveWith(ctx, id, loginName(), started, func(p []byte) { std.out.Write(p) })
+	res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: loginName(), Claimed: started,
+		Output: func(p []byte) { std.out.Write(p) }, Unconfined: *unconfined})
 	if err != nil {
 		if errors.Is(err, queue.ErrPolicyDenies) {
 			fmt.Fprintf(std.err, "sluice approve: %s: %s\n", id, show(err.Error()))

@@ -92,7 +92,8 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	}
 	defer log.Close()
 	actor := eng.Runner.(*exec.Actor)
-	judge := eng.Judge.(*policy.Judge)
+	judge := policyJudge(eng.Judge)
+	sbText, sbOff := sandboxStatus(actor.Runner.Confine)
 
 	runCtx, killRuns := context.WithCancel(context.Background())
 	defer killRuns()
@@ -113,6 +114,8 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		Notify:       cfg.Console.Notify == nil || *cfg.Console.Notify,
 		Tmux:         os.Getenv("TMUX") != "",
 		Ctx:          runCtx,
+		Sandbox:      sbText,
+		SandboxOff:   sbOff,
 	})
 	actor.Runner.Size = func() (uint16, uint16) { return m.PaneSize() }
 

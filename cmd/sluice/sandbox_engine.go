@@ -1,7 +1,9 @@
 package main
 
 import (
+	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -9,6 +11,28 @@ import (
 // cannot confine a run, nothing runs without a person, so what the policy
 // would allow alone asks instead.
 type requireSandbox struct{ inner queue.Judge }
+
+// policyJudge is the policy's judge under j (which may be wrapped in
+// requireSandbox).
+func policyJudge(j queue.Judge) *policy.Judge {
+	if r, ok := j.(requireSandbox); ok {
+		j = r.inner
+	}
+	return j.(*policy.Judge)
+}
+
+// sandboxStatus says how this machine confines runs under conf, or, with
+// off true, why it does not.
+func sandboxStatus(conf *exec.Confine) (text string, off bool) {
+	if conf == nil || conf.Mode == exec.SandboxOff {
+		return `sandbox = "off" in config.toml`, true
+	}
+	how, err := sandbox.Available()
+	if err != nil {
+		return err.Error(), true
+	}
+	return how, false
+}
 
 // Judge implements queue.Judge.
 func (r requireSandbox) Judge(req *queue.Request) queue.Verdict {

@@ -133,6 +133,11 @@ func cmdServe(args []string, std stdio, g *globals) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logf("watching %s (audit log %s)", sp.Dir(), log.Path())
+	if text, off := sandboxStatus(eng.Runner.(*exec.Actor).Runner.Confine); off {
+		logf("commands run UNCONFINED: %s", text)
+	} else {
+		logf("commands run confined by %s", text)
+	}
 	eng.Serve(ctx)
 	logf("stopped")
 	return exitOK
