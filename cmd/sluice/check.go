@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -120,7 +121,12 @@ func cmdCheck(args []string, std stdio, g *globals) int {
 	}
 	v := p.Check(strings.Join(words, " "), env)
 	if *asJSON {
-		writeJSON(std.out, v)
+		// The verdict of SPEC section 4, and the profile a run of the line
+		// would be confined to.
+		writeJSON(std.out, struct {
+			*policy.Verdict
+			Profile string `json:"profile"`
+		}{v, v.Profile()})
 		return exitOK
 	}
 	fmt.Fprintf(std.out, "%s  %s  risk %s\n", strings.ToUpper(v.Action.String()), v.Category, v.Risk)
@@ -133,6 +139,9 @@ func cmdCheck(args []string, std stdio, g *globals) int {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Action, c.Category, clip(strings.Join(argv, " "), 48), show(c.Rule))
 	}
 	tw.Flush()
+	if prof, err := sandbox.ParseProfile(v.Profile()); err == nil {
+		fmt.Fprintf(std.out, "runs confined: %s (%s)\n", prof, prof.Describe())
+	}
 	if len(v.Reasons) > 0 {
 		fmt.Fprintln(std.out, "because:")
 		for _, r := range v.Reasons {
