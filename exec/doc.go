@@ -9,9 +9,12 @@
 // The package never runs a request it was not handed by its caller (it does
 // not read the spool or judge commands), never lets a child's process group
 // outlive its timeout, and never passes the caller's secrets on: the child's
-// environment is filtered by FilterEnv. It does not contain children that
-// leave their process group (setsid, double fork into a new session); that
-// needs cgroups, which this package does not use.
+// environment is filtered by FilterEnv. With Runner.Confine set, every
+// child is confined to its verdict's profile (exec/sandbox: Landlock and
+// seccomp on Linux) in a private TMPDIR, and lives in a cgroup of its own
+// where one can be made, so that nothing it started outlives the run, not
+// even what left its session; without a cgroup, the kill sweeps the
+// process group and tree.
 //
 // Plan and Apply carry out write, edit and patch requests: Plan computes
 // the change against the files as they are now (refusing a path that leads
