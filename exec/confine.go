@@ -164,12 +164,10 @@ func (r *Runner) confine(id, dir, tty string, opt Options) *confinement {
 		return &confinement{label: nonePrefix + "no private temporary directory: " + err.Error()}
 	}
 	hidden := slices.Clone(c.Hidden)
-	var readable []string
 	if c.Spool != "" {
+		// The whole spool, the run's own log too: what it wrote reaches
+		// it through its terminal.
 		hidden = append(hidden, c.Spool)
-		if opt.LogPath != "" {
-			readable = append(readable, opt.LogPath)
-		}
 	}
 	roots := opt.Jail
 	if len(roots) == 0 {
@@ -177,7 +175,7 @@ func (r *Runner) confine(id, dir, tty string, opt Options) *confinement {
 	}
 	profile := ProfileFor(opt.Profile)
 	box, err := sandbox.Prepare(sandbox.Spec{Profile: profile, Roots: roots, Writable: c.Writable,
-		Hidden: hidden, Readable: readable, TmpDir: tmp, TTY: tty})
+		Hidden: hidden, TmpDir: tmp, TTY: tty})
 	if err != nil {
 		_ = os.RemoveAll(tmp)
 		return &confinement{label: nonePrefix + err.Error()}

@@ -62,15 +62,24 @@ func procInGroup(path string, pgid int, buf []byte) bool {
 	return err == nil && g == pgid
 }
 
-// cgroup makes the cgroup of run id, or returns nil where none can be made
-// (the kill then sweeps the process group and tree).
-func (r *Runner) cgroup(id string) *sandbox.Cgroup {
-	g, err := sandbox.NewCgroup(id, r.maxProcs())
+// cgroup returns a cgroup for a run, or nil where none can be made (the
+// kill then sweeps the process group and tree). The run gives it back
+// with uncgroup.
+func (r *Runner) cgroup() *sandbox.Cgroup {
+	r.cgroupsOnce.Do(func() { r.cgroups.MaxProcs = r.maxProcs() })
+	g, err := r.cgroups.Get()
 	if err != nil {
 		return nil
 	}
 	return g
 }
+
+// uncgroup takes back a run's cgroup once the run ended.
+func (r *Runner) uncgroup(g *sandbox.Cgroup) { r.cgroups.Put(g) }
+
+// Close removes the cgroups the runner keeps for reuse. Call it when no
+// run is left.
+func (r *Runner) Close() error { return r.cgroups.Close() }
 
 // limit caps the new child's process count (RLIMIT_NPROC counts every
 // process of the user: a fork bomb stops there while the engine, whose own

@@ -10,7 +10,13 @@ import "github.com/sluice-dev/sluice/exec/sandbox"
 func groupAlive(pgid int) bool { return killZeroAlive(pgid) }
 
 // cgroup returns nil: there are no cgroups here.
-func (r *Runner) cgroup(string) *sandbox.Cgroup { return nil }
+func (r *Runner) cgroup() *sandbox.Cgroup { return nil }
+
+// uncgroup does nothing: there are no cgroups here.
+func (r *Runner) uncgroup(*sandbox.Cgroup) {}
+
+// Close does nothing: there are no cgroups to remove here.
+func (r *Runner) Close() error { return nil }
 
 // limit does nothing here: a process's limits are set from inside it.
 func (r *Runner) limit(int) {}

@@ -45,6 +45,9 @@ type Runner struct {
 
 	baseOnce sync.Once
 	base     []string // BaseEnv filtered once: about 0.2 ms a run saved
+
+	cgroupsOnce sync.Once
+	cgroups     sandbox.Cgroups // reused between runs
 }
 
 // Options for one run.
@@ -135,8 +138,8 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	box := r.confine(req.ID, dir, tty.Name(), opt)
 	defer box.close()
 	res.Sandbox = box.label
-	cg := r.cgroup(req.ID)
-	defer cg.Close()
+	cg := r.cgroup()
+	defer r.uncgroup(cg)
 	cmd := osexec.Command("/bin/sh", "-c", req.Command)
 	cmd.Dir = dir
 	cmd.Env = r.env(req, dir)

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -56,6 +57,7 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 		return engineErrExit(err)
 	}
 	defer log.Close()
+	defer eng.Runner.(*exec.Actor).Runner.Close() // the cgroups kept for reuse
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	// Say what runs: it is what the claimed file holds, which is what the

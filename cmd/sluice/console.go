@@ -91,6 +91,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		return engineErrExit(err)
 	}
 	defer log.Close()
+	defer eng.Runner.(*exec.Actor).Runner.Close() // the cgroups kept for reuse
 	actor := eng.Runner.(*exec.Actor)
 	judge := policyJudge(eng.Judge)
 	sbText, sbOff := sandboxStatus(actor.Runner.Confine)

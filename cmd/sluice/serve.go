@@ -127,6 +127,7 @@ func cmdServe(args []string, std stdio, g *globals) int {
 		return engineErrExit(err)
 	}
 	defer log.Close()
+	defer eng.Runner.(*exec.Actor).Runner.Close() // the cgroups kept for reuse
 	if *maxAuto > 0 {
 		eng.MaxAuto = *maxAuto
 	}

@@ -27,6 +27,7 @@ type Cgroup struct {
 	tasks string // v1: the tasks file the starting thread joins
 	// Limited reports whether pids.max bounds the run's processes.
 	Limited bool
+	killed  bool // cgroup.kill was written: not to be reused
 }
 
 // hierarchy is where this process sits in the mounted cgroup trees.
@@ -102,6 +103,104 @@ func cgroupMounts() (v2, v1pids string) {
 	return v2, v1pids
 }
 
+// Cgroups hands out run cgroups and takes them back, reusing those left
+// empty: making and removing a cgroup costs a few hundred microseconds,
+// more than the rest of starting a confined run. Its zero value is ready;
+// MaxProcs must be set before the first Get.
+type Cgroups struct {
+	MaxProcs int // pids.max of each; 0 means no limit
+
+	mu     sync.Mutex
+	free   []*Cgroup
+	n      int
+	swept  bool
+	closed bool
+}
+
+// maxFree bounds the empty cgroups kept for reuse.
+const maxFree = 16
+
+// Get returns an empty cgroup for a run, or an error where none can be
+// made (the caller then kills by process group and tree).
+func (p *Cgroups) Get() (*Cgroup, error) {
+	p.mu.Lock()
+	if !p.swept {
+		p.swept = true
+		removeStale()
+	}
+	if n := len(p.free); n > 0 {
+		g := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return g, nil
+	}
+	p.n++
+	name := fmt.Sprintf("%d-%d", os.Getpid(), p.n)
+	p.mu.Unlock()
+	return NewCgroup(name, p.MaxProcs)
+}
+
+// Put takes back g once its run ended: what is left in it is killed, and
+// an empty g is kept for the next run (or removed, past maxFree).
+func (p *Cgroups) Put(g *Cgroup) {
+	if g == nil {
+		return
+	}
+	if !g.Kill(time.Second) || g.killed {
+		_ = g.Close()
+		return
+	}
+	p.mu.Lock()
+	if !p.closed && len(p.free) < maxFree {
+		p.free = append(p.free, g)
+		g = nil
+	}
+	p.mu.Unlock()
+	if g != nil {
+		_ = g.Close()
+	}
+}
+
+// Close removes the cgroups kept for reuse.
+func (p *Cgroups) Close() error {
+	p.mu.Lock()
+	free := p.free
+	p.free, p.closed = nil, true
+	p.mu.Unlock()
+	var errs []error
+	for _, g := range free {
+		errs = append(errs, g.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// removeStale removes the empty run cgroups of sluice processes that are
+// gone (a crash leaves them behind): sluice-PID-N where PID is not alive.
+func removeStale() {
+	h := ownHierarchy()
+	for _, parent := range []string{h.v2, h.v1} {
+		if parent == "" {
+			continue
+		}
+		entries, err := os.ReadDir(parent)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			rest, ok := strings.CutPrefix(e.Name(), "sluice-")
+			if !ok || !e.IsDir() {
+				continue
+			}
+			pidText, _, ok := strings.Cut(rest, "-")
+			pid, err := strconv.Atoi(pidText)
+			if !ok || err != nil || pid <= 0 || unix.Kill(pid, 0) == nil || errors.Is(unix.Kill(pid, 0), unix.EPERM) {
+				continue
+			}
+			_ = os.Remove(filepath.Join(parent, e.Name())) // fails, harmlessly, if not empty
+		}
+	}
+}
+
 // NewCgroup makes a cgroup named name for one run below this process's
 // own, with at most maxProcs processes where a pids controller allows a
 // limit (maxProcs <= 0: no limit). It fails when no cgroup can be made
@@ -165,6 +264,18 @@ func (g *Cgroup) prepare(cmd *osexec.Cmd) {
 	cmd.SysProcAttr.CgroupFD = g.v2fd
 }
 
+// leaveThread moves the calling thread back to this process's own v1
+// pids cgroup once the child is started, so the run's cgroup holds only
+// the run's processes.
+func (g *Cgroup) leaveThread() {
+	if g.tasks == "" {
+		return
+	}
+	if own := ownHierarchy().v1; own != "" {
+		_ = writeFile(filepath.Join(own, "tasks"), strconv.Itoa(unix.Gettid()))
+	}
+}
+
 // enterThread moves the calling thread into the v1 pids cgroup, so the
 // child it forks starts there (v1 has no CLONE_INTO_CGROUP).
 func (g *Cgroup) enterThread() error {
@@ -179,15 +290,24 @@ func (g *Cgroup) enterThread() error {
 
 // Kill sends SIGKILL to every process in the cgroup, and to those they
 // fork meanwhile, until none is left or wait has passed. It reports
-// whether the cgroup is empty.
+// whether the cgroup is empty. An empty cgroup is left alone.
 func (g *Cgroup) Kill(wait time.Duration) bool {
 	if g == nil {
 		return true
 	}
+	if g.Empty() {
+		return true
+	}
 	deadline := time.Now().Add(wait)
 	for {
-		if g.v2 != "" && writeFile(filepath.Join(g.v2, "cgroup.kill"), "1") != nil {
-			g.signalAll(filepath.Join(g.v2, "cgroup.procs"))
+		if g.v2 != "" {
+			// Once killed this way, a cgroup cannot take new processes
+			// through CLONE_INTO_CGROUP (this kernel kills them as they
+			// start), so it is never reused.
+			g.killed = true
+			if writeFile(filepath.Join(g.v2, "cgroup.kill"), "1") != nil {
+				g.signalAll(filepath.Join(g.v2, "cgroup.procs"))
+			}
 		}
 		if g.v1 != "" {
 			g.signalAll(filepath.Join(g.v1, "cgroup.procs"))
@@ -229,8 +349,9 @@ func (g *Cgroup) Empty() bool {
 		if err != nil {
 			continue
 		}
+		self := strconv.Itoa(os.Getpid())
 		for f := range bytes.FieldsSeq(data) {
-			if live(string(f)) {
+			if string(f) != self && live(string(f)) {
 				return false
 			}
 		}

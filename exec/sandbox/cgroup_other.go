@@ -34,3 +34,18 @@ func (g *Cgroup) Empty() bool { return true }
 
 // Close does nothing: there is nothing to remove.
 func (g *Cgroup) Close() error { return nil }
+
+// Cgroups hands out no cgroups here: Get fails, and the caller kills by
+// process group and tree.
+type Cgroups struct {
+	MaxProcs int
+}
+
+// Get fails: there are no cgroups outside Linux.
+func (p *Cgroups) Get() (*Cgroup, error) { return NewCgroup("", p.MaxProcs) }
+
+// Put does nothing.
+func (p *Cgroups) Put(g *Cgroup) {}
+
+// Close does nothing.
+func (p *Cgroups) Close() error { return nil }

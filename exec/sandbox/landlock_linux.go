@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"unsafe"
@@ -73,9 +74,16 @@ func landlockAccess(a Access, dir bool, handled uint64) uint64 {
 	return r & handled
 }
 
-// ruleset builds a Landlock ruleset for spec and returns its descriptor.
-func ruleset(spec *Spec, abi int) (int, error) {
-	attr := unix.LandlockRulesetAttr{Handled_access_fs: handledFS(abi)}
+// runHandled are the rights the run layer handles: writes and device
+// ioctls. Reads and execution are the base layer's alone.
+func runHandled(abi int) uint64 {
+	return handledFS(abi) &^ (unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR | unix.LANDLOCK_ACCESS_FS_EXECUTE)
+}
+
+// runRuleset builds the run's own layer for spec and returns its
+// descriptor.
+func runRuleset(spec *Spec, abi int) (int, error) {
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: runHandled(abi)}
 	if abi >= 4 && !spec.Profile.Network() {
 		// No rule grants a port: every TCP bind and connect is refused.
 		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
@@ -89,14 +97,127 @@ func ruleset(spec *Spec, abi int) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
 	}
-	hidden := inodes(resolveAll(spec.Hidden))
-	for _, g := range Plan(spec) {
-		if err := addGrant(fd, g, attr.Handled_access_fs, hidden); err != nil {
+	// The base layer refuses the hidden paths whatever this one grants.
+	for _, g := range PlanRun(spec) {
+		if err := addGrant(fd, g, attr.Handled_access_fs, nil); err != nil {
 			unix.Close(fd)
 			return -1, err
 		}
 	}
 	return fd, nil
+}
+
+// base is a built base layer, shared by the runs that use it while the
+// directories it read are unchanged.
+type base struct {
+	fd    int
+	watch []stamp
+	refs  int  // runs holding fd (under basesMu)
+	stale bool // replaced: close fd when the last run lets go
+}
+
+// stamp is what a watched directory looked like when the base was built.
+type stamp struct {
+	path  string
+	ino   uint64
+	mtime unix.Timespec
+}
+
+var (
+	basesMu sync.Mutex
+	bases   = map[string]*base{} // by the hidden paths, joined
+)
+
+// acquireBase returns the base layer for hidden, built now or reused, and
+// holds it until releaseBase.
+func acquireBase(hidden []string, abi int) (*base, error) {
+	key := strings.Join(hidden, "\x00")
+	basesMu.Lock()
+	defer basesMu.Unlock()
+	if b := bases[key]; b != nil {
+		if b.fresh() {
+			b.refs++
+			return b, nil
+		}
+		b.stale = true
+		delete(bases, key)
+		if b.refs == 0 {
+			unix.Close(b.fd)
+		}
+	}
+	if len(bases) >= 8 {
+		// Many different hidden sets (every sluice sandbox call of a
+		// test, say): start over rather than keep them all.
+		for k, b := range bases {
+			b.stale = true
+			if b.refs == 0 {
+				unix.Close(b.fd)
+			}
+			delete(bases, k)
+		}
+	}
+	b, err := buildBase(hidden, abi)
+	if err != nil {
+		return nil, err
+	}
+	b.refs = 1
+	bases[key] = b
+	return b, nil
+}
+
+// releaseBase lets go of b.
+func releaseBase(b *base) {
+	basesMu.Lock()
+	defer basesMu.Unlock()
+	b.refs--
+	if b.stale && b.refs == 0 {
+		unix.Close(b.fd)
+	}
+}
+
+// fresh reports whether no watched directory changed since b was built.
+func (b *base) fresh() bool {
+	for _, w := range b.watch {
+		var st unix.Stat_t
+		if unix.Stat(w.path, &st) != nil || st.Ino != w.ino || st.Mtim != w.mtime {
+			return false
+		}
+	}
+	return true
+}
+
+// buildBase builds the base layer: every file system right on everything
+// but the hidden paths. A directory that changed while it was being
+// planned leaves the base stale at once, so the next run plans again.
+func buildBase(hidden []string, abi int) (*base, error) {
+	handled := handledFS(abi)
+	fd, err := landlockCreate(&unix.LandlockRulesetAttr{Handled_access_fs: handled})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
+	}
+	var start unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &start)
+	grants, watch := PlanBase(hidden)
+	stamps := make([]stamp, 0, len(watch))
+	for _, w := range watch {
+		var st unix.Stat_t
+		if unix.Stat(w, &st) != nil {
+			continue
+		}
+		s := stamp{path: w, ino: st.Ino, mtime: st.Mtim}
+		if st.Mtim.Nano() >= start.Nano() {
+			s.mtime = unix.Timespec{} // changed while planned: never fresh
+		}
+		stamps = append(stamps, s)
+	}
+	inos := inodes(resolveAll(hidden))
+	for _, g := range grants {
+		if err := addGrant(fd, g, handled, inos); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+	}
+	return &base{fd: fd, watch: stamps}, nil
 }
 
 // addGrant adds one grant. The path is opened without following a final

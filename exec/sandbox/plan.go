@@ -38,18 +38,61 @@ type Grant struct {
 	Dir    bool
 }
 
-// Plan turns a spec into grants. Every path is made absolute and has its
-// symlinks resolved first, since the kernel grants the object a path
-// names, not the name. Hidden paths are carved out: where a grant's
-// directory holds a hidden path, it is split into grants for each entry
-// on the way down, and the directories on that way get only the right to
-// be listed (read grants) or nothing (write grants). So files directly in
-// a directory that holds a hidden path can be changed but not created
-// there, and a hidden directory's entries can be listed but not read.
-func Plan(s *Spec) []Grant {
-	hidden := resolveAll(s.Hidden)
-	p := planner{hidden: hidden}
-	p.carve("/", readAll, ReadDir)
+// Layers is a spec planned as two layers whose intersection is the
+// confinement (Landlock stacks rulesets: an access must be allowed by
+// every layer that handles it).
+//
+// Base depends on the hidden paths alone: it grants every right on
+// everything but them, carved (see below). It is costly to build (it reads
+// the directories on the way down to each hidden path) and the same for
+// every run, so it is built once and reused while the directories in
+// Watch are unchanged. Run handles only the write and device rights and
+// grants the run's own: the roots (for a profile that writes), the
+// caches, the temporary directory, the terminal.
+//
+// Carving: where a directory holds a hidden path, it is split into grants
+// for each entry on the way down, and the directories on that way get only
+// the right to be listed. So a hidden directory's entries can be listed
+// but not read, and entries can be changed but not created directly in a
+// directory that holds a hidden path. Symlinks are never granted: what a
+// link leads to is judged by its own place. Every path is made absolute
+// and has its symlinks resolved first, since the kernel grants the object
+// a path names, not the name.
+type Layers struct {
+	Base  []Grant
+	Watch []string
+	Run   []Grant
+}
+
+// PlanBase plans the base layer for the hidden paths: the grants, and the
+// directories whose change (an entry added, removed or renamed) makes them
+// stale: those it listed, and the nearest existing parent of each hidden
+// path.
+func PlanBase(hidden []string) (grants []Grant, watch []string) {
+	p := planner{hidden: resolveAll(hidden)}
+	p.carve("/", readAll|writeAll|Ioctl, ReadDir)
+	for _, h := range hidden {
+		if h == "" || !filepath.IsAbs(h) {
+			continue
+		}
+		d := filepath.Dir(filepath.Clean(h))
+		for d != "/" {
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+				break
+			}
+			d = filepath.Dir(d)
+		}
+		p.watch = appendNew(p.watch, d)
+	}
+	return p.grants, p.watch
+}
+
+// PlanRun plans the run's own layer: writes to the roots (for a profile
+// that writes), /dev/shm (likewise), the caches and the temporary
+// directory, and writes and ioctls on /dev/null, /dev/tty and the run's
+// terminal.
+func PlanRun(s *Spec) []Grant {
+	p := planner{}
 	writable := slices.Clone(s.Writable)
 	if s.Profile.Writes() {
 		writable = append(writable, s.Roots...)
@@ -59,26 +102,39 @@ func Plan(s *Spec) []Grant {
 		writable = append(writable, s.TmpDir)
 	}
 	for _, w := range resolveAll(writable) {
-		p.carve(w, readAll|writeAll, 0)
+		if fi, err := os.Stat(w); err == nil {
+			p.emit(w, writeAll, fi.IsDir())
+		}
 	}
 	devices := []string{"/dev/null", "/dev/tty"}
 	if s.TTY != "" {
 		devices = append(devices, s.TTY)
 	}
-	for _, d := range resolveAll(devices) {
-		if !p.isHidden(d) {
-			p.emit(d, Read|Write|Ioctl, false)
-		}
-	}
-	for _, r := range resolveAll(s.Readable) {
-		p.emit(r, Read, false)
+	// Devices are named as they are: nothing under /dev/pts is a link,
+	// and a name that is gone is skipped when it is opened.
+	for _, d := range devices {
+		p.emit(d, Write|Ioctl, false)
 	}
 	return p.grants
+}
+
+// Plan plans both layers of s.
+func Plan(s *Spec) Layers {
+	base, watch := PlanBase(s.Hidden)
+	return Layers{Base: base, Watch: watch, Run: PlanRun(s)}
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }
 
 type planner struct {
 	hidden []string
 	grants []Grant
+	watch  []string // the directories carve listed
 }
 
 func (p *planner) emit(path string, a Access, dir bool) {
@@ -130,6 +186,7 @@ func (p *planner) carve(path string, a, dirAccess Access) {
 		return
 	}
 	p.emit(path, dirAccess, true)
+	p.watch = appendNew(p.watch, path)
 	entries, err := os.ReadDir(path)
 	if err != nil {
 		return

@@ -66,9 +66,6 @@ type Spec struct {
 	// Hidden are never readable nor writable, whatever else grants them:
 	// ~/.ssh, sluice's own spool and audit log.
 	Hidden []string
-	// Readable are read even inside Hidden: the run's own output log in
-	// the spool.
-	Readable []string
 	// TmpDir is the run's private temporary directory (writable).
 	TmpDir string
 	// TTY is the path of the run's terminal (writable), if it has one.
@@ -80,7 +77,7 @@ func (s *Spec) Validate() error {
 	if _, err := ParseProfile(string(s.Profile)); err != nil {
 		return err
 	}
-	lists := [][]string{s.Roots, s.Writable, s.Hidden, s.Readable, {s.TmpDir, s.TTY}}
+	lists := [][]string{s.Roots, s.Writable, s.Hidden, {s.TmpDir, s.TTY}}
 	for _, l := range lists {
 		for _, p := range l {
 			if p != "" && !filepath.IsAbs(p) {

@@ -75,17 +75,6 @@ func SeatbeltProfile(s *Spec) (string, error) {
 	for _, p := range hidden {
 		w.rule("deny file-read* file-write*", "subpath", p)
 	}
-	readable := forms(s.Readable)
-	for _, p := range readable {
-		w.rule("allow file-read*", "subpath", p)
-	}
-	// realpath(3), getcwd and the tools that walk a path stat each
-	// directory on the way to the readable file, which Linux allows
-	// (Landlock does not govern stat): the hidden directories that lead
-	// to a readable path may be stat'ed, still not listed nor read.
-	for _, p := range ancestorsWithin(hidden, readable) {
-		w.rule("allow file-read-metadata", "literal", p)
-	}
 
 	// A run may signal its own processes only, not the engine that
 	// started it nor anything else of the user's (Landlock's signal
@@ -197,29 +186,6 @@ func forms(paths []string) []string {
 	return out
 }
 
-// ancestorsWithin returns, for each readable path inside a hidden one,
-// the hidden directory and those below it on the way to the readable
-// path's parent.
-func ancestorsWithin(hidden, readable []string) []string {
-	var out []string
-	for _, r := range readable {
-		for _, h := range hidden {
-			if r == h || !within(h, r) {
-				continue
-			}
-			for d := filepath.Dir(r); within(h, d); d = filepath.Dir(d) {
-				if !slices.Contains(out, d) {
-					out = append(out, d)
-				}
-				if d == h {
-					break
-				}
-			}
-		}
-	}
-	return out
-}
-
 // withRealPaths returns s with, added to each of its lists, what every
 // path resolves to where that differs from the path (a symlink on the way
 // or at its end). Seatbelt matches the path the kernel reached, so a rule
@@ -242,7 +208,6 @@ func withRealPaths(s Spec) Spec {
 	}
 	s.Roots = resolve(s.Roots)
 	s.Hidden = resolve(s.Hidden)
-	s.Readable = resolve(s.Readable)
 	// TmpDir is a single path: its resolved form joins the writable
 	// caches, which are granted the same. The TTY is a device under /dev,
 	// where nothing is a link but what points into /dev/fd.

@@ -30,7 +30,8 @@ func Available() (string, error) {
 // filter, ready to be applied to the thread that starts one child.
 type Confinement struct {
 	spec    Spec
-	ruleset int
+	base    *base // shared; released by Close
+	ruleset int   // the run's own layer
 	filter  *unix.SockFprog
 }
 
@@ -48,15 +49,20 @@ func Prepare(spec Spec) (*Confinement, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, err := ruleset(&spec, abi)
+	b, err := acquireBase(spec.Hidden, abi)
 	if err != nil {
+		return nil, err
+	}
+	fd, err := runRuleset(&spec, abi)
+	if err != nil {
+		releaseBase(b)
 		return nil, err
 	}
 	filter := f[0]
 	if spec.Profile.Network() {
 		filter = f[1]
 	}
-	return &Confinement{spec: spec, ruleset: fd, filter: filter}, nil
+	return &Confinement{spec: spec, base: b, ruleset: fd, filter: filter}, nil
 }
 
 // Spec is what c confines to.
@@ -69,6 +75,7 @@ func (c *Confinement) Close() error {
 	}
 	err := unix.Close(c.ruleset)
 	c.ruleset = -1
+	releaseBase(c.base)
 	return err
 }
 
@@ -110,11 +117,18 @@ func startLocked(cmd *osexec.Cmd, c *Confinement, g *Cgroup, errc chan<- error) 
 	}
 	if c != nil {
 		if err := c.apply(); err != nil {
+			if g != nil {
+				g.leaveThread()
+			}
 			errc <- err
 			return
 		}
 	}
-	errc <- cmd.Start()
+	err := cmd.Start()
+	if g != nil {
+		g.leaveThread()
+	}
+	errc <- err
 }
 
 // apply confines the calling thread: capabilities dropped (as root),
@@ -130,6 +144,9 @@ func (c *Confinement) apply() error {
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+	}
+	if err := landlockRestrict(c.base.fd); err != nil {
+		return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
 	}
 	if err := landlockRestrict(c.ruleset); err != nil {
 		return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
