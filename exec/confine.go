@@ -74,8 +74,8 @@ func DefaultHidden(home string) []string {
 
 // DefaultWritable are the caches every confined run may write, because
 // the tools that keep them write there even to read: the Go build and
-// module caches (go vet, go list, go build), npm's cache and cargo's
-// registry. They come from env (GOCACHE, GOMODCACHE, GOPATH,
+// module caches (go vet, go list, go build), npm's cache and logs, and
+// cargo's registry and lock files. They come from env (GOCACHE, GOMODCACHE, GOPATH,
 // XDG_CACHE_HOME, npm_config_cache, CARGO_HOME) or the tools' defaults
 // under home; what does not exist is left out.
 func DefaultWritable(env []string, home string) []string {
@@ -122,6 +122,10 @@ func DefaultWritable(env []string, home string) []string {
 	if cargo != "" {
 		add(filepath.Join(cargo, "registry"))
 		add(filepath.Join(cargo, "git"))
+		// cargo's locks sit at the top of CARGO_HOME; only existing
+		// files are granted, so it must have made them once.
+		add(filepath.Join(cargo, ".package-cache"))
+		add(filepath.Join(cargo, ".global-cache"))
 	}
 	return out
 }
@@ -193,12 +197,11 @@ func (c *confinement) close() {
 	}
 }
 
-// deniedRe finds the lines where a program says the kernel refused it.
-var deniedRe = regexp.MustCompile(`(?i)[^\n]*(?:permission denied|operation not permitted)[^\n]*`)
-
-// pathRe finds the paths on such a line: absolute, or relative with a
-// slash, however quoted.
-var pathRe = regexp.MustCompile("(?:^|[\\s'\"‘’`(=\\[])((?:/|\\.{1,2}/|[\\w.-]+/)[^\\s'\"‘’`):,]*)")
+// subjectRe finds the path a refusal names: the word just before
+// ": Permission denied" ("cannot create out.txt: Permission denied",
+// "open /x: permission denied"), quoted or not, or the quoted word just
+// after ("Permission denied: '/x'", Python).
+var subjectRe = regexp.MustCompile("(?i)(?:[\"'‘`]([^\"'’`\n]+)[\"'’`]|([^\\s\"'‘’`:]+)):\\s*(?:permission denied|operation not permitted)|(?:permission denied|operation not permitted):\\s*[\"'‘`]([^\"'’`\n]+)[\"'’`]")
 
 // netRe finds what a program says when it could not open a socket or
 // resolve a name.
@@ -218,23 +221,24 @@ func (c *confinement) explain(dir string, code int, tail []byte, spec *sandbox.S
 		text = text[len(text)-16<<10:]
 	}
 	profile := ProfileFor(c.label)
-	for _, line := range deniedRe.FindAllString(text, -1) {
-		// The subject is usually the last path before the message
-		// ("sh: 1: cannot create x: Permission denied"), so look from the
-		// end.
-		ms := pathRe.FindAllStringSubmatch(line, -1)
-		for i := len(ms) - 1; i >= 0; i-- {
-			p := ms[i][1]
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(dir, p)
-			}
-			p = filepath.Clean(p)
-			if hiddenBy(p, c.hidden) {
-				return fmt.Sprintf("sluice: the sandbox hides %s (a secret path no confined run may read); a person can run the command unconfined (console key U)\n", p)
-			}
-			if !writableUnder(p, spec, c.hidden) && userCanWrite(p) {
-				return fmt.Sprintf("sluice: the sandbox (%s: %s) refused to write %s; a person can run the command unconfined (console key U), or add the directory to sandbox_writable in config.toml\n", profile, profile.Describe(), p)
-			}
+	for _, m := range subjectRe.FindAllStringSubmatch(text, -1) {
+		p := m[1] + m[2] + m[3]
+		switch p {
+		case "socket", "connect", "bind", "sendto", "dial":
+			continue // Go's "socket: permission denied": a system call, not a file
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		p = filepath.Clean(p)
+		if hiddenBy(p, c.hidden) {
+			return fmt.Sprintf("sluice: the sandbox hides %s (a secret path no confined run may read); a person can run the command unconfined (console key U)\n", p)
+		}
+		// 126 is the shell's "found but cannot execute": a file without
+		// its execute bit, which the sandbox never causes (it refuses
+		// execution only inside hidden paths, named above).
+		if code != 126 && !writableUnder(p, spec, c.hidden) && userCanWrite(p) {
+			return fmt.Sprintf("sluice: the sandbox (%s: %s) refused to write %s; a person can run the command unconfined (console key U), or add the directory to sandbox_writable in config.toml\n", profile, profile.Describe(), p)
 		}
 	}
 	if !profile.Network() && netRe.MatchString(text) {

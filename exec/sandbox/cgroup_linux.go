@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -112,10 +113,12 @@ type Cgroups struct {
 
 	mu     sync.Mutex
 	free   []*Cgroup
-	n      int
 	swept  bool
 	closed bool
 }
+
+// cgroupSeq numbers the cgroups this process makes.
+var cgroupSeq atomic.Int64
 
 // maxFree bounds the empty cgroups kept for reuse.
 const maxFree = 16
@@ -134,9 +137,10 @@ func (p *Cgroups) Get() (*Cgroup, error) {
 		p.mu.Unlock()
 		return g, nil
 	}
-	p.n++
-	name := fmt.Sprintf("%d-%d", os.Getpid(), p.n)
 	p.mu.Unlock()
+	// Numbered for the whole process: two pools (two runners) must not
+	// ask for the same name.
+	name := fmt.Sprintf("%d-%d", os.Getpid(), cgroupSeq.Add(1))
 	return NewCgroup(name, p.MaxProcs)
 }
 
@@ -264,28 +268,30 @@ func (g *Cgroup) prepare(cmd *osexec.Cmd) {
 	cmd.SysProcAttr.CgroupFD = g.v2fd
 }
 
-// leaveThread moves the calling thread back to this process's own v1
-// pids cgroup once the child is started, so the run's cgroup holds only
-// the run's processes.
-func (g *Cgroup) leaveThread() {
+// enterThread moves the calling thread into the v1 pids cgroup, so the
+// child it forks starts there (v1 has no CLONE_INTO_CGROUP). The returned
+// func moves it back to this process's own cgroup once the child started,
+// so the run's cgroup holds only the run's processes; the file that takes
+// it back is opened now, while the thread may still open it (confined, it
+// could not).
+func (g *Cgroup) enterThread() (leave func(), err error) {
+	leave = func() {}
 	if g.tasks == "" {
-		return
+		return leave, nil
 	}
 	if own := ownHierarchy().v1; own != "" {
-		_ = writeFile(filepath.Join(own, "tasks"), strconv.Itoa(unix.Gettid()))
-	}
-}
-
-// enterThread moves the calling thread into the v1 pids cgroup, so the
-// child it forks starts there (v1 has no CLONE_INTO_CGROUP).
-func (g *Cgroup) enterThread() error {
-	if g.tasks == "" {
-		return nil
+		if f, err := os.OpenFile(filepath.Join(own, "tasks"), os.O_WRONLY, 0); err == nil {
+			leave = func() {
+				_, _ = f.WriteString(strconv.Itoa(unix.Gettid()))
+				_ = f.Close()
+			}
+		}
 	}
 	if err := writeFile(g.tasks, strconv.Itoa(unix.Gettid())); err != nil {
-		return fmt.Errorf("sandbox: join cgroup %s: %w", g.v1, err)
+		leave()
+		return func() {}, fmt.Errorf("sandbox: join cgroup %s: %w", g.v1, err)
 	}
-	return nil
+	return leave, nil
 }
 
 // Kill sends SIGKILL to every process in the cgroup, and to those they

@@ -109,25 +109,23 @@ func startLocked(cmd *osexec.Cmd, c *Confinement, g *Cgroup, errc chan<- error) 
 		errc <- <-inner
 		return
 	}
+	leave := func() {}
 	if g != nil {
-		if err := g.enterThread(); err != nil {
+		var err error
+		if leave, err = g.enterThread(); err != nil {
 			errc <- err
 			return
 		}
 	}
 	if c != nil {
 		if err := c.apply(); err != nil {
-			if g != nil {
-				g.leaveThread()
-			}
+			leave()
 			errc <- err
 			return
 		}
 	}
 	err := cmd.Start()
-	if g != nil {
-		g.leaveThread()
-	}
+	leave()
 	errc <- err
 }
 

@@ -1,0 +1,226 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/exec/sandbox"
+)
+
+// The positive side of confinement: the everyday tools of a project work
+// under the profile a verdict gives them, with the secret paths hidden
+// and only the default caches writable (exec.DefaultHidden and
+// exec.DefaultWritable, as serve confines runs). Each tool that is not
+// installed is skipped, by name.
+
+// toolTimeout bounds one tool's run (a hang guard).
+const toolTimeout = 2 * time.Minute
+
+// needTools skips the test unless every tool is on PATH.
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := osexec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: %v", tool, err)
+		}
+	}
+}
+
+func needSandbox(t *testing.T) {
+	t.Helper()
+	if _, err := sandbox.Available(); err != nil {
+		t.Skipf("no confinement on this machine: %v", err)
+	}
+}
+
+// write creates files under dir: name → content.
+func write(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// project makes a project directory (resolved: the jail as the runner
+// has it).
+func project(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, files)
+	return dir
+}
+
+// unconfined runs a setup command in dir, unconfined.
+func unconfined(t *testing.T, dir string, name string, args ...string) {
+	t.Helper()
+	cmd := osexec.Command(name, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("setup %s %v: %v\n%s", name, args, err, out)
+	}
+}
+
+// confined runs name in dir under profile, as serve would: the project
+// the jail, the user's default secrets hidden, the default caches
+// writable, a private TMPDIR. It fails the test, with the output, unless
+// the tool exits 0.
+func confined(t *testing.T, p sandbox.Profile, dir string, name string, args ...string) string {
+	t.Helper()
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	spec := sandbox.Spec{
+		Profile:  p,
+		Roots:    []string{dir},
+		Writable: exec.DefaultWritable(os.Environ(), home),
+		Hidden:   exec.DefaultHidden(home),
+		TmpDir:   tmp,
+	}
+	c, err := sandbox.Prepare(spec)
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "PWD="+dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := sandbox.Start(cmd, c, nil); err != nil {
+		t.Fatalf("Start %s: %v", name, err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s %s under %s: %v\n%s\n(writable: %q)", name, strings.Join(args, " "), p, err, out.String(), spec.Writable)
+	}
+	return out.String()
+}
+
+// goModule is a tiny Go module with a package, a command and a test.
+var goModule = map[string]string{
+	"go.mod":        "module example.com/tiny\n\ngo 1.22\n",
+	"tiny.go":       "package tiny\n\n// Add adds.\nfunc Add(a, b int) int { return a + b }\n",
+	"tiny_test.go":  "package tiny\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"no\")\n\t}\n}\n",
+	"cmd/x/main.go": "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/tiny\"\n)\n\nfunc main() { fmt.Println(tiny.Add(1, 2)) }\n",
+}
+
+func TestToolsReadOnlyGo(t *testing.T) {
+	needSandbox(t)
+	needTools(t, "go")
+	t.Parallel()
+	dir := project(t, goModule)
+	confined(t, sandbox.ReadOnly, dir, "go", "vet", "./...")
+	out := confined(t, sandbox.ReadOnly, dir, "go", "list", "./...")
+	if !strings.Contains(out, "example.com/tiny/cmd/x") {
+		t.Errorf("go list: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Error("a read-only go vet left a binary in the project")
+	}
+}
+
+func TestToolsReadOnlyGit(t *testing.T) {
+	needSandbox(t)
+	needTools(t, "git")
+	t.Parallel()
+	dir := project(t, map[string]string{"committed.txt": "one\n"})
+	unconfined(t, dir, "git", "init", "-q")
+	unconfined(t, dir, "git", "add", "committed.txt")
+	unconfined(t, dir, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first")
+	write(t, dir, map[string]string{"untracked.txt": "two\n"})
+	out := confined(t, sandbox.ReadOnly, dir, "git", "status")
+	if !strings.Contains(out, "untracked.txt") {
+		t.Errorf("git status does not list the untracked file:\n%s", out)
+	}
+	out = confined(t, sandbox.ReadOnly, dir, "git", "log", "--oneline")
+	if !strings.Contains(out, "first") {
+		t.Errorf("git log:\n%s", out)
+	}
+}
+
+func TestToolsReadOnlyCargo(t *testing.T) {
+	needSandbox(t)
+	needTools(t, "cargo")
+	t.Parallel()
+	dir := project(t, map[string]string{
+		"Cargo.toml": "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+		"src/lib.rs": "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+	})
+	unconfined(t, dir, "cargo", "generate-lockfile", "--offline")
+	if _, err := os.Stat(filepath.Join(dir, "Cargo.lock")); err != nil {
+		t.Fatal(err)
+	}
+	out := confined(t, sandbox.ReadOnly, dir, "cargo", "metadata", "--format-version", "1", "--offline")
+	if !strings.Contains(out, `"name":"tiny"`) {
+		t.Errorf("cargo metadata:\n%s", out)
+	}
+}
+
+func TestToolsMutatingGo(t *testing.T) {
+	needSandbox(t)
+	needTools(t, "go")
+	t.Parallel()
+	dir := project(t, goModule)
+	confined(t, sandbox.Mutating, dir, "go", "build", "./...")
+	confined(t, sandbox.Mutating, dir, "go", "build", "-o", "bin/x", "./cmd/x")
+	if _, err := os.Stat(filepath.Join(dir, "bin", "x")); err != nil {
+		t.Errorf("go build -o bin/x: %v", err)
+	}
+	out := confined(t, sandbox.Mutating, dir, "go", "test", "-count=1", "./...")
+	if !strings.Contains(out, "ok") {
+		t.Errorf("go test:\n%s", out)
+	}
+}
+
+func TestToolsMutatingMake(t *testing.T) {
+	needSandbox(t)
+	needTools(t, "make", "cc")
+	t.Parallel()
+	dir := project(t, map[string]string{
+		"hello.c":  "#include <stdio.h>\nint main(void) { puts(\"hello\"); return 0; }\n",
+		"Makefile": "hello: hello.c\n\tcc -O2 -o hello hello.c\n",
+	})
+	confined(t, sandbox.Mutating, dir, "make")
+	out, err := osexec.Command(filepath.Join(dir, "hello")).Output()
+	if err != nil || string(out) != "hello\n" {
+		t.Errorf("the binary make built: %q %v", out, err)
+	}
+}
+
+func TestToolsMutatingNpm(t *testing.T) {
+	needSandbox(t)
+	needTools(t, "npm", "node")
+	t.Parallel()
+	dir := project(t, map[string]string{
+		"package.json": `{"name": "tiny", "version": "1.0.0", "private": true, "scripts": {"test": "node test.js"}}` + "\n",
+		"test.js":      "require('fs').writeFileSync('ran.txt', 'yes');\nconsole.log('tests pass');\n",
+	})
+	out := confined(t, sandbox.Mutating, dir, "npm", "test")
+	if !strings.Contains(out, "tests pass") {
+		t.Errorf("npm test:\n%s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "ran.txt")); err != nil || string(b) != "yes" {
+		t.Errorf("the test script did not write in the project: %q %v", b, err)
+	}
+}
