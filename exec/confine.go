@@ -213,14 +213,23 @@ var netRe = regexp.MustCompile(`(?i)socket: permission denied|could not resolve|
 // hidden, or the user could write it but the profile does not let the run.
 // It is empty when the run succeeded or nothing points at the sandbox.
 func (c *confinement) explain(dir string, code int, tail []byte, spec *sandbox.Spec) string {
-	if c.box == nil || code == 0 {
+	if c.box == nil {
+		return ""
+	}
+	return explain(c.label, c.hidden, dir, code, tail, spec)
+}
+
+// explain is confinement.explain for a run confined to the profile named
+// label, with the hidden paths given.
+func explain(label string, hidden []string, dir string, code int, tail []byte, spec *sandbox.Spec) string {
+	if code == 0 {
 		return ""
 	}
 	text := string(tail)
 	if len(text) > 16<<10 {
 		text = text[len(text)-16<<10:]
 	}
-	profile := ProfileFor(c.label)
+	profile := ProfileFor(label)
 	for _, m := range subjectRe.FindAllStringSubmatch(text, -1) {
 		p := m[1] + m[2] + m[3]
 		switch p {
@@ -231,13 +240,13 @@ func (c *confinement) explain(dir string, code int, tail []byte, spec *sandbox.S
 			p = filepath.Join(dir, p)
 		}
 		p = filepath.Clean(p)
-		if hiddenBy(p, c.hidden) {
+		if hiddenBy(p, hidden) {
 			return fmt.Sprintf("sluice: the sandbox hides %s (a secret path no confined run may read); a person can run the command unconfined (console key U)\n", p)
 		}
 		// 126 is the shell's "found but cannot execute": a file without
 		// its execute bit, which the sandbox never causes (it refuses
 		// execution only inside hidden paths, named above).
-		if code != 126 && !writableUnder(p, spec, c.hidden) && userCanWrite(p) {
+		if code != 126 && !writableUnder(p, spec, hidden) && userCanWrite(p) {
 			return fmt.Sprintf("sluice: the sandbox (%s: %s) refused to write %s; a person can run the command unconfined (console key U), or add the directory to sandbox_writable in config.toml\n", profile, profile.Describe(), p)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -30,7 +31,8 @@ func TestParseConfig(t *testing.T) {
 }
 
 func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{"", "max_auto = 4\n", "[console]\ntheme = \"dark\"\n", "secret_patterns = [\"[\"]", "default_timeout = \"1h\"", "x = 1", "[[console]]"} {
+	for _, s := range []string{"", "max_auto = 4\n", "[console]\ntheme = \"dark\"\n", "secret_patterns = [\"[\"]", "default_timeout = \"1h\"", "x = 1", "[[console]]",
+		"sandbox = \"require\"\nmax_procs = 64\n", "sandbox = \"Off\"", "sandbox_hidden = [\"~/.ssh\", \"/etc/shadow\"]\nextra_sandbox_writable = [\"relative\"]", "max_procs = 3"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -41,6 +43,20 @@ func FuzzParseConfig(f *testing.F) {
 		if c.MaxAuto < 0 || c.MaxAuto > maxMaxAuto || c.DefaultTimeout < 0 || c.KillGrace < 0 {
 			t.Fatalf("out of range config accepted: %+v", c)
 		}
+		if c.MaxProcs != 0 && (c.MaxProcs < 16 || c.MaxProcs > maxMaxProcs) {
+			t.Fatalf("max_procs %d accepted", c.MaxProcs)
+		}
+		switch c.Sandbox {
+		case "", "prefer", "require", "off":
+		default:
+			t.Fatalf("sandbox %q accepted", c.Sandbox)
+		}
 		_ = c.secretPatterns()
+		conf := c.confine("/spool", "/policy.toml")
+		for _, p := range append(append([]string{}, conf.Hidden...), conf.Writable...) {
+			if !filepath.IsAbs(p) {
+				t.Fatalf("a relative sandbox path got through: %q", p)
+			}
+		}
 	})
 }
