@@ -64,7 +64,8 @@ func DefaultHidden(home string) []string {
 	rel := []string{".ssh", ".aws", ".gnupg", ".config/gh", ".netrc", ".docker/config.json",
 		".git-credentials", ".config/gcloud", ".azure", ".kube", ".password-store", ".pgpass",
 		".vault-token", ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
-		".claude/.credentials.json", ".local/share/keyrings", "Library/Keychains"}
+		".claude/.credentials.json", ".codex/auth.json", ".gemini/oauth_creds.json",
+		".local/share/keyrings", "Library/Keychains"}
 	out := []string{"/etc/shadow", "/etc/gshadow"}
 	for _, r := range rel {
 		out = append(out, filepath.Join(home, r))
