@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/queue"
@@ -146,6 +147,7 @@ func ProfileFor(name string) sandbox.Profile {
 type confinement struct {
 	box    *sandbox.Confinement
 	tmp    string
+	tmps   *tmpDirs
 	label  string // "read_only", "unconfined", "none: why"
 	hidden []string
 }
@@ -164,7 +166,7 @@ func (r *Runner) confine(id, dir, tty string, opt Options) *confinement {
 	if _, err := sandbox.Available(); err != nil {
 		return &confinement{label: nonePrefix + err.Error()}
 	}
-	tmp, err := os.MkdirTemp("", "sluice-run-"+id+"-")
+	tmp, err := r.tmps.get()
 	if err != nil {
 		return &confinement{label: nonePrefix + "no private temporary directory: " + err.Error()}
 	}
@@ -182,19 +184,77 @@ func (r *Runner) confine(id, dir, tty string, opt Options) *confinement {
 	box, err := sandbox.Prepare(sandbox.Spec{Profile: profile, Roots: roots, Writable: c.Writable,
 		Hidden: hidden, TmpDir: tmp, TTY: tty})
 	if err != nil {
-		_ = os.RemoveAll(tmp)
+		r.tmps.put(tmp)
 		return &confinement{label: nonePrefix + err.Error()}
 	}
-	return &confinement{box: box, tmp: tmp, label: string(profile), hidden: hidden}
+	return &confinement{box: box, tmp: tmp, tmps: &r.tmps, label: string(profile), hidden: hidden}
 }
 
-// close releases the sandbox and removes the private temporary directory.
+// close releases the sandbox and hands the private temporary directory
+// back for removal.
 func (c *confinement) close() {
 	if c.box != nil {
 		_ = c.box.Close()
 	}
 	if c.tmp != "" {
-		_ = os.RemoveAll(c.tmp)
+		c.tmps.put(c.tmp)
+	}
+}
+
+// tmpDirs hands out the runs' private temporary directories: made ahead
+// of need, in a directory of the runner's own (so that making one does not
+// touch /tmp itself), and removed after the run, off its path: a mkdir or
+// an rmdir on a journalled disk costs 0.3 ms, a fifth of a confined run.
+type tmpDirs struct {
+	once   sync.Once
+	parent string
+	err    error
+	spare  chan string
+	wg     sync.WaitGroup
+}
+
+// get returns an empty directory, mode 0700, for one run.
+func (t *tmpDirs) get() (string, error) {
+	t.once.Do(func() {
+		t.parent, t.err = os.MkdirTemp("", "sluice-runs-")
+		t.spare = make(chan string, 2)
+	})
+	if t.err != nil {
+		return "", t.err
+	}
+	select {
+	case d := <-t.spare:
+		return d, nil
+	default:
+	}
+	return os.MkdirTemp(t.parent, "run-")
+}
+
+// put removes d, with whatever the run left in it, and makes a spare for
+// the next run, in the background.
+func (t *tmpDirs) put(d string) {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		_ = os.RemoveAll(d)
+		n, err := os.MkdirTemp(t.parent, "run-")
+		if err != nil {
+			return
+		}
+		select {
+		case t.spare <- n:
+		default:
+			_ = os.Remove(n)
+		}
+	}()
+}
+
+// close waits for the removals under way and removes the runner's
+// directory.
+func (t *tmpDirs) close() {
+	t.wg.Wait()
+	if t.parent != "" {
+		_ = os.RemoveAll(t.parent)
 	}
 }
 

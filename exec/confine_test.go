@@ -198,8 +198,14 @@ func TestConfinedRunTmpDir(t *testing.T) {
 				t.Fatalf("no TMPDIR in the run's environment:\n%s", o.log)
 			}
 			tmp := string(m[1])
-			if !strings.Contains(filepath.Base(tmp), "sluice-run-") {
+			if !strings.HasPrefix(filepath.Base(tmp), "run-") || !strings.HasPrefix(filepath.Base(filepath.Dir(tmp)), "sluice-runs-") {
 				t.Errorf("TMPDIR %s is not the run's own", tmp)
+			}
+			// It is removed in the background, right after the result.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if _, err := os.Stat(tmp); errors.Is(err, os.ErrNotExist) {
+					break
+				}
 			}
 			if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("TMPDIR %s remains after the run: %v", tmp, err)

@@ -77,9 +77,12 @@ func (r *Runner) cgroup() *sandbox.Cgroup {
 // uncgroup takes back a run's cgroup once the run ended.
 func (r *Runner) uncgroup(g *sandbox.Cgroup) { r.cgroups.Put(g) }
 
-// Close removes the cgroups the runner keeps for reuse. Call it when no
-// run is left.
-func (r *Runner) Close() error { return r.cgroups.Close() }
+// Close removes the cgroups the runner keeps for reuse and the runs'
+// temporary directories. Call it when no run is left.
+func (r *Runner) Close() error {
+	r.tmps.close()
+	return r.cgroups.Close()
+}
 
 // limit caps the new child's process count (RLIMIT_NPROC counts every
 // process of the user: a fork bomb stops there while the engine, whose own

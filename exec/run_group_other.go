@@ -15,8 +15,12 @@ func (r *Runner) cgroup() *sandbox.Cgroup { return nil }
 // uncgroup does nothing: there are no cgroups here.
 func (r *Runner) uncgroup(*sandbox.Cgroup) {}
 
-// Close does nothing: there are no cgroups to remove here.
-func (r *Runner) Close() error { return nil }
+// Close removes the runs' temporary directories. Call it when no run is
+// left.
+func (r *Runner) Close() error {
+	r.tmps.close()
+	return nil
+}
 
 // limit does nothing here: a process's limits are set from inside it.
 func (r *Runner) limit(int) {}

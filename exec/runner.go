@@ -48,6 +48,7 @@ type Runner struct {
 
 	cgroupsOnce sync.Once
 	cgroups     sandbox.Cgroups // reused between runs
+	tmps        tmpDirs         // the runs' private TMPDIRs
 }
 
 // Options for one run.
