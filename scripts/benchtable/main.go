@@ -1,6 +1,6 @@
-// Command benchtable runs the benchmarks of issues 2-7 (and the end-to-end
-// ones) and writes their figures as a table into BENCHMARKS.md, between
-// the "make bench" markers: figure, target, median and p99 where the
+// Command benchtable runs the benchmarks of issues 2-7 and 12 (and the
+// end-to-end ones) and writes their figures as a table into BENCHMARKS.md,
+// between the "make bench" markers: figure, target, median and p99 where the
 // benchmark measures them, the ratio its target is about (to the floor or
 // to the direct run measured in the same run), and a machine line. Run it
 // from the repository root: go run ./scripts/benchtable [-count N] [-quick].
@@ -36,10 +36,14 @@ var rows = []row{
 	{pkg: "./audit", bench: "Append$/disk", benchtime: "1000x", figure: "audit append with fsync, on disk (ratio: to STACK.md's 79 µs fsync floor)", target: "≤ 2x the floor", extra: []string{"appends/s"}, ratio: "x-fsync-floor"},
 	{pkg: "./audit", bench: "RawFsync/disk", benchtime: "1000x", figure: "a bare write+fsync on the same disk, the baseline of the row above", target: "", extra: []string{"writes/s"}},
 	{pkg: "./audit", bench: "Verify", benchtime: "1x", figure: "verify a 1M-line audit log", target: "", median: "s/1M-lines", heavy: true},
-	{pkg: "./exec", bench: "RunTrue", benchtime: "500x", figure: "Runner.Run of `true` under a pty vs `sh -c true` via os/exec", target: "", median: "run-p50-ms", p99: "run-p99-ms", ratio: "p50-ratio"},
-	{pkg: "./exec", bench: "Throughput", benchtime: "1x", figure: "`head -c 200000000 /dev/urandom | base64` under Run vs a bare raw pty", target: "≥ 90 %", median: "run-MB/s", ratio: "ratio-vs-raw", extra: []string{"peak-rss-MiB"}, heavy: true},
+	{pkg: "./exec", bench: "^BenchmarkRunTrue$", benchtime: "500x", figure: "Runner.Run of `true` under a pty vs `sh -c true` via os/exec", target: "", median: "run-p50-ms", p99: "run-p99-ms", ratio: "p50-ratio"},
+	{pkg: "./exec", bench: "^BenchmarkThroughput$", benchtime: "1x", figure: "`head -c 200000000 /dev/urandom | base64` under Run vs a bare raw pty", target: "≥ 90 %", median: "run-MB/s", ratio: "ratio-vs-raw", extra: []string{"peak-rss-MiB"}, heavy: true},
+	{pkg: "./exec", bench: "ConfinedRunTrue/run", benchtime: "300x", figure: "Runner.Run of `true` confined (read_only) vs the same Runner without Confine, interleaved (ratio: read_only; mutating in other)", target: "≤ 1.15x", median: "read_only-p50-ms", p99: "read_only-p99-ms", ratio: "read_only/unconfined-p50", extra: []string{"unconfined-p50-ms", "mutating/unconfined-p50"}},
+	{pkg: "./exec", bench: "ConfinedRunTrue/parts", benchtime: "300x", figure: "where a confined run's extra goes: the confine step (private temporary directory + sandbox.Prepare with the base layer reused), and its parts", target: "", median: "confine-p50-ms", extra: []string{"prepare-p50-ms", "prepare-cold-p50-ms", "base-grants", "tmpdir-p50-ms", "cgroup-pooled-p50-ms", "caps-p50-µs", "restrict-base-p50-µs", "restrict-run-p50-µs", "seccomp-p50-µs"}},
+	{pkg: "./exec", bench: "ConfinedThroughput", benchtime: "1x", figure: "`head -c 375000000 /dev/urandom | base64` (~500 MB) under Run confined (read_only) vs unconfined, 4 alternations per op, log on tmpfs", target: "≥ 0.95x", median: "confined-MB/s", ratio: "confined/unconfined", extra: []string{"unconfined-MB/s"}, heavy: true},
 	{pkg: "./cmd/sluice", bench: "RunProcess/tmpfs", benchtime: "300x", figure: "`sluice run` process against a fake actor, vs a Go hello-world", target: "", median: "run-p50-ms", p99: "run-p99-ms", ratio: "run/hello-p50"},
-	{pkg: "./cmd/sluice", bench: "RunServe", benchtime: "300x", figure: "`sluice run -- true` through `sluice serve`, vs `sh -c true`", target: "≤ 1.15x the floor (3.5 ms when it was 3.05 ms)", median: "run-p50-ms", p99: "run-p99-ms", ratio: "run/sh-p50"},
+	{pkg: "./cmd/sluice", bench: "^BenchmarkRunServe$", benchtime: "300x", figure: "`sluice run -- true` through `sluice serve`, vs `sh -c true`", target: "≤ 1.15x the floor (3.5 ms when it was 3.05 ms)", median: "run-p50-ms", p99: "run-p99-ms", ratio: "run/sh-p50"},
+	{pkg: "./cmd/sluice", bench: "RunServeConfined", benchtime: "300x", figure: "`sluice run -- true` through `sluice serve` confined (default) vs `sandbox = \"off\"`, interleaved", target: "≤ 1.15x", median: "confined-p50-ms", p99: "confined-p99-ms", ratio: "confined/off-p50", extra: []string{"off-p50-ms"}},
 	{pkg: "./cmd/sluice", bench: "HookClaude", benchtime: "300x", figure: "`sluice hook claude` for an auto-allowed `git status` through serve", target: "≤ 5 ms p50", median: "hook-p50-ms", p99: "hook-p99-ms"},
 	{pkg: "./tui", bench: "FirstFrame10k", benchtime: "20x", figure: "console: 10,000 pending arrive, to the frame showing them", target: "≤ 100 ms", median: "ns/op", extra: []string{"heap-MiB"}},
 	{pkg: "./tui", bench: "KeyToFrame10k", benchtime: "500x", figure: "console: key press to rendered frame, 10,000 pending", target: "≤ 16 ms p50", median: "p50-ms", p99: "p99-ms"},
