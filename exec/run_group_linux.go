@@ -86,14 +86,19 @@ func (r *Runner) Close() error {
 
 // limit caps the new child's process count (RLIMIT_NPROC counts every
 // process of the user: a fork bomb stops there while the engine, whose own
-// limit is untouched, still forks) and turns core dumps off. It is applied
-// right after the child started, before its shell could fork; pids.max of
-// the run's cgroup covers the moment between, and root, whom the kernel
-// exempts from RLIMIT_NPROC.
+// limit is untouched, still forks) and turns its core dumps off. It is
+// applied right after the child started, so what the child forks before
+// that keeps the engine's limits: the run's cgroup (pids.max) is what
+// holds a fork bomb for sure, and sluice's engines run with core dumps off
+// altogether (cmd/sluice). Root is exempt from RLIMIT_NPROC: pids.max
+// alone holds it.
 func (r *Runner) limit(pid int) {
+	_ = unix.Prlimit(pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil)
+	if os.Geteuid() == 0 {
+		return
+	}
 	n := uint64(r.maxProcs()) + uint64(procCount.get())
 	_ = unix.Prlimit(pid, unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}, nil)
-	_ = unix.Prlimit(pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil)
 }
 
 func (r *Runner) maxProcs() int {

@@ -152,6 +152,7 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 		fmt.Fprintf(std.err, "sluice sandbox: warning: running unconfined: %s\n", why)
 	}
 	cmd.Env = env
+	protectProcess() // no core dumps, in the command either
 	cg, _ := sandbox.NewCgroup("sandbox-"+queue.NewID(), conf.MaxProcs)
 	defer cg.Close()
 	// The terminal's Ctrl-C and Ctrl-\ reach the command (it shares our
