@@ -68,7 +68,10 @@ type effCase struct {
 	keep    bool     // @KEEP@ is created, and must keep its content
 	probe   string   // a listener the payload must not reach: tcp, tcp6, udp, unix, abstract
 	victim  bool     // @VPID@ is a process outside the run that must stay unharmed
-	check   func(t *testing.T, s *effSuite, r *effRun)
+	// cgroup: what the payload starts dies with the run only where the run
+	// has a cgroup (root, or a delegated cgroup); skipped without one.
+	cgroup bool
+	check  func(t *testing.T, s *effSuite, r *effRun)
 }
 
 // effRun is one run of a payload.
@@ -357,7 +360,7 @@ func effProcesses() []effCase {
 		s.noProcess(t, r.tag)
 	}
 	survivor := func(name, cmd string) effCase {
-		return effCase{name: name, cmd: cmd + alive, tools: []string{"pgrep"}, check: survived}
+		return effCase{name: name, cmd: cmd + alive, tools: []string{"pgrep"}, cgroup: true, check: survived}
 	}
 	return []effCase{
 		// The engine that runs the command, killed by $PPID.
@@ -380,7 +383,7 @@ func effProcesses() []effCase {
 		// A double fork orphans it.
 		survivor("survivor_double_fork", `sh -c 'sh -c "sleep 1000 @TAG@ &" &'`),
 		// A daemon: fork, setsid, fork, exec.
-		{name: "survivor_python_daemon", tools: []string{"python3"},
+		{name: "survivor_python_daemon", tools: []string{"python3"}, cgroup: true,
 			cmd: `python3 -c 'import os
 if os.fork() == 0:
     os.setsid()
@@ -390,7 +393,7 @@ if os.fork() == 0:
 os.wait()'` + alive,
 			check: survived},
 		// A run killed at its timeout leaves its own session behind.
-		{name: "survivor_at_timeout", timeout: "2s", cmd: `setsid sleep 1000 @TAG@ &` + alive + `; exec sleep 30`,
+		{name: "survivor_at_timeout", timeout: "2s", cgroup: true, cmd: `setsid sleep 1000 @TAG@ &` + alive + `; exec sleep 30`,
 			check: func(t *testing.T, s *effSuite, r *effRun) {
 				if r.res.Status != queue.StatusTimeout {
 					t.Errorf("status %s, want timeout (the run should have been killed at its timeout)", r.res.Status)
@@ -402,7 +405,7 @@ os.wait()'` + alive,
 
 // effForkBomb is a fork bomb; its processes carry @TAG@ as $0.
 func effForkBomb() effCase {
-	return effCase{name: "fork_bomb", timeout: "3s", cmd: `bash -c 'f(){ f|f & }; f; sleep 10' @TAG@`,
+	return effCase{name: "fork_bomb", timeout: "3s", cgroup: true, cmd: `bash -c 'f(){ f|f & }; f; sleep 10' @TAG@`,
 		check: func(t *testing.T, s *effSuite, r *effRun) {
 			s.noProcess(t, r.tag)
 			s.engineServes(t)
@@ -752,6 +755,11 @@ func (s *effSuite) run(t *testing.T, timeout, note, cmd string) (queue.Result, s
 // runCase runs one payload and checks that it ran, confined, and took no
 // effect.
 func (s *effSuite) runCase(t *testing.T, c effCase) {
+	if c.cgroup {
+		if err := cgroupsHere(); err != nil {
+			t.Skipf("no cgroup for runs here (%v): processes that leave the session outlive the run", err)
+		}
+	}
 	for _, tool := range c.tools {
 		if _, err := osexec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed", tool)
@@ -994,6 +1002,15 @@ func effTagged(tag string) []string {
 	}
 	return out
 }
+
+// cgroupsHere reports why runs get no cgroup on this machine, or nil.
+var cgroupsHere = sync.OnceValue(func() error {
+	g, err := sandbox.NewCgroup(fmt.Sprintf("effects-probe-%d", os.Getpid()), 0)
+	if err != nil {
+		return err
+	}
+	return g.Close()
+})
 
 // effKillTagged kills what a payload that took effect left running, so a
 // failure does not leave processes behind.
