@@ -150,8 +150,11 @@ func (p *Cgroups) Put(g *Cgroup) {
 	if g == nil {
 		return
 	}
-	if !g.Kill(time.Second) || g.killed {
-		_ = g.Close()
+	if !g.Kill(time.Second) || g.killed || !g.idle() {
+		// Zombies nobody reaped yet (a fork bomb's, waiting for init)
+		// still count against pids.max: reusing the cgroup would refuse
+		// the next run's fork. It goes once they are gone.
+		go g.closeWhenIdle()
 		return
 	}
 	p.mu.Lock()
@@ -377,6 +380,35 @@ func live(pid string) bool {
 	}
 	s := data[i+2]
 	return s != 'Z' && s != 'X'
+}
+
+// idle reports whether the cgroup holds no task at all, zombies
+// included.
+func (g *Cgroup) idle() bool {
+	for _, dir := range []string{g.v2, g.v1} {
+		if dir == "" {
+			continue
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, "pids.current")); err == nil && strings.TrimSpace(string(data)) != "0" {
+			return false
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err != nil || len(bytes.TrimSpace(data)) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// closeWhenIdle removes the cgroup once its last task is gone (zombies
+// are reaped by whoever inherited them, init at worst), giving up after a
+// minute: a cgroup left behind then is removed by the next pool of a
+// later sluice (removeStale) or never matters.
+func (g *Cgroup) closeWhenIdle() {
+	g.Kill(time.Second)
+	for deadline := time.Now().Add(time.Minute); !g.idle() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = g.Close()
 }
 
 // Close kills what is left and removes the cgroup.
