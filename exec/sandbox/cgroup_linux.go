@@ -111,10 +111,11 @@ func cgroupMounts() (v2, v1pids string) {
 type Cgroups struct {
 	MaxProcs int // pids.max of each; 0 means no limit
 
-	mu     sync.Mutex
-	free   []*Cgroup
-	swept  bool
-	closed bool
+	mu      sync.Mutex
+	free    []*Cgroup
+	swept   bool
+	closed  bool
+	closing sync.WaitGroup // cgroups removed once their zombies are gone
 }
 
 // cgroupSeq numbers the cgroups this process makes.
@@ -154,7 +155,11 @@ func (p *Cgroups) Put(g *Cgroup) {
 		// Zombies nobody reaped yet (a fork bomb's, waiting for init)
 		// still count against pids.max: reusing the cgroup would refuse
 		// the next run's fork. It goes once they are gone.
-		go g.closeWhenIdle()
+		p.closing.Add(1)
+		go func() {
+			defer p.closing.Done()
+			g.closeWhenIdle()
+		}()
 		return
 	}
 	p.mu.Lock()
@@ -168,8 +173,22 @@ func (p *Cgroups) Put(g *Cgroup) {
 	}
 }
 
-// Close removes the cgroups kept for reuse.
+// closeWait bounds how long Close waits for cgroups that still hold
+// zombies; those left then are removed by a later sluice (removeStale).
+const closeWait = 2 * time.Second
+
+// Close removes the cgroups kept for reuse, and waits a little for those
+// being removed.
 func (p *Cgroups) Close() error {
+	done := make(chan struct{})
+	go func() {
+		p.closing.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+	}
 	p.mu.Lock()
 	free := p.free
 	p.free, p.closed = nil, true
