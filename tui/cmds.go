@@ -36,40 +36,34 @@ func (m *Model) recheckCmd(req *queue.Request, rule string) tea.Cmd {
 // approveCmd claims and runs request id for the person; command, when
 // not empty, is their edit.
 func (m *Model) approveCmd(id, command string) tea.Cmd {
-	it := m.find(id)
-	if it == nil || m.d.opt.Engine == nil {
-		return nil
+	verb := "approved"
+	if command != "" {
+		verb = "approved (edited)"
 	}
-	it.busy = true
-	eng, shown := m.d.opt.Engine, it.req
-	ctx, actor := m.d.opt.Ctx, m.d.opt.Actor
-	m.d.wg.Add(1)
-	return func() tea.Msg {
-		defer m.d.wg.Done()
-		res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actor, Command: command, Shown: shown})
-		verb := "approved"
-		if command != "" {
-			verb = "approved (edited)"
-		}
-		return actedMsg{id: id, verb: verb, res: res, err: err}
-	}
+	return m.approveAs(id, queue.Approval{Command: command}, verb)
 }
 
 // approveUnconfinedCmd claims and runs request id for the person without
 // the confinement its verdict would give it.
 func (m *Model) approveUnconfinedCmd(id string) tea.Cmd {
+	return m.approveAs(id, queue.Approval{Unconfined: true}, "approved UNCONFINED")
+}
+
+// approveAs claims and runs request id as a says, for the person who saw
+// it as shown; verb names the act in the status line.
+func (m *Model) approveAs(id string, a queue.Approval, verb string) tea.Cmd {
 	it := m.find(id)
 	if it == nil || m.d.opt.Engine == nil {
 		return nil
 	}
 	it.busy = true
-	eng, shown := m.d.opt.Engine, it.req
-	ctx, actor := m.d.opt.Ctx, m.d.opt.Actor
+	eng, ctx := m.d.opt.Engine, m.d.opt.Ctx
+	a.Actor, a.Shown = m.d.opt.Actor, it.req
 	m.d.wg.Add(1)
 	return func() tea.Msg {
 		defer m.d.wg.Done()
-		res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actor, Shown: shown, Unconfined: true})
-		return actedMsg{id: id, verb: "approved UNCONFINED", res: res, err: err}
+		res, err := eng.ApproveAs(ctx, id, a)
+		return actedMsg{id: id, verb: verb, res: res, err: err}
 	}
 }
 
