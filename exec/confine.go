@@ -152,10 +152,10 @@ type confinement struct {
 	hidden []string
 }
 
-// confine prepares the confinement of one run of req in dir, whose terminal
-// is tty. It never fails: what cannot be confined runs unconfined, and the
+// confine prepares the confinement of one run in dir, whose terminal is
+// tty. It never fails: what cannot be confined runs unconfined, and the
 // label says why.
-func (r *Runner) confine(id, dir, tty string, opt Options) *confinement {
+func (r *Runner) confine(dir, tty string, opt Options) *confinement {
 	c := r.Confine
 	switch {
 	case c == nil || c.Mode == SandboxOff:

@@ -88,9 +88,12 @@ type Options struct {
 //
 // On timeout or cancel the child's process group gets SIGTERM (and
 // SIGCONT), SIGKILL after Grace, and any member left after the leader exits
-// gets SIGKILL too. Processes that left the group (setsid) are not killed;
-// Run stops reading the pty shortly after the child exits even if they keep
-// it open.
+// gets SIGKILL too. With Confine set, the child runs confined to
+// opt.Profile (Result.Sandbox says how it ran) with a private TMPDIR. Where
+// the run has a cgroup, every process it started is killed when it ends,
+// whichever way, those that left its session (setsid) included; without
+// one, such processes are not killed, and Run stops reading the pty shortly
+// after the child exits even if they keep it open.
 func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queue.Result, string) {
 	start := time.Now()
 	res := queue.Result{Version: queue.Version, ID: req.ID, StartedAt: start}
@@ -136,7 +139,7 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		res.Log = ""
 		return fail(err)
 	}
-	box := r.confine(req.ID, dir, tty.Name(), opt)
+	box := r.confine(dir, tty.Name(), opt)
 	defer box.close()
 	res.Sandbox = box.label
 	cg := r.cgroup()
