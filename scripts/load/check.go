@@ -215,7 +215,8 @@ func (r *report) checkServeLog(lines []string) {
 	for _, l := range lines {
 		_, msg, _ := strings.Cut(l, "sluice serve: ")
 		switch {
-		case strings.HasPrefix(msg, "watching "), msg == "stopped", strings.HasPrefix(msg, "ask "):
+		case strings.HasPrefix(msg, "watching "), msg == "stopped", strings.HasPrefix(msg, "ask "),
+			strings.HasPrefix(msg, "commands run confined by "):
 		case strings.HasPrefix(msg, "ran ") && strings.HasSuffix(msg, "-> done"):
 			ran++
 		case strings.HasPrefix(msg, "denied ") && strings.Contains(msg, " by policy: "):
