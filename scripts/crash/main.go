@@ -263,6 +263,13 @@ func setup(o options) (*harness, error) {
 	h.spool = filepath.Join(work, "spool")
 	h.auditPath = filepath.Join(work, "audit.jsonl")
 	h.mark = filepath.Join(work, "mark")
+	// Made before the engine starts: the runs are confined to the project
+	// (the work directory), which also holds the spool and the audit log,
+	// secret paths; in a directory that holds one, a confined run may
+	// change files but not create them.
+	if err := os.WriteFile(h.mark, nil, 0o644); err != nil {
+		return nil, err
+	}
 	h.bin = o.bin
 	if h.bin == "" {
 		h.bin = filepath.Join(work, "sluice")
