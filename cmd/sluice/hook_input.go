@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 
@@ -40,6 +41,9 @@ func parseHookInput(data []byte, event string) (*hookInput, *hookAnswer) {
 	}
 	if err := json.Unmarshal(data, &in); err != nil {
 		return nil, denyf("the hook input is not valid JSON: %s", hookJSONError(err))
+	}
+	if err := strictJSON(data, jsonFields(in)); err != nil {
+		return nil, denyf("the hook input %v", err)
 	}
 	if in.HookEventName != "" && in.HookEventName != event {
 		return nil, denyf("this hook answers %s events, not %q; check the agent's hook settings", event, in.HookEventName)
@@ -85,7 +89,99 @@ func toolArgs(in *hookInput, v any) *hookAnswer {
 	if err := json.Unmarshal(in.ToolInput, v); err != nil {
 		return denyf("%s: malformed tool_input: %s", in.ToolName, hookJSONError(err))
 	}
+	if err := strictJSON(in.ToolInput, jsonFields(v)); err != nil {
+		return denyf("%s: tool_input %v", in.ToolName, err)
+	}
 	return nil
+}
+
+// jsonFields are the member names v's struct type decodes, as spelled in
+// its json tags.
+func jsonFields(v any) map[string]bool {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	m := map[string]bool{}
+	if t.Kind() != reflect.Struct {
+		return m
+	}
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			m[name] = true
+		}
+	}
+	return m
+}
+
+// strictJSON refuses what encoding/json would quietly read differently
+// from the agent: a key twice at any depth (JavaScript keeps the last,
+// others the first), and, at the top, a key that is one of fields but
+// for case ("Command" beside "command": encoding/json matches it to the
+// same field, the agent does not, so the command judged would not be the
+// command run).
+func strictJSON(data []byte, fields map[string]bool) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil { // the opening '{', checked by the caller
+		return err
+	}
+	return strictObject(dec, fields, 1)
+}
+
+// maxHookDepth bounds nesting in a hook input.
+const maxHookDepth = 64
+
+func strictObject(dec *json.Decoder, fields map[string]bool, depth int) error {
+	if depth > maxHookDepth {
+		return fmt.Errorf("is nested deeper than %d levels", maxHookDepth)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return fmt.Errorf("has the key %q twice", key)
+		}
+		seen[key] = true
+		if fields != nil && !fields[key] {
+			for f := range fields {
+				if strings.EqualFold(f, key) {
+					return fmt.Errorf("has %q, which is not %q: keys are case-sensitive", key, f)
+				}
+			}
+		}
+		if err := strictValue(dec, depth); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // the closing '}'
+	return err
+}
+
+func strictValue(dec *json.Decoder, depth int) error {
+	if depth > maxHookDepth {
+		return fmt.Errorf("is nested deeper than %d levels", maxHookDepth)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		return strictObject(dec, nil, depth+1)
+	case json.Delim('['):
+		for dec.More() {
+			if err := strictValue(dec, depth+1); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // the closing ']'
+	}
+	return err
 }
 
 // newHookRequest starts the request for a tool call.
