@@ -118,6 +118,12 @@ type fakeActor struct {
 // called; stop returns the errors met on the way.
 func (a *fakeActor) start(sp *queue.Spool) (stop func() []error) {
 	ctx, cancel := context.WithCancel(context.Background())
+	// It stands in for an engine, so it says it serves the spool as one
+	// does: writers check.
+	release, err := sp.Present()
+	if err != nil {
+		release = func() {}
+	}
 	events := sp.Watch(ctx, queue.WatchOptions{})
 	done := make(chan []error, 1)
 	go func() {
@@ -146,6 +152,7 @@ func (a *fakeActor) start(sp *queue.Spool) (stop func() []error) {
 		once.Do(func() {
 			cancel()
 			errs = <-done
+			release()
 		})
 		return errs
 	}

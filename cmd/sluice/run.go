@@ -95,6 +95,11 @@ func cmdRun(args []string, std stdio, g *globals) int {
 		fmt.Fprintf(std.err, "sluice run: %v\n", err)
 		return exitNotRun
 	}
+	if !sp.Serving() {
+		// The request still waits (an engine may start), but the agent's
+		// person should not wait in silence.
+		fmt.Fprintf(std.err, "sluice run: nothing serves the spool %s yet: start 'sluice console' (or 'sluice serve') with the same spool; waiting up to %s\n", show(sp.Dir()), *expires)
+	}
 	var logTo io.Writer = std.out
 	if *asJSON {
 		logTo = nil
