@@ -177,6 +177,8 @@ func decideHook(a *hookAgent, in io.Reader, g *globals, wait time.Duration, fall
 	var ws errWithdrawn
 	var wa errAbandoned
 	switch {
+	case errors.Is(err, errUnserved):
+		return fall(err.Error())
 	case errors.Is(err, errNoDecision):
 		return fall(fmt.Sprintf("no decision within %s, and the request is still being acted on", wait+hookGrace))
 	case errors.As(err, &ws), errors.As(err, &wa):

@@ -14,6 +14,18 @@ import (
 // period: an actor claimed it and neither answered nor died.
 var errNoDecision = errors.New("no decision")
 
+// errUnserved says the console (or serve) went away while the request
+// waited, and nobody else serves the spool: the request was withdrawn.
+var errUnserved = errors.New("the sluice console (or serve) quit before anyone decided, and nothing else watches the spool; the request was withdrawn")
+
+// hookServedEvery is how often a waiting hook checks that an engine still
+// serves the spool; hookUnservedGrace how long none may before it gives up
+// (a console restarting in place comes back within it).
+const (
+	hookServedEvery   = 250 * time.Millisecond
+	hookUnservedGrace = time.Second
+)
+
 // hookWait queues req and waits for its result until req.ExpiresAt. Then
 // it withdraws the request (answers it expired, as waitFor does), so that
 // nobody approves it after the agent was answered; a decision that lands
@@ -34,6 +46,8 @@ func hookWait(sp *queue.Spool, req *queue.Request) (*queue.Result, error) {
 	}
 	// The result arrives through the wake FIFO at once; the poll bounds
 	// how late a signal or the deadline is noticed.
+	lastCheck := time.Now()
+	var unserved time.Time // since when no engine serves the spool; zero while one does
 	until := func(deadline time.Time) (*queue.Result, error) {
 		for {
 			d := min(maxPoll, time.Until(deadline))
@@ -48,6 +62,23 @@ func hookWait(sp *queue.Spool, req *queue.Request) (*queue.Result, error) {
 			case sig := <-sigs:
 				return nil, withdraw(sp, req.ID, sig)
 			default:
+			}
+			// The agent should not wait out --wait for a console that
+			// quit: answer it (with the fallback) as soon as nothing
+			// serves the spool.
+			if now := time.Now(); now.Sub(lastCheck) >= hookServedEvery {
+				lastCheck = now
+				switch {
+				case sp.Serving():
+					unserved = time.Time{}
+				case unserved.IsZero():
+					unserved = now
+				case now.Sub(unserved) >= hookUnservedGrace:
+					if withdrawWhy(sp, req.ID, "withdrawn: no sluice console or serve watches the spool any more") {
+						return nil, errUnserved
+					}
+					unserved = time.Time{} // an actor has it: its result will come
+				}
 			}
 		}
 	}

@@ -81,11 +81,20 @@ func waitFor(sp *queue.Spool, w *queue.Waiter, req *queue.Request, logTo io.Writ
 
 // withdraw takes back a request nobody has claimed, answering it expired.
 func withdraw(sp *queue.Spool, id string, sig os.Signal) error {
-	c, err := sp.Claim(id, time.Now())
-	if err != nil {
+	if !withdrawWhy(sp, id, "withdrawn: the waiting writer was interrupted") {
 		return errAbandoned{sig}
 	}
-	const reason = "withdrawn: the waiting writer was interrupted"
+	return errWithdrawn{sig}
+}
+
+// withdrawWhy takes back a request nobody has claimed, answering it
+// expired with reason, and reports whether it was still unclaimed (false:
+// an actor has it, and its result will come).
+func withdrawWhy(sp *queue.Spool, id, reason string) bool {
+	c, err := sp.Claim(id, time.Now())
+	if err != nil {
+		return false
+	}
 	if sp.Recorder != nil {
 		ev := queue.NewEvent(queue.EventExpired, c.Request)
 		ev.Actor, ev.Status, ev.Reason = loginName(), queue.StatusExpired, reason
@@ -94,11 +103,11 @@ func withdraw(sp *queue.Spool, id string, sig os.Signal) error {
 			// recovered (answered interrupted, and recorded) by the next
 			// actor.
 			c.Close()
-			return errWithdrawn{sig}
+			return true
 		}
 	}
 	_ = c.Finish(queue.Result{Status: queue.StatusExpired, Decision: queue.Deny, DecidedBy: queue.ByHuman, Reason: reason})
-	return errWithdrawn{sig}
+	return true
 }
 
 // logFollower copies what is appended to a request's log.
