@@ -198,6 +198,13 @@ func buildBase(hidden []string, abi int) (*base, error) {
 	var start unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &start)
 	grants, watch := PlanBase(reachable(hidden))
+	// Watched too: where each of the others would appear. A secret path
+	// made after the base was built (~/.aws, say) makes it stale.
+	for _, h := range hidden {
+		if d := nearestDir(h); d != "" {
+			watch = appendNew(watch, d)
+		}
+	}
 	stamps := make([]stamp, 0, len(watch))
 	for _, w := range watch {
 		var st unix.Stat_t

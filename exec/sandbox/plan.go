@@ -72,19 +72,27 @@ func PlanBase(hidden []string) (grants []Grant, watch []string) {
 	p := planner{hidden: resolveAll(hidden)}
 	p.carve("/", readAll|writeAll|Ioctl, ReadDir)
 	for _, h := range hidden {
-		if h == "" || !filepath.IsAbs(h) {
-			continue
+		if d := nearestDir(h); d != "" {
+			p.watch = appendNew(p.watch, d)
 		}
-		d := filepath.Dir(filepath.Clean(h))
-		for d != "/" {
-			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-				break
-			}
-			d = filepath.Dir(d)
-		}
-		p.watch = appendNew(p.watch, d)
 	}
 	return p.grants, p.watch
+}
+
+// nearestDir is the nearest existing directory above path h: where h would
+// appear (or be replaced) as an entry, changing that directory.
+func nearestDir(h string) string {
+	if h == "" || !filepath.IsAbs(h) {
+		return ""
+	}
+	d := filepath.Dir(filepath.Clean(h))
+	for d != "/" {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			break
+		}
+		d = filepath.Dir(d)
+	}
+	return d
 }
 
 // PlanRun plans the run's own layer: writes to the roots (for a profile
