@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -120,7 +121,7 @@ type base struct {
 type stamp struct {
 	path  string
 	ino   uint64
-	mtime unix.Timespec
+	ctime unix.Timespec // changes with the entries, the mode, the owner
 }
 
 var (
@@ -179,7 +180,7 @@ func releaseBase(b *base) {
 func (b *base) fresh() bool {
 	for _, w := range b.watch {
 		var st unix.Stat_t
-		if unix.Stat(w.path, &st) != nil || st.Ino != w.ino || st.Mtim != w.mtime {
+		if unix.Stat(w.path, &st) != nil || st.Ino != w.ino || st.Ctim != w.ctime {
 			return false
 		}
 	}
@@ -198,11 +199,15 @@ func buildBase(hidden []string, abi int) (*base, error) {
 	var start unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &start)
 	grants, watch := PlanBase(reachable(hidden))
-	// Watched too: where each of the others would appear. A secret path
-	// made after the base was built (~/.aws, say) makes it stale.
+	// Watched too: where each of the others would appear (a secret path
+	// made after the base was built, ~/.aws say, makes it stale), and
+	// those out of reach themselves (made readable, they must be carved).
 	for _, h := range hidden {
 		if d := nearestDir(h); d != "" {
 			watch = appendNew(watch, d)
+		}
+		if _, err := os.Lstat(h); err == nil {
+			watch = appendNew(watch, h)
 		}
 	}
 	stamps := make([]stamp, 0, len(watch))
@@ -211,9 +216,9 @@ func buildBase(hidden []string, abi int) (*base, error) {
 		if unix.Stat(w, &st) != nil {
 			continue
 		}
-		s := stamp{path: w, ino: st.Ino, mtime: st.Mtim}
-		if st.Mtim.Nano() >= start.Nano() {
-			s.mtime = unix.Timespec{} // changed while planned: never fresh
+		s := stamp{path: w, ino: st.Ino, ctime: st.Ctim}
+		if st.Ctim.Nano() >= start.Nano() {
+			s.ctime = unix.Timespec{} // changed while planned: never fresh
 		}
 		stamps = append(stamps, s)
 	}
