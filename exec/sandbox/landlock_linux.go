@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -202,11 +203,14 @@ func buildBase(hidden []string, abi int) (*base, error) {
 	// Watched too: where each of the others would appear (a secret path
 	// made after the base was built, ~/.aws say, makes it stale), and
 	// those out of reach themselves (made readable, they must be carved).
+	carved := reachable(hidden)
 	for _, h := range hidden {
 		if d := nearestDir(h); d != "" {
 			watch = appendNew(watch, d)
 		}
-		if _, err := os.Lstat(h); err == nil {
+		// Not those carved around: the audit log, hidden, changes with
+		// every line.
+		if _, err := os.Lstat(h); err == nil && !slices.Contains(carved, h) {
 			watch = appendNew(watch, h)
 		}
 	}
