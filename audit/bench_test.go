@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// The floor of STACK.md for one audit line on these machines: marshal and
-// SHA-256 chain without a sync, and with an fsync.
+// The floor (BENCHMARKS.md, "The physical floor") for one audit line on
+// these machines: marshal and SHA-256 chain without a sync, and with an
+// fsync.
 const (
 	floorNoSync = 3.8e-6
 	floorFsync  = 79e-6
@@ -37,7 +38,7 @@ func onBoth(b *testing.B, bench func(b *testing.B, dir string)) {
 }
 
 // BenchmarkEncodeLine is an audit line's own work: marshal the event and
-// hash it into the chain, with no file. STACK.md's floor: 3.8 µs.
+// hash it into the chain, with no file. The floor: 3.8 µs.
 func BenchmarkEncodeLine(b *testing.B) {
 	enc := newEncoder()
 	ev := testEvent(3)
@@ -58,7 +59,7 @@ func BenchmarkEncodeLine(b *testing.B) {
 }
 
 // BenchmarkAppend is one process appending with an fsync per line: lock,
-// read the last line, write, fsync, unlock. STACK.md's floor: 79 µs.
+// read the last line, write, fsync, unlock. The floor: 79 µs.
 func BenchmarkAppend(b *testing.B) {
 	onBoth(b, func(b *testing.B, dir string) {
 		l, err := Open(filepath.Join(dir, "audit.jsonl"))

@@ -37,7 +37,7 @@ var Login = sync.OnceValue(func() string {
 // login is the name the log records as the actor of its own lines.
 func login() string { return Login() }
 
-// DefaultPath returns the audit log of SPEC section 2 for the current
+// DefaultPath returns the audit log of protocol section 2 for the current
 // environment: $XDG_STATE_HOME/sluice/audit.jsonl, else
 // ~/.local/state/sluice/audit.jsonl.
 func DefaultPath() (string, error) {

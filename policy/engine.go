@@ -29,7 +29,7 @@ type PartVerdict struct {
 	Reasons  []string `json:"reasons,omitempty"`
 }
 
-// Verdict is the policy's judgement of a command line (SPEC section 4).
+// Verdict is the policy's judgement of a command line (protocol section 4).
 type Verdict struct {
 	Action   Action        `json:"action"`
 	Category Category      `json:"category"`

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestVerdictJSONShape pins the fields SPEC section 4 promises to outside
+// TestVerdictJSONShape pins the fields protocol section 4 promises to outside
 // tools.
 func TestVerdictJSONShape(t *testing.T) {
 	t.Parallel()

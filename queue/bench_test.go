@@ -93,7 +93,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 // BenchmarkRoundTrip measures one request's round trip between a
 // long-lived client and an actor that answers at once: wake FIFO, submit,
 // watch event, claim, result, wake. Compare with the floor of a files-only
-// round trip in STACK.md (0.15 ms median).
+// round trip of the floor in BENCHMARKS.md (0.15 ms median).
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, fs := range benchFilesystems {
 		b.Run(fs.name, func(b *testing.B) { benchRoundTrip(b, fs.open(b)) })

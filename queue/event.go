@@ -3,10 +3,10 @@ package queue
 import "time"
 
 // EventName names one step in a request's life, as the audit log records
-// it (SPEC section 6).
+// it (protocol section 6).
 type EventName string
 
-// The events of SPEC section 6, and the log's own repair note.
+// The events of protocol section 6, and the log's own repair note.
 const (
 	EventQueued      EventName = "queued"       // a request reached new/
 	EventAutoAllowed EventName = "auto_allowed" // the policy allowed it alone

@@ -5,7 +5,7 @@ import (
 )
 
 // ValidID reports whether id is a well-formed request id: the grammar
-// ^[0-9A-Za-z][0-9A-Za-z_-]{0,63}$ of SPEC section 3. It admits no '/',
+// ^[0-9A-Za-z][0-9A-Za-z_-]{0,63}$ of protocol section 3. It admits no '/',
 // '.' or leading '-', so an id is always safe as a single path element.
 // (Written out rather than a regexp: every sluice process would compile it
 // at start-up.)

@@ -25,7 +25,7 @@ const MaxTimeout = 7 * 24 * time.Hour
 // Kind says what a request asks for.
 type Kind string
 
-// The request kinds of SPEC section 3.
+// The request kinds of protocol section 3.
 const (
 	KindExec  Kind = "exec"  // run Command with /bin/sh -c
 	KindWrite Kind = "write" // replace Path with Content
@@ -37,7 +37,7 @@ const (
 // Mode says what the actor does once a request is allowed.
 type Mode string
 
-// The request modes of SPEC section 3.
+// The request modes of protocol section 3.
 const (
 	ModeExecute Mode = "execute" // the actor runs the command or applies the change
 	ModeDecide  Mode = "decide"  // the actor only records and returns the decision

@@ -10,7 +10,7 @@ import (
 // Status is how a request ended.
 type Status string
 
-// The result statuses of SPEC section 3.
+// The result statuses of protocol section 3.
 const (
 	StatusDone        Status = "done"        // ran; any exit code
 	StatusDenied      Status = "denied"      // refused by the policy or a person
@@ -26,7 +26,7 @@ const (
 // Decision is allow or deny.
 type Decision string
 
-// The decisions of SPEC section 3.
+// The decisions of protocol section 3.
 const (
 	Allow Decision = "allow"
 	Deny  Decision = "deny"
@@ -35,7 +35,7 @@ const (
 // Decider says who made a decision.
 type Decider string
 
-// The deciders of SPEC section 3.
+// The deciders of protocol section 3.
 const (
 	ByPolicy Decider = "policy"
 	ByHuman  Decider = "human"

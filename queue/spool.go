@@ -9,7 +9,7 @@ import (
 	"syscall"
 )
 
-// The spool's subdirectories (SPEC section 3).
+// The spool's subdirectories (protocol section 3).
 const (
 	dirTmp = "tmp"
 	dirNew = "new"
@@ -53,7 +53,7 @@ func (e *PermError) Error() string {
 	return fmt.Sprintf("spool %s %s; %s", e.Path, e.Problem, e.Fix)
 }
 
-// DefaultDir returns the spool directory of SPEC section 2 for the current
+// DefaultDir returns the spool directory of protocol section 2 for the current
 // environment: $XDG_RUNTIME_DIR/sluice, else $XDG_STATE_HOME/sluice/spool,
 // else ~/.local/state/sluice/spool.
 func DefaultDir() (string, error) {

@@ -13,7 +13,7 @@ type KeyMap struct {
 	Yes, No, Submit                        key.Binding
 }
 
-// DefaultKeyMap is SPEC section 7's keys.
+// DefaultKeyMap is protocol section 7's keys.
 func DefaultKeyMap() KeyMap {
 	return KeyMap{
 		Approve:     key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve")),

@@ -8,7 +8,7 @@ import (
 )
 
 // Pacing of a run's output into its pane: the emulator costs far more per
-// byte than the pty (STACK.md: ~7.6 MB/s against ~36 MB/s of base64), and
+// byte than the pty (~7.6 MB/s measured against ~36 MB/s of base64), and
 // on a small machine its CPU would be taken from the command. So the pane
 // is fed at most paceFrame bytes per frame: under a flood it skips ahead
 // to the newest output (the log keeps every byte).

@@ -121,7 +121,7 @@ func cmdCheck(args []string, std stdio, g *globals) int {
 	}
 	v := p.Check(strings.Join(words, " "), env)
 	if *asJSON {
-		// The verdict of SPEC section 4, and the profile a run of the line
+		// The verdict of protocol section 4, and the profile a run of the line
 		// would be confined to.
 		writeJSON(std.out, struct {
 			*policy.Verdict

@@ -12,7 +12,7 @@ import (
 )
 
 // Exit codes shared by every subcommand. `sluice run` adds its own
-// (SPEC section 5): the command's code, 126 denied, 124 timeout, 125 other.
+// (protocol section 5): the command's code, 126 denied, 124 timeout, 125 other.
 const (
 	exitOK    = 0
 	exitFail  = 1

@@ -16,7 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 )
 
-// Exit codes of 'sluice run' besides the command's own (SPEC section 5).
+// Exit codes of 'sluice run' besides the command's own (protocol section 5).
 const (
 	exitDenied  = 126
 	exitTimeout = 124
@@ -126,7 +126,7 @@ func cmdRun(args []string, std stdio, g *globals) int {
 	return runExit(res, std)
 }
 
-// runExit maps a result to the exit status of SPEC section 5 and says on
+// runExit maps a result to the exit status of protocol section 5 and says on
 // stderr why a command did not run.
 func runExit(res *queue.Result, std stdio) int { return exitFor("run", res, std) }
 

@@ -11,8 +11,8 @@ import (
 )
 
 const submitHelp = `Queue one request of any kind (exec, write, edit, patch, tool) from its JSON
-on stdin, as SPEC section 3 describes. sluice fills in what a writer may
-leave out: version, id (a new ULID), created_at, and cwd (the current
+on stdin, as docs/protocol.md (section 3) in sluice's repository describes.
+sluice fills in what a writer may leave out: version, id (a new ULID), created_at, and cwd (the current
 directory). It prints the id, or with --wait the result JSON once a
 decision (and, in execute mode, the run) is done.
 

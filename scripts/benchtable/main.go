@@ -33,7 +33,7 @@ var rows = []row{
 	{pkg: "./queue", bench: "RoundTrip$/tmpfs", benchtime: "2000x", figure: "spool round trip in process on tmpfs (submit → claim → result → wake)", target: "≤ 2x the 0.15 ms floor", median: "p50-ms", p99: "p99-ms"},
 	{pkg: "./queue", bench: "IngestBurst/tmpfs", benchtime: "1x", figure: "10,000 requests arriving at once on tmpfs: all seen by the watcher", target: "peak RSS bounded", median: "ms/10k", extra: []string{"peakRSS-MB"}, heavy: true},
 	{pkg: "./policy", bench: "Check$", benchtime: "20000x", figure: "verdict for one command line, 200 user rules", target: "≤ 20 µs p50", median: "p50-µs", p99: "p99-µs"},
-	{pkg: "./audit", bench: "Append$/disk", benchtime: "1000x", figure: "audit append with fsync, on disk (ratio: to STACK.md's 79 µs fsync floor)", target: "≤ 2x the floor", extra: []string{"appends/s"}, ratio: "x-fsync-floor"},
+	{pkg: "./audit", bench: "Append$/disk", benchtime: "1000x", figure: "audit append with fsync, on disk (ratio: to the floor's 79 µs fsync)", target: "≤ 2x the floor", extra: []string{"appends/s"}, ratio: "x-fsync-floor"},
 	{pkg: "./audit", bench: "RawFsync/disk", benchtime: "1000x", figure: "a bare write+fsync on the same disk, the baseline of the row above", target: "", extra: []string{"writes/s"}},
 	{pkg: "./audit", bench: "Verify", benchtime: "1x", figure: "verify a 1M-line audit log", target: "", median: "s/1M-lines", heavy: true},
 	{pkg: "./exec", bench: "^BenchmarkRunTrue$", benchtime: "500x", figure: "Runner.Run of `true` under a pty vs `sh -c true` via os/exec", target: "", median: "run-p50-ms", p99: "run-p99-ms", ratio: "p50-ratio"},
