@@ -8,15 +8,13 @@ FUZZTIME    ?= 30s
 
 # A static, cgo-free binary: cgo (pulled in by os/user through mvdan.cc/sh's
 # expand package) costs every sluice process ~2 ms to start.
-# bin/sluice-mcp is the same package built with -tags mcp: the MCP SDK
+# bin/sluice-mcp is cmd/sluice-mcp, a program of its own: the MCP SDK
 # would add ~1.5 ms to every sluice process ('sluice mcp' execs it).
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/sluice
-	CGO_ENABLED=0 $(GO) build -tags mcp -o $(BIN)-mcp ./cmd/sluice
+	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/...
 
 test:
 	$(GO) test -race ./...
-	$(GO) test -race -tags mcp ./cmd/sluice
 	./scripts/e2e.sh
 
 # The console in a detached tmux session, driven by keys (needs tmux).
@@ -30,9 +28,7 @@ golden:
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: run gofmt -w on the files above'; exit 1; }
 	$(GO) vet ./...
-	$(GO) vet -tags mcp ./cmd/sluice
 	$(GO) run $(STATICCHECK) ./...
-	$(GO) run $(STATICCHECK) -tags mcp ./cmd/sluice
 
 # Every benchmark of issues 2-7 and the end-to-end ones, three runs each;
 # the medians go into the table in BENCHMARKS.md (BENCHFLAGS=-quick skips

@@ -55,6 +55,9 @@ type Engine struct {
 	// Observer, when set, hears what the engine does, for a front end to
 	// show (the console).
 	Observer Observer
+	// AuditPath is the file Recorder writes, published in the spool for
+	// writers to check decisions against (Spool.AuditPath).
+	AuditPath string
 
 	queued map[string]bool // ids whose queued event was recorded (Serve's goroutine only)
 
@@ -148,7 +151,7 @@ func (e *Engine) Serve(ctx context.Context) error {
 		e.Spool.Recorder = e.Recorder
 	}
 	// Writers that must not wait in vain (agent hooks) look for this.
-	if release, err := e.Spool.Present(); err != nil {
+	if release, err := e.Spool.Present(e.AuditPath); err != nil {
 		e.logf("%v", err)
 	} else {
 		defer release()

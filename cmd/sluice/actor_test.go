@@ -15,6 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -38,8 +39,9 @@ func cmdActor(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	a, err := parseActor(args)
 	if err != nil {
-		ts.Fatalf("actor: %v\nusage: actor [-output TEXT] [-reason TEXT] [-nolog] STATUS [EXIT] | actor stop", err)
+		ts.Fatalf("actor: %v\nusage: actor [-output TEXT] [-reason TEXT] [-nolog] [-forge] STATUS [EXIT] | actor stop", err)
 	}
+	a.auditPath = ts.Getenv("SLUICE_AUDIT")
 	stop := a.start(openSpool(ts))
 	st.stopActor = stop
 	ts.Defer(func() {
@@ -62,10 +64,11 @@ func parseActor(args []string) (*fakeActor, error) {
 	output := fs.String("output", "", "what the command printed")
 	reason := fs.String("reason", "", "the result's reason")
 	noLog := fs.Bool("nolog", false, "write no log, only output_tail")
+	forge := fs.Bool("forge", false, "record nothing in the audit log: a result file anyone could write")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	a := &fakeActor{noLog: *noLog}
+	a := &fakeActor{noLog: *noLog, forge: *forge}
 	var err error
 	if a.output, err = unescape(*output); err != nil {
 		return nil, fmt.Errorf("-output: %w", err)
@@ -112,6 +115,12 @@ type fakeActor struct {
 	reason   string
 	noLog    bool // no out/<id>.log: the output is only in the result
 	hold     bool // claim and keep the claim until stopped
+	// auditPath, when set, is the audit log the actor records its
+	// decisions in and publishes, as an engine does: writers believe
+	// an allow only when the log holds it.
+	auditPath string
+	log       *audit.Log
+	forge     bool // publish auditPath but record nothing in it
 }
 
 // start watches sp and answers what is pending until the returned stop is
@@ -120,7 +129,13 @@ func (a *fakeActor) start(sp *queue.Spool) (stop func() []error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	// It stands in for an engine, so it says it serves the spool as one
 	// does: writers check.
-	release, err := sp.Present()
+	if a.auditPath != "" {
+		var err error
+		if a.log, err = audit.Open(a.auditPath); err != nil {
+			panic(err) // the test's own audit log
+		}
+	}
+	release, err := sp.Present(a.auditPath)
 	if err != nil {
 		release = func() {}
 	}
@@ -153,6 +168,9 @@ func (a *fakeActor) start(sp *queue.Spool) (stop func() []error) {
 			cancel()
 			errs = <-done
 			release()
+			if a.log != nil {
+				a.log.Close()
+			}
 		})
 		return errs
 	}
@@ -198,6 +216,18 @@ func (a *fakeActor) answer(sp *queue.Spool, id string) (*queue.Claim, error) {
 		res.DurationMS = 1
 		if a.status == queue.StatusTimeout && c.Request.TimeoutS > 0 {
 			res.DurationMS = int64(c.Request.TimeoutS) * 1000
+		}
+	}
+	if a.log != nil && !a.forge {
+		name := queue.EventApproved
+		if res.Decision == queue.Deny {
+			name = queue.EventDenied
+		}
+		ev := queue.NewEvent(name, c.Request)
+		ev.Actor = "tester"
+		if err := a.log.Record(ev); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("actor: %w", err)
 		}
 	}
 	if err := c.Finish(res); err != nil {

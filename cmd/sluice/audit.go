@@ -6,11 +6,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sluice-dev/sluice/audit"
-	"github.com/sluice-dev/sluice/queue"
 )
 
 const auditUsage = `Usage: sluice audit verify [--audit FILE]
@@ -129,34 +127,4 @@ func explainOpen(path string, err error) string {
 		return fmt.Sprintf("no audit log at %s: nothing was recorded there yet, or it was removed; point --audit (or SLUICE_AUDIT) at the log", show(path))
 	}
 	return show(err.Error())
-}
-
-// lazyAudit opens the audit log on its first Record, so that a writer
-// that only waits for its answer never touches the log. It implements
-// queue.Recorder.
-type lazyAudit struct {
-	once sync.Once
-	log  *audit.Log
-	err  error
-}
-
-// Record implements queue.Recorder.
-func (l *lazyAudit) Record(ev queue.Event) error {
-	l.once.Do(func() {
-		var p string
-		if p, l.err = auditPath(""); l.err == nil {
-			l.log, l.err = audit.Open(p)
-		}
-	})
-	if l.err != nil {
-		return l.err
-	}
-	return l.log.Record(ev)
-}
-
-// Close closes the log if it was opened.
-func (l *lazyAudit) Close() {
-	if l.log != nil {
-		l.log.Close()
-	}
 }

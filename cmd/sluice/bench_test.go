@@ -56,7 +56,8 @@ func benchRunProcess(b *testing.B, spoolParent string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	stop := (&fakeActor{status: queue.StatusDone, exitCode: new(int), noLog: true}).start(sp)
+	stop := (&fakeActor{status: queue.StatusDone, exitCode: new(int), noLog: true,
+		auditPath: filepath.Join(b.TempDir(), "audit.jsonl")}).start(sp)
 	defer func() {
 		for _, err := range stop() {
 			b.Error(err)

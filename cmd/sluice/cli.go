@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -147,8 +148,21 @@ func (g *globals) openSpool() (*queue.Spool, error) {
 	// What the spool answers on its own (an expired or invalid request, an
 	// orphaned claim) is audited like everything else; commands with an
 	// --audit flag replace this with their log.
-	sp.Recorder = &lazyAudit{}
+	sp.Recorder = &audit.Lazy{Path: func() (string, error) { return writerAudit(sp) }}
 	return sp, nil
+}
+
+// writerAudit is the audit log a writer records its own steps in (a
+// request withdrawn): SLUICE_AUDIT, else the one the engine serving the
+// spool published, else the default.
+func writerAudit(sp *queue.Spool) (string, error) {
+	if p := os.Getenv("SLUICE_AUDIT"); p != "" {
+		return p, nil
+	}
+	if p := sp.AuditPath(); p != "" {
+		return p, nil
+	}
+	return audit.DefaultPath()
 }
 
 // flagSet is a subcommand's flags with its help text.

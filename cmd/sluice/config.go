@@ -44,6 +44,9 @@ type config struct {
 	ExtraSandboxHidden []string `toml:"extra_sandbox_hidden"`
 	// MaxProcs bounds the processes of one run.
 	MaxProcs int `toml:"max_procs"`
+	// HookConfine wraps the shell commands a hook allows in 'sluice
+	// sandbox' (default true), so that the agent runs them confined.
+	HookConfine *bool `toml:"hook_confine"`
 
 	Console consoleConfig `toml:"console"`
 
@@ -88,6 +91,11 @@ may be absent. Every key is optional:
                                    # policy, audit log and spool are always
                                    # hidden
   max_procs = 1024                 # processes one run may have at once
+  hook_confine = true              # a shell command an agent's hook allows
+                                   # comes back wrapped in 'sluice sandbox
+                                   # --profile P', so the agent runs it
+                                   # confined (when the kernel can confine
+                                   # and sandbox is not "off")
 
   [console]
   theme = "auto"     # auto, dark, light, high-contrast, mono, or a file
@@ -101,12 +109,12 @@ may be absent. Every key is optional:
 var knownConfigKeys = map[string]bool{"max_auto": true, "default_timeout": true, "kill_grace": true,
 	"secret_patterns": true, "extra_secret_patterns": true, "console": true,
 	"sandbox": true, "sandbox_writable": true, "extra_sandbox_writable": true,
-	"sandbox_hidden": true, "extra_sandbox_hidden": true, "max_procs": true,
+	"sandbox_hidden": true, "extra_sandbox_hidden": true, "max_procs": true, "hook_confine": true,
 	"console.theme": true, "console.bell": true, "console.notify": true, "console.grace": true}
 
 // knownKeysText lists the keys for an error message.
 const knownKeysText = "max_auto, default_timeout, kill_grace, secret_patterns, extra_secret_patterns, " +
-	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, max_procs, " +
+	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, max_procs, hook_confine, " +
 	"[console] theme, bell, notify, grace"
 
 // Limits a config must stay within.
@@ -236,6 +244,18 @@ func (c *config) runner(spool string, own ...string) *exec.Runner {
 		Grace:          c.KillGrace,
 		Confine:        c.confine(spool, own...),
 	}
+}
+
+// hookConfine reports whether hooks wrap the shell commands they allow in
+// 'sluice sandbox' (hook_confine, default true).
+func (c *config) hookConfine() bool { return c.HookConfine == nil || *c.HookConfine }
+
+// sandboxMode is the sandbox key, prefer when unset.
+func (c *config) sandboxMode() string {
+	if c.Sandbox == "" {
+		return exec.SandboxPrefer
+	}
+	return c.Sandbox
 }
 
 // confine is the runner's confinement: the mode, the hidden paths (the

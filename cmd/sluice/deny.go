@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/queue"
@@ -46,11 +45,20 @@ func cmdDeny(args []string, std stdio, g *globals) int {
 	}
 	defer log.Close()
 	sp.Recorder = log
+	// The engine's own Deny: recorded first, and a decide-mode request
+	// (an agent's hook) answered "decided" as the console answers it.
+	eng := &queue.Engine{Spool: sp, Recorder: log, AuditPath: log.Path()}
+	why := *reason
+	if why == "" {
+		why = "denied by a person with sluice deny"
+	}
 	status := exitOK
 	for _, arg := range ids {
 		id, err := resolveID(sp, arg)
 		if err == nil {
-			err = deny(sp, log, id, *reason)
+			if _, err = eng.Deny(id, loginName(), why); err != nil {
+				err = explainClaim(sp, id, err)
+			}
 		}
 		if err != nil {
 			fmt.Fprintf(std.err, "sluice deny: %v\n", err)
@@ -60,27 +68,6 @@ func cmdDeny(args []string, std stdio, g *globals) int {
 		fmt.Fprintf(std.out, "denied %s\n", id)
 	}
 	return status
-}
-
-// deny claims request id, records the denial in the audit log, then
-// answers it. If the record fails, the claim is released unanswered: the
-// next console answers it interrupted, and nothing unrecorded happened.
-func deny(sp *queue.Spool, rec queue.Recorder, id, reason string) error {
-	c, err := sp.Claim(id, time.Now())
-	if err != nil {
-		return explainClaim(sp, id, err)
-	}
-	if reason == "" {
-		reason = "denied by a person with sluice deny"
-	}
-	ev := queue.NewEvent(queue.EventDenied, c.Request)
-	ev.Actor, ev.Status, ev.Reason = loginName(), queue.StatusDenied, reason
-	if err := rec.Record(ev); err != nil {
-		c.Close()
-		return fmt.Errorf("%s: not denied, the audit log failed: %w", id, err)
-	}
-	return c.Finish(queue.Result{Status: queue.StatusDenied, Decision: queue.Deny,
-		DecidedBy: queue.ByHuman, Reason: reason})
 }
 
 // loginName is the person acting, as the audit log records them.

@@ -27,7 +27,7 @@ func cmdFixture(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: fixture NAME...")
 	}
 	for _, name := range args {
-		data, err := os.ReadFile(filepath.Join("testdata", "hooks", name))
+		data, err := os.ReadFile(filepath.Join("..", "..", "hook", "testdata", "hooks", name))
 		ts.Check(err)
 		data = []byte(strings.ReplaceAll(string(data), fixtureRoot, filepath.Join(ts.Getenv("WORK"), "shop")))
 		dst := ts.MkAbs(name)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/sluice-dev/sluice/mcpserver"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -24,16 +25,11 @@ func TestMain(m *testing.M) {
 	progs := map[string]func(){
 		"sluice": func() { os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})) },
 		"exits":  exitsMain,
-	}
-	for name, f := range extraPrograms {
-		progs[name] = f
+		// cmd/sluice-mcp, which 'sluice mcp' finds beside itself.
+		"sluice-mcp": func() { os.Exit(mcpserver.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	}
 	testscript.Main(m, progs)
 }
-
-// extraPrograms are programs only some builds register (sluice-mcp, with
-// -tags mcp).
-var extraPrograms = map[string]func(){}
 
 // TestScripts runs testdata/script/*.txtar. Each script gets its own spool
 // ($SLUICE_SPOOL, $WORK/spool, created by the first sluice that opens it)
@@ -44,7 +40,7 @@ var extraPrograms = map[string]func(){}
 //	waitpending [N]
 //	    wait until exactly N requests (default 1) are pending; $ID is the
 //	    oldest pending one
-//	actor [-output TEXT] [-reason TEXT] [-nolog] STATUS [EXIT]
+//	actor [-output TEXT] [-reason TEXT] [-nolog] [-forge] STATUS [EXIT]
 //	    answer every pending request with STATUS (done, denied, timeout,
 //	    killed, failed, interrupted, decided) and exit code EXIT, writing
 //	    out/<id>.log first for the statuses that ran; STATUS hold claims and
@@ -52,7 +48,7 @@ var extraPrograms = map[string]func(){}
 //	actor stop
 //	    stop the actor (it also stops at the end of the script)
 //	fixture NAME...
-//	    copy the hook input testdata/hooks/NAME to $WORK/NAME, moved from
+//	    copy the hook input hook/testdata/hooks/NAME to $WORK/NAME, moved from
 //	    the project it was recorded in (/home/dev/src/shop) to $WORK/shop
 //	waitserving
 //	    wait until a console or sluice serve serves the spool

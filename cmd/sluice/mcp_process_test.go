@@ -1,5 +1,3 @@
-//go:build mcp
-
 package main
 
 import (
@@ -182,4 +180,36 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// waitUntil polls cond for up to 10s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestMCPMissing: without sluice-mcp beside sluice or on $PATH, 'sluice
+// mcp' says where it looked and how to install both programs.
+func TestMCPMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	if p, err := findMCP(filepath.Join(t.TempDir(), "sluice")); err == nil {
+		t.Fatalf("found %s", p)
+	}
+	dir := t.TempDir()
+	want := filepath.Join(dir, mcpProgram)
+	if err := os.WriteFile(want, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := findMCP(filepath.Join(dir, "sluice")); err != nil || p != want {
+		t.Fatalf("findMCP beside sluice: %q, %v; want %q", p, err, want)
+	}
+	if !strings.Contains(mcpMissing, "go install github.com/sluice-dev/sluice/cmd/...@latest") {
+		t.Error("the message does not say how to install sluice-mcp")
+	}
 }

@@ -3,16 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -107,15 +106,20 @@ func cmdRun(args []string, std stdio, g *globals) int {
 	res, err := submitAndWait(sp, req, logTo)
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice run: %v\n", err)
-		var ws errWithdrawn
-		var wa errAbandoned
-		switch {
-		case errors.As(err, &ws):
-			return 128 + signum(ws.sig)
-		case errors.As(err, &wa):
-			return 128 + signum(wa.sig)
+		if code, ok := interruptCode(err); ok {
+			return code
 		}
 		return exitNotRun
+	}
+	if res.Decision == queue.Allow {
+		path := os.Getenv("SLUICE_AUDIT")
+		if path == "" {
+			path = sp.AuditPath()
+		}
+		if err := audit.CheckAllow(path, req, res); err != nil {
+			fmt.Fprintf(std.err, "sluice run: the result says the command was allowed, but %s; not believed\n", show(err.Error()))
+			return exitNotRun
+		}
 	}
 	if *asJSON {
 		writeJSON(std.out, res)
@@ -164,26 +168,6 @@ func exitFor(name string, res *queue.Result, std stdio) int {
 	}
 	fmt.Fprintf(std.err, "sluice %s: not run: %s%s\n", name, show(string(res.Status)), reason)
 	return exitNotRun
-}
-
-// submitAndWait queues req and waits for its result, streaming the log to
-// logTo if not nil.
-func submitAndWait(sp *queue.Spool, req *queue.Request, logTo io.Writer) (*queue.Result, error) {
-	w, err := sp.NewWaiter(req.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
-	// From the moment the request is in the spool, an interrupt must
-	// withdraw it rather than leave it for someone to approve unwatched.
-	sigs := make(chan os.Signal, 1)
-	// Not stopped: the process exits right after (signal.Stop costs
-	// ~0.1 ms a run).
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	if err := sp.Submit(req); err != nil {
-		return nil, err
-	}
-	return waitFor(sp, w, req, logTo, sigs)
 }
 
 func absDir(dir string) (string, error) {

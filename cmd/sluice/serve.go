@@ -69,7 +69,7 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	if r.Confine.Mode == exec.SandboxRequire {
 		judge = requireSandbox{judge}
 	}
-	return &queue.Engine{Spool: sp, Judge: judge, Runner: runner, Recorder: log,
+	return &queue.Engine{Spool: sp, Judge: judge, Runner: runner, Recorder: log, AuditPath: log.Path(),
 		MaxAuto: cfg.maxAuto(), Logf: logf}, log, nil
 }
 

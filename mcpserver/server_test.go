@@ -1,6 +1,4 @@
-//go:build mcp
-
-package main
+package mcpserver
 
 import (
 	"bytes"
@@ -23,14 +21,14 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 )
 
-// mcpEnv is an MCP client talking in memory to an mcpServer, whose spool
+// mcpEnv is an MCP client talking in memory to a Server, whose spool
 // a real engine serves in this process (the embedded default policy, the
 // exec actor, an audit log), as 'sluice serve' would.
 type mcpEnv struct {
 	t   *testing.T
 	sp  *queue.Spool
 	eng *queue.Engine
-	srv *mcpServer
+	srv *Server
 	cs  *mcp.ClientSession
 	dir string // the project: the server's default cwd
 
@@ -66,9 +64,9 @@ func newMCPEnv(t *testing.T, serve bool) *mcpEnv {
 	}
 	t.Cleanup(func() { alog.Close() })
 	ssp.Recorder = alog
-	e.srv = &mcpServer{sp: ssp, wait: time.Minute, cwd: e.dir, logf: safeLogf(t), base: ctx}
+	e.srv = &Server{Spool: ssp, Wait: time.Minute, Cwd: e.dir, Logf: safeLogf(t), Base: ctx, Actor: "tester"}
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := e.srv.server(io.Discard).Connect(ctx, st, nil)
+	ss, err := e.srv.MCP(io.Discard).Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,8 +428,8 @@ func TestMCPTools(t *testing.T) {
 	})
 
 	t.Run("nobody decides within the wait", func(t *testing.T) {
-		e.srv.wait = 200 * time.Millisecond
-		defer func() { e.srv.wait = time.Minute }()
+		e.srv.Wait = 200 * time.Millisecond
+		defer func() { e.srv.Wait = time.Minute }()
 		before := e.expired()
 		res, text := e.call(ctx, "run_command", map[string]any{"command": "touch never-made"}, nil)
 		if !res.IsError {
@@ -502,7 +500,7 @@ func TestMCPNoConsole(t *testing.T) {
 func TestMCPConsoleGone(t *testing.T) {
 	noLeaks(t)
 	e := newMCPEnv(t, true)
-	e.srv.orphanGrace, e.srv.checkEvery = time.Millisecond, time.Millisecond
+	e.srv.orphanGrace = time.Millisecond
 	type ret struct {
 		res *mcp.CallToolResult
 		err error

@@ -1,4 +1,4 @@
-package main
+package hook
 
 import (
 	"io"
@@ -46,10 +46,10 @@ Use --fallback deny to block the calls nobody decided. The exit status is
 0 except for a usage error of these flags.
 `
 
-var codexHook = &hookAgent{
-	name: "codex", agent: "codex", synopsis: "[--wait DUR] [--fallback ask|deny] < hook-input.json",
-	help:    codexHelp,
-	request: func(data []byte) (*queue.Request, *hookAnswer) { return claudeRequest(data, true) },
+var Codex = &Agent{
+	Name: "codex", ID: "codex", Synopsis: synopsis, Help: codexHelp, shell: "Bash",
+	fallback: func() Decision { return Deny }, FallbackHelp: "deny, as Codex runs the tool on ask",
+	request: func(data []byte) (*queue.Request, *Answer) { return claudeRequest(data, true) },
 	write:   writeCodex,
 }
 
@@ -57,11 +57,11 @@ var codexHook = &hookAgent{
 // allow with an updatedInput (openai/codex
 // codex-rs/hooks/src/events/pre_tool_use.rs: a plain "allow" and "ask"
 // are "unsupported permissionDecision" and fail open).
-func writeCodex(w io.Writer, a hookAnswer) {
+func writeCodex(w io.Writer, a Answer) {
 	switch {
-	case a.Decision == hookDeny, a.Decision == hookAllow && a.Input != nil:
+	case a.Decision == Deny, a.Decision == Allow && a.Input != nil:
 		writeClaude(w, a)
-	case a.Decision == hookAsk:
+	case a.Decision == Ask:
 		writeHookJSON(w, struct {
 			SystemMessage string `json:"systemMessage"`
 		}{a.Reason + "; Codex's own approval policy applies"})

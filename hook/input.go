@@ -1,4 +1,4 @@
-package main
+package hook
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -28,13 +29,13 @@ type hookInput struct {
 }
 
 // denyf is an answer given at once: the input cannot be queued.
-func denyf(format string, args ...any) *hookAnswer {
-	return &hookAnswer{Decision: hookDeny, Reason: "sluice: " + fmt.Sprintf(format, args...)}
+func denyf(format string, args ...any) *Answer {
+	return &Answer{Decision: Deny, Reason: "sluice: " + fmt.Sprintf(format, args...)}
 }
 
 // parseHookInput decodes the shared fields and checks them: event (when
 // the agent names one), a tool name, an absolute cwd, a tool_input object.
-func parseHookInput(data []byte, event string) (*hookInput, *hookAnswer) {
+func parseHookInput(data []byte, event string) (*hookInput, *Answer) {
 	var in hookInput
 	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
 		return nil, denyf("the hook input is not a JSON object")
@@ -85,7 +86,7 @@ func hookJSONError(err error) string {
 }
 
 // toolArgs decodes a tool's input into v; the error answers the call.
-func toolArgs(in *hookInput, v any) *hookAnswer {
+func toolArgs(in *hookInput, v any) *Answer {
 	if err := json.Unmarshal(in.ToolInput, v); err != nil {
 		return denyf("%s: malformed tool_input: %s", in.ToolName, hookJSONError(err))
 	}
@@ -246,3 +247,15 @@ func writeHookJSON(w io.Writer, v any) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
+
+// clip shortens s to n runes, marking the cut.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
+
+// synopsis is every agent's command line after 'sluice hook AGENT'.
+const synopsis = "[--wait DUR] [--fallback ask|deny] [--audit FILE] < hook-input.json"

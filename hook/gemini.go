@@ -1,4 +1,4 @@
-package main
+package hook
 
 import (
 	"cmp"
@@ -65,16 +65,16 @@ Malformed input is denied. The exit status is 0 except for a usage error
 of these flags (2, which Gemini CLI treats as a block).
 `
 
-var geminiHook = &hookAgent{
-	name: "gemini", agent: "gemini-cli", synopsis: "[--wait DUR] [--fallback ask|deny] < hook-input.json",
-	help:    geminiHelp,
+var Gemini = &Agent{
+	Name: "gemini", ID: "gemini-cli", Synopsis: synopsis, Help: geminiHelp, shell: "run_shell_command",
+	fallback: geminiFallback, FallbackHelp: "ask in a terminal, deny in headless mode, where nobody could answer Gemini CLI's prompt",
 	request: geminiRequest,
 	write:   writeGemini,
 }
 
 // geminiOutput is Gemini CLI's BeforeTool answer.
 type geminiOutput struct {
-	Decision           hookDecision        `json:"decision"`
+	Decision           Decision            `json:"decision"`
 	Reason             string              `json:"reason"`
 	SystemMessage      string              `json:"systemMessage,omitempty"`
 	HookSpecificOutput *geminiToolOverride `json:"hookSpecificOutput,omitempty"`
@@ -86,9 +86,9 @@ type geminiToolOverride struct {
 	ToolInput     json.RawMessage `json:"tool_input"`
 }
 
-func writeGemini(w io.Writer, a hookAnswer) {
+func writeGemini(w io.Writer, a Answer) {
 	out := geminiOutput{Decision: a.Decision, Reason: a.Reason}
-	if a.Decision == hookAsk {
+	if a.Decision == Ask {
 		out.SystemMessage = a.Reason
 	}
 	if a.Input != nil {
@@ -98,7 +98,7 @@ func writeGemini(w io.Writer, a hookAnswer) {
 }
 
 // geminiRequest maps a Gemini CLI tool call to a request.
-func geminiRequest(data []byte) (*queue.Request, *hookAnswer) {
+func geminiRequest(data []byte) (*queue.Request, *Answer) {
 	in, ans := parseHookInput(data, "BeforeTool")
 	if ans != nil {
 		return nil, ans
@@ -149,7 +149,7 @@ func geminiRequest(data []byte) (*queue.Request, *hookAnswer) {
 // geminiReplace previews Gemini CLI's replace (edit.ts calculateEdit):
 // old_string must occur exactly expected_replacements times (default 1;
 // with allow_multiple, once or more), and every occurrence is replaced.
-func geminiReplace(req *queue.Request, in *hookInput) (*queue.Request, *hookAnswer) {
+func geminiReplace(req *queue.Request, in *hookInput) (*queue.Request, *Answer) {
 	var r struct {
 		FilePath             string   `json:"file_path"`
 		OldString            string   `json:"old_string"`
@@ -169,7 +169,7 @@ func geminiReplace(req *queue.Request, in *hookInput) (*queue.Request, *hookAnsw
 	if err != nil {
 		return toolRequest(req, in, "no preview: "+err.Error()), nil
 	}
-	refuse := func(why string) (*queue.Request, *hookAnswer) {
+	refuse := func(why string) (*queue.Request, *Answer) {
 		return nil, denyf("Gemini CLI would refuse this replace: %s", why)
 	}
 	req.Path, req.Note = path, r.Instruction
@@ -202,4 +202,15 @@ func geminiReplace(req *queue.Request, in *hookInput) (*queue.Request, *hookAnsw
 	}
 	req.Kind, req.OldString, req.NewString, req.ReplaceAll = queue.KindEdit, r.OldString, r.NewString, n > 1
 	return req, nil
+}
+
+// geminiFallback is deny unless Gemini CLI runs in a terminal, where its
+// own prompt can be answered. The hook's stdin and stdout are pipes
+// either way; the controlling terminal tells: headless runs (-p, CI,
+// scripts) usually have none, and a person at Gemini CLI's prompt does.
+func geminiFallback() Decision {
+	if hasTTY() {
+		return Ask
+	}
+	return Deny
 }

@@ -1,4 +1,4 @@
-package main
+package hook
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func FuzzHookInput(f *testing.F) {
 			}
 		}
 		var out bytes.Buffer
-		writeClaude(&out, hookAnswer{})
+		writeClaude(&out, Answer{})
 		if !json.Valid(out.Bytes()) {
 			t.Fatalf("writeClaude wrote invalid JSON: %q", out.String())
 		}

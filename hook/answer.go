@@ -1,4 +1,4 @@
-package main
+package hook
 
 import (
 	"bytes"
@@ -33,8 +33,8 @@ func marshalPlain(v any) json.RawMessage {
 	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
-// hookResult maps a result to the hook's answer.
-func hookResult(res *queue.Result, wait time.Duration, fallback hookDecision) hookAnswer {
+// FromResult maps a result to the hook's answer.
+func FromResult(res *queue.Result, wait time.Duration, fallback Decision) Answer {
 	by := "a person"
 	if res.DecidedBy == queue.ByPolicy {
 		by = "policy"
@@ -48,7 +48,7 @@ func hookResult(res *queue.Result, wait time.Duration, fallback hookDecision) ho
 		if v := res.Verdict; v != nil && res.DecidedBy == queue.ByPolicy {
 			why += fmt.Sprintf(" (%s, risk %s)", v.Category, v.Risk)
 		}
-		return hookAnswer{Decision: hookAllow, Reason: why}
+		return Answer{Decision: Allow, Reason: why}
 	case (res.Status == queue.StatusDecided || res.Status == queue.StatusDenied) && res.Decision == queue.Deny:
 		why := "sluice: denied by " + by
 		switch {
@@ -57,17 +57,17 @@ func hookResult(res *queue.Result, wait time.Duration, fallback hookDecision) ho
 		case res.Reason != "":
 			why += ": " + res.Reason
 		}
-		return hookAnswer{Decision: hookDeny, Reason: why}
+		return Answer{Decision: Deny, Reason: why}
 	case res.Status == queue.StatusExpired:
-		return hookAnswer{Decision: fallback, Reason: fmt.Sprintf("sluice: no decision within %s; the request was withdrawn", wait)}
+		return Answer{Decision: fallback, Reason: fmt.Sprintf("sluice: no decision within %s; the request was withdrawn", wait)}
 	case res.Status == queue.StatusInvalid:
-		return hookAnswer{Decision: fallback, Reason: "sluice: the request was refused as invalid: " + res.Reason}
+		return Answer{Decision: fallback, Reason: "sluice: the request was refused as invalid: " + res.Reason}
 	case res.Status == queue.StatusInterrupted:
-		return hookAnswer{Decision: fallback, Reason: "sluice: the console acting on the request stopped before it decided"}
+		return Answer{Decision: fallback, Reason: "sluice: the console acting on the request stopped before it decided"}
 	}
 	why := fmt.Sprintf("sluice: no decision (the request ended %s)", res.Status)
 	if res.Reason != "" {
 		why += ": " + res.Reason
 	}
-	return hookAnswer{Decision: fallback, Reason: why}
+	return Answer{Decision: fallback, Reason: why}
 }

@@ -1,4 +1,4 @@
-package main
+package hook
 
 import (
 	"encoding/json"
@@ -68,24 +68,24 @@ denied. The exit status is 0 except for a usage error of these flags (2,
 which Claude Code treats as a block).
 `
 
-var claudeHook = &hookAgent{
-	name: "claude", agent: "claude-code", synopsis: "[--wait DUR] [--fallback ask|deny] < hook-input.json",
-	help:    claudeHelp,
-	request: func(data []byte) (*queue.Request, *hookAnswer) { return claudeRequest(data, false) },
-	write:   writeClaude,
+var Claude = &Agent{
+	Name: "claude", ID: "claude-code", Synopsis: synopsis, Help: claudeHelp, shell: "Bash",
+	FallbackHelp: "ask",
+	request:      func(data []byte) (*queue.Request, *Answer) { return claudeRequest(data, false) },
+	write:        writeClaude,
 }
 
 // claudeOutput is Claude Code's PreToolUse answer.
 type claudeOutput struct {
 	HookSpecificOutput struct {
 		HookEventName            string          `json:"hookEventName"`
-		PermissionDecision       hookDecision    `json:"permissionDecision"`
+		PermissionDecision       Decision        `json:"permissionDecision"`
 		PermissionDecisionReason string          `json:"permissionDecisionReason"`
 		UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
 	} `json:"hookSpecificOutput"`
 }
 
-func writeClaude(w io.Writer, a hookAnswer) {
+func writeClaude(w io.Writer, a Answer) {
 	var out claudeOutput
 	out.HookSpecificOutput.HookEventName = "PreToolUse"
 	out.HookSpecificOutput.PermissionDecision = a.Decision
@@ -95,7 +95,7 @@ func writeClaude(w io.Writer, a hookAnswer) {
 }
 
 // claudeRequest maps a Claude Code (or Codex) tool call to a request.
-func claudeRequest(data []byte, codex bool) (*queue.Request, *hookAnswer) {
+func claudeRequest(data []byte, codex bool) (*queue.Request, *Answer) {
 	in, ans := parseHookInput(data, "PreToolUse")
 	if ans != nil {
 		return nil, ans
@@ -151,7 +151,7 @@ func claudeRequest(data []byte, codex bool) (*queue.Request, *hookAnswer) {
 }
 
 // claudeBash maps a Bash call to an exec request.
-func claudeBash(req *queue.Request, in *hookInput) (*queue.Request, *hookAnswer) {
+func claudeBash(req *queue.Request, in *hookInput) (*queue.Request, *Answer) {
 	var b struct {
 		Command         string   `json:"command"`
 		Description     string   `json:"description"`
@@ -178,7 +178,7 @@ func claudeBash(req *queue.Request, in *hookInput) (*queue.Request, *hookAnswer)
 // will make, as an edit request when a plain replacement makes the same
 // change, else as a write of the whole new file. An edit Claude Code would
 // refuse is denied with its reason.
-func claudeFileEdit(req *queue.Request, in *hookInput, file string, edits []fileEdit) (*queue.Request, *hookAnswer) {
+func claudeFileEdit(req *queue.Request, in *hookInput, file string, edits []fileEdit) (*queue.Request, *Answer) {
 	if file == "" {
 		return nil, denyf("%s: no file_path", in.ToolName)
 	}

@@ -1,6 +1,4 @@
-//go:build mcp
-
-package main
+package mcpserver
 
 import (
 	"context"
@@ -67,7 +65,7 @@ type fileOut struct {
 	DecidedBy string `json:"decided_by,omitempty" jsonschema:"policy or human"`
 }
 
-func (m *mcpServer) runCommand(ctx context.Context, call *mcp.CallToolRequest, in runCommandIn) (*mcp.CallToolResult, runCommandOut, error) {
+func (m *Server) runCommand(ctx context.Context, call *mcp.CallToolRequest, in runCommandIn) (*mcp.CallToolResult, runCommandOut, error) {
 	if strings.TrimSpace(in.Command) == "" {
 		return nil, runCommandOut{}, errors.New("command is empty")
 	}
@@ -87,13 +85,13 @@ func (m *mcpServer) runCommand(ctx context.Context, call *mcp.CallToolRequest, i
 	out := runCommandOut{ID: req.ID, Status: string(res.Status), ExitCode: res.ExitCode, OutputTail: res.OutputTail,
 		OutputBytes: res.OutputBytes, Reason: res.Reason, DecidedBy: string(res.DecidedBy), Command: res.Command}
 	if res.Ran() && res.Log != "" {
-		out.Log = filepath.Join(m.sp.Dir(), filepath.FromSlash(res.Log))
+		out.Log = filepath.Join(m.Spool.Dir(), filepath.FromSlash(res.Log))
 	}
 	text, isErr := describeRun(res, out.Log)
 	return textResult(text, isErr), out, nil
 }
 
-func (m *mcpServer) writeFile(ctx context.Context, call *mcp.CallToolRequest, in writeFileIn) (*mcp.CallToolResult, fileOut, error) {
+func (m *Server) writeFile(ctx context.Context, call *mcp.CallToolRequest, in writeFileIn) (*mcp.CallToolResult, fileOut, error) {
 	cwd, err := m.dir(in.Cwd)
 	if err != nil {
 		return nil, fileOut{}, err
@@ -103,7 +101,7 @@ func (m *mcpServer) writeFile(ctx context.Context, call *mcp.CallToolRequest, in
 	return m.change(ctx, req)
 }
 
-func (m *mcpServer) editFile(ctx context.Context, call *mcp.CallToolRequest, in editFileIn) (*mcp.CallToolResult, fileOut, error) {
+func (m *Server) editFile(ctx context.Context, call *mcp.CallToolRequest, in editFileIn) (*mcp.CallToolResult, fileOut, error) {
 	cwd, err := m.dir(in.Cwd)
 	if err != nil {
 		return nil, fileOut{}, err
@@ -115,7 +113,7 @@ func (m *mcpServer) editFile(ctx context.Context, call *mcp.CallToolRequest, in 
 
 // change previews a write or edit request against the file as it is now,
 // queues it if it applies and changes something, and waits for it.
-func (m *mcpServer) change(ctx context.Context, req *queue.Request) (*mcp.CallToolResult, fileOut, error) {
+func (m *Server) change(ctx context.Context, req *queue.Request) (*mcp.CallToolResult, fileOut, error) {
 	if strings.TrimSpace(req.Path) == "" {
 		return nil, fileOut{}, errors.New("path is empty")
 	}
@@ -146,7 +144,7 @@ func (m *mcpServer) change(ctx context.Context, req *queue.Request) (*mcp.CallTo
 
 // request starts a request from a tool call: execute mode, this server's
 // agent and session, expiring when the wait ends.
-func (m *mcpServer) request(call *mcp.CallToolRequest, kind queue.Kind, cwd, note string) *queue.Request {
+func (m *Server) request(call *mcp.CallToolRequest, kind queue.Kind, cwd, note string) *queue.Request {
 	now := time.Now().UTC()
 	return &queue.Request{
 		Version:   queue.Version,
@@ -155,18 +153,18 @@ func (m *mcpServer) request(call *mcp.CallToolRequest, kind queue.Kind, cwd, not
 		Mode:      queue.ModeExecute,
 		Cwd:       cwd,
 		Agent:     m.agentName(call),
-		Session:   m.session,
+		Session:   m.Session,
 		Note:      note,
 		CreatedAt: now,
-		ExpiresAt: now.Add(m.wait),
+		ExpiresAt: now.Add(m.Wait),
 	}
 }
 
 // agentName is --agent, else the client's name from the initialize
 // handshake, else "mcp".
-func (m *mcpServer) agentName(call *mcp.CallToolRequest) string {
-	if m.agent != "" {
-		return m.agent
+func (m *Server) agentName(call *mcp.CallToolRequest) string {
+	if m.Agent != "" {
+		return m.Agent
 	}
 	if call != nil && call.Session != nil {
 		if p := call.Session.InitializeParams(); p != nil && p.ClientInfo != nil && strings.TrimSpace(p.ClientInfo.Name) != "" {
@@ -178,9 +176,9 @@ func (m *mcpServer) agentName(call *mcp.CallToolRequest) string {
 
 // dir checks a tool's cwd argument: absolute and a directory; empty is
 // the server's own directory.
-func (m *mcpServer) dir(cwd string) (string, error) {
+func (m *Server) dir(cwd string) (string, error) {
 	if cwd == "" {
-		return m.cwd, nil
+		return m.Cwd, nil
 	}
 	if !filepath.IsAbs(cwd) {
 		return "", fmt.Errorf("cwd %q is not an absolute path", cwd)

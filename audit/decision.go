@@ -1,0 +1,72 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// ErrNoDecision says the log holds no decision for a request.
+var ErrNoDecision = errors.New("audit: no decision recorded")
+
+// decisionEvents are the events that decide a request.
+var decisionEvents = []queue.EventName{queue.EventAutoAllowed, queue.EventApproved,
+	queue.EventAutoDenied, queue.EventDenied}
+
+// Decision returns the last decision (auto_allowed, approved,
+// auto_denied, denied) the log at path holds for request id, reading
+// backwards from the end no further than the first event before since
+// (the request's creation, less a margin for clocks): a writer believes a
+// result file only when the log the engine wrote holds the decision it
+// reports (protocol section 6). ErrNoDecision when there is none.
+func Decision(path, id string, since time.Time) (*queue.Event, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("audit: %s is not a regular file", path)
+	}
+	lines, _, err := Last(f, fi.Size(), 1, Filter{ID: id, Events: decisionEvents, Since: since})
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range lines {
+		if l.Event != nil && l.Event.ID == id {
+			return l.Event, nil
+		}
+	}
+	return nil, ErrNoDecision
+}
+
+// CheckAllow says why the log at path does not back an allow that res
+// reports for req (nil when it does): no decision recorded for the
+// request, a denial recorded, or a command other than the one the
+// person approved. A result file anyone able to write the spool could
+// have made is not a decision; the engine records before it answers.
+func CheckAllow(path string, req *queue.Request, res *queue.Result) error {
+	if path == "" {
+		return errors.New("the engine serving the spool did not say where its audit log is")
+	}
+	ev, err := Decision(path, req.ID, req.CreatedAt.Add(-time.Minute))
+	switch {
+	case errors.Is(err, ErrNoDecision):
+		return fmt.Errorf("the audit log %s holds no decision for request %s", path, req.ID)
+	case err != nil:
+		return fmt.Errorf("the audit log cannot be read: %w", err)
+	case ev.Event != queue.EventAutoAllowed && ev.Event != queue.EventApproved:
+		return fmt.Errorf("the audit log says %s for request %s", ev.Event, req.ID)
+	case res.Command != "" && res.Command != req.Command && ev.Command != res.Command:
+		return errors.New("the audit log does not hold the edited command")
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func sendRequest(t *testing.T, expires time.Duration) (*Spool, *Request) {
+	t.Helper()
+	sp, err := Open(filepath.Join(t.TempDir(), "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	return sp, &Request{Version: Version, ID: NewID(), Kind: KindExec, Mode: ModeDecide,
+		Command: "make deploy", Cwd: "/tmp", CreatedAt: now, ExpiresAt: now.Add(expires)}
+}
+
+// TestSendExpires: a request nobody answers is answered expired by the
+// writer itself at its deadline, and nobody can claim it after.
+func TestSendExpires(t *testing.T) {
+	t.Parallel()
+	sp, req := sendRequest(t, 100*time.Millisecond)
+	res, err := sp.Send(context.Background(), req, SendOptions{AfterExpiry: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusExpired {
+		t.Errorf("status %s, want expired", res.Status)
+	}
+	if _, err := sp.Claim(req.ID, time.Now()); err == nil {
+		t.Error("the request can still be claimed after the writer gave up")
+	}
+}
+
+// TestSendWithdraws: a writer whose context ends takes its request back
+// (nobody can approve it after), or, when an actor holds it, says so.
+func TestSendWithdraws(t *testing.T) {
+	t.Parallel()
+	sp, req := sendRequest(t, time.Minute)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(50*time.Millisecond, func() { cancel(errors.New("agent gone")) })
+	_, err := sp.Send(ctx, req, SendOptions{Actor: "tester", Why: func(c error) string { return c.Error() }})
+	if !errors.Is(err, ErrWithdrawn) || err.Error() != "agent gone: "+ErrWithdrawn.Error() {
+		t.Fatalf("got %v, want withdrawn for the cause", err)
+	}
+	res, err := sp.ReadResult(req.ID)
+	if err != nil || res.Status != StatusExpired || res.Reason != "withdrawn: agent gone" {
+		t.Fatalf("result %+v, %v; want expired, withdrawn: agent gone", res, err)
+	}
+
+	sp, req = sendRequest(t, time.Minute)
+	ctx, cancel = context.WithCancelCause(context.Background())
+	go func() {
+		for {
+			if c, err := sp.Claim(req.ID, time.Now()); err == nil {
+				defer c.Close()
+				cancel(errors.New("agent gone"))
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	if _, err := sp.Send(ctx, req, SendOptions{}); !errors.Is(err, ErrAbandoned) {
+		t.Fatalf("got %v, want abandoned while an actor holds the request", err)
+	}
+}
+
+// TestSendUnserved: with Unserved set, a request on a spool nobody serves
+// is withdrawn rather than waited on until it expires.
+func TestSendUnserved(t *testing.T) {
+	t.Parallel()
+	sp, req := sendRequest(t, time.Minute)
+	release, err := sp.Present("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(100*time.Millisecond, release)
+	if _, err := sp.Send(context.Background(), req, SendOptions{Unserved: 300 * time.Millisecond}); !errors.Is(err, ErrUnserved) {
+		t.Fatalf("got %v, want unserved", err)
+	}
+	if res, err := sp.ReadResult(req.ID); err != nil || res.Status != StatusExpired {
+		t.Fatalf("result %+v, %v; want expired", res, err)
+	}
+}
+
+// TestAuditPathPublished: the audit log an engine publishes is what
+// writers read; junk in the lock file reads as none.
+func TestAuditPathPublished(t *testing.T) {
+	t.Parallel()
+	sp, _ := sendRequest(t, time.Minute)
+	if p := sp.AuditPath(); p != "" {
+		t.Fatalf("AuditPath %q before any engine", p)
+	}
+	release, err := sp.Present("/var/log/sluice/audit.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if p := sp.AuditPath(); p != "/var/log/sluice/audit.jsonl" {
+		t.Fatalf("AuditPath %q", p)
+	}
+	release2, err := sp.Present("relative/path")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release2()
+	if p := sp.AuditPath(); p != "/var/log/sluice/audit.jsonl" {
+		t.Fatalf("a relative path replaced the published one: %q", p)
+	}
+}
