@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
@@ -53,11 +54,21 @@ func (e *PermError) Error() string {
 	return fmt.Sprintf("spool %s %s; %s", e.Path, e.Problem, e.Fix)
 }
 
-// DefaultDir returns the spool directory of protocol section 2 for the current
-// environment: $XDG_RUNTIME_DIR/sluice, else $XDG_STATE_HOME/sluice/spool,
-// else ~/.local/state/sluice/spool.
+// runUserBase holds the per-user runtime directories systemd-logind
+// makes (/run/user/UID, a tmpfs only the user can enter).
+var runUserBase = "/run/user"
+
+// DefaultDir returns the spool directory of protocol section 2: the same
+// for every process of the user on the machine, whatever its environment,
+// so that an agent started without XDG_RUNTIME_DIR and a console started
+// with it meet. It is /run/user/UID/sluice when /run/user/UID exists and
+// is the user's (a directory owned by the user, not a symlink, writable
+// by nobody else), else $XDG_STATE_HOME/sluice/spool, else
+// ~/.local/state/sluice/spool. XDG_RUNTIME_DIR is not read: where it is
+// set it is /run/user/UID, and where it names anything else, processes
+// that do not inherit it would use another spool.
 func DefaultDir() (string, error) {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+	if d, ok := runUserDir(os.Getuid()); ok {
 		return filepath.Join(d, "sluice"), nil
 	}
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
@@ -68,6 +79,20 @@ func DefaultDir() (string, error) {
 		return "", fmt.Errorf("queue: no spool directory: set SLUICE_SPOOL or HOME: %w", err)
 	}
 	return filepath.Join(home, ".local", "state", "sluice", "spool"), nil
+}
+
+// runUserDir is /run/user/UID when it is the user's own.
+func runUserDir(uid int) (string, bool) {
+	d := filepath.Join(runUserBase, strconv.Itoa(uid))
+	fi, err := os.Lstat(d)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
+		return "", false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) != uid {
+		return "", false
+	}
+	return d, true
 }
 
 // Open opens the spool at dir, creating it and its layout (mode 0700) if

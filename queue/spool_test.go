@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -649,5 +650,51 @@ func TestRecoverAfterListWhileForking(t *testing.T) {
 		if len(ids) != 1 || ids[0] != req.ID {
 			t.Fatalf("Recover = %v, want the orphan %s", ids, req.ID)
 		}
+	}
+}
+
+// TestDefaultDirAgrees: the default spool is /run/user/UID/sluice when
+// that directory is the user's, whatever XDG_RUNTIME_DIR says, so that an
+// agent started without it and a console started with it meet; otherwise
+// the state directory.
+func TestDefaultDirAgrees(t *testing.T) {
+	base := t.TempDir()
+	old := runUserBase
+	runUserBase = base
+	t.Cleanup(func() { runUserBase = old })
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	uid := os.Getuid()
+	mine := filepath.Join(base, strconv.Itoa(uid))
+	for _, env := range []string{"", "/somewhere/else"} {
+		t.Setenv("XDG_RUNTIME_DIR", env)
+		if d, _ := DefaultDir(); d != filepath.Join(state, "sluice", "spool") {
+			t.Errorf("no %s, XDG_RUNTIME_DIR=%q: %s, want the state directory", mine, env, d)
+		}
+	}
+	if err := os.Mkdir(mine, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []string{"", mine, "/somewhere/else"} {
+		t.Setenv("XDG_RUNTIME_DIR", env)
+		if d, _ := DefaultDir(); d != filepath.Join(mine, "sluice") {
+			t.Errorf("XDG_RUNTIME_DIR=%q: %s, want %s/sluice", env, d, mine)
+		}
+	}
+	// Not the user's own: a directory others may write, a symlink.
+	if err := os.Chmod(mine, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := DefaultDir(); d != filepath.Join(state, "sluice", "spool") {
+		t.Errorf("world-writable %s: %s, want the state directory", mine, d)
+	}
+	if err := os.Remove(mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), mine); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := DefaultDir(); d != filepath.Join(state, "sluice", "spool") {
+		t.Errorf("symlinked %s: %s, want the state directory", mine, d)
 	}
 }
