@@ -61,14 +61,17 @@ var runUserBase = "/run/user"
 // DefaultDir returns the spool directory of protocol section 2: the same
 // for every process of the user on the machine, whatever its environment,
 // so that an agent started without XDG_RUNTIME_DIR and a console started
-// with it meet. It is /run/user/UID/sluice when /run/user/UID exists and
-// is the user's (a directory owned by the user, not a symlink, writable
-// by nobody else), else $XDG_STATE_HOME/sluice/spool, else
-// ~/.local/state/sluice/spool. XDG_RUNTIME_DIR is not read: where it is
-// set it is /run/user/UID, and where it names anything else, processes
-// that do not inherit it would use another spool.
+// with it meet. It is $XDG_RUNTIME_DIR/sluice when that is set (on a
+// systemd machine it is /run/user/UID), else /run/user/UID/sluice when
+// /run/user/UID exists and is the user's (a directory owned by the user,
+// not a symlink, writable by nobody else), else
+// $XDG_STATE_HOME/sluice/spool, else ~/.local/state/sluice/spool.
+// 'sluice doctor' reports an XDG_RUNTIME_DIR that names anything else.
 func DefaultDir() (string, error) {
-	if d, ok := runUserDir(os.Getuid()); ok {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "sluice"), nil
+	}
+	if d, ok := RunUserDir(); ok {
 		return filepath.Join(d, "sluice"), nil
 	}
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
@@ -81,8 +84,9 @@ func DefaultDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "sluice", "spool"), nil
 }
 
-// runUserDir is /run/user/UID when it is the user's own.
-func runUserDir(uid int) (string, bool) {
+// RunUserDir is /run/user/UID when it is the user's own.
+func RunUserDir() (string, bool) {
+	uid := os.Getuid()
 	d := filepath.Join(runUserBase, strconv.Itoa(uid))
 	fi, err := os.Lstat(d)
 	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {

@@ -61,8 +61,8 @@ Commands:
 Run 'sluice COMMAND --help' for a command's flags.
 
 Environment:
-  SLUICE_SPOOL    the spool directory (--spool); default /run/user/UID/sluice
-                  when that is yours (whatever XDG_RUNTIME_DIR says), else
+  SLUICE_SPOOL    the spool directory (--spool); default $XDG_RUNTIME_DIR/sluice,
+                  else /run/user/UID/sluice when that is yours, else
                   $XDG_STATE_HOME/sluice/spool (~/.local/state/sluice/spool)
   SLUICE_AGENT    the agent name 'sluice run' records (--agent)
   SLUICE_SESSION  the session id 'sluice run' records
