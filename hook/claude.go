@@ -145,7 +145,12 @@ func claudeRequest(data []byte, codex bool) (*queue.Request, *Answer) {
 		if ans := toolArgs(in, &p); ans != nil {
 			return nil, ans
 		}
-		return toolRequest(req, in, codexPatchNote(p.Command)), nil
+		note := codexPatchNote(p.Command)
+		if _, err := codexPatchRequest(req, in.Cwd, p.Command); err != nil {
+			return toolRequest(req, in, note+" (no diff preview: "+err.Error()+")"), nil
+		}
+		req.Note = note
+		return req, nil
 	}
 	return toolRequest(req, in, ""), nil
 }

@@ -223,7 +223,7 @@ func TestHookInput(t *testing.T) {
 		{name: "codex apply_patch", agent: Codex, data: hookJSON(t, "PreToolUse", dir, "apply_patch", map[string]any{
 			"command": "*** Begin Patch\n*** Delete File: old.go\n*** Update File: a.go\n*** Move to: b.go\n@@\n-x\n+y\n*** End Patch\n"}),
 			check: func(t *testing.T, r *queue.Request) {
-				if r.Kind != queue.KindTool || r.Tool != "apply_patch" || r.Note != "apply_patch: delete old.go, update a.go, move to b.go" {
+				if r.Kind != queue.KindTool || r.Tool != "apply_patch" || r.Note != "apply_patch: delete old.go, update a.go, move to b.go (no diff preview: old.go does not exist)" {
 					t.Errorf("got %+v", *r)
 				}
 			}},
