@@ -46,6 +46,9 @@ var commands = []command{
 	{"policy", "show the effective policy, or lint a policy file", cmdPolicy},
 	{"sandbox", "run a command confined to a profile (read_only, mutating, networked)", cmdSandbox},
 	{"hook", "answer an agent's pre-tool hook: Claude Code, Gemini CLI, Codex", cmdHook},
+	{"install", "set an agent up to ask sluice (its hook, MCP server), so it cannot fail open", cmdInstall},
+	{"uninstall", "take sluice out of an agent's configuration", cmdUninstall},
+	{"doctor", "check sluice and each agent's setup for what would let a tool run unasked", cmdDoctor},
 	{"version", "print the version", cmdVersion},
 }
 

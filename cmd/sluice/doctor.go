@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/setup"
+)
+
+const doctorHelp = `Check sluice and every agent configured to use it for what would let a
+tool run with nobody asked, or leave an agent waiting forever:
+
+  each agent (Claude Code, Codex, Gemini CLI) with a sluice hook or MCP
+  server in its user settings (and the project's, in the current
+  directory): the hook's program is an absolute path that exists; the
+  agent's hook timeout is above sluice's wait; the matcher covers the
+  agent's tools and skips sluice's own MCP tools; Codex trusts the hook
+  (an untrusted or edited hook is skipped) and falls back to deny; the
+  MCP server gets the environment it needs
+  sluice itself: a console or 'sluice serve' on the spool; the spool an
+  agent started from another environment would use; confinement
+
+Each problem is printed with the command that fixes it. Exit status: 1 if
+any problem would let a tool run unasked (FAIL-OPEN), else 0.
+`
+
+func cmdDoctor(args []string, std stdio, g *globals) int {
+	fs := newFlags("doctor", "", doctorHelp, std, g)
+	pos, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErr(std, "doctor", "takes no arguments")
+	}
+	opt, err := setupOptions(g, false)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice doctor: %v\n", err)
+		return exitFail
+	}
+	if wd, err := os.Getwd(); err == nil {
+		opt.Project = wd
+	}
+	failOpen := false
+	report := func(p setup.Problem) {
+		failOpen = failOpen || p.FailOpen
+		fmt.Fprintln(std.out, p.String())
+	}
+	for _, p := range sluiceProblems(g) {
+		report(p)
+	}
+	configured := 0
+	for _, f := range setup.Check(opt) {
+		if !f.Configured {
+			fmt.Fprintf(std.out, "%s: not set up (sluice install %s)\n", f.Agent, f.Agent)
+			for _, p := range f.Problems {
+				report(p)
+			}
+			continue
+		}
+		configured++
+		if len(f.Problems) == 0 {
+			fmt.Fprintf(std.out, "%s: ok\n", f.Agent)
+		}
+		for _, p := range f.Problems {
+			report(p)
+		}
+	}
+	if configured == 0 {
+		fmt.Fprintln(std.out, "no agent is set up to use sluice: run 'sluice install claude' (or codex, gemini)")
+	}
+	if failOpen {
+		fmt.Fprintln(std.out, "some tool calls can run with nobody asked: fix the FAIL-OPEN problems above")
+		return exitFail
+	}
+	return exitOK
+}
+
+// sluiceProblems checks sluice's own side: someone serving the spool,
+// the spool an agent would find, confinement.
+func sluiceProblems(g *globals) []setup.Problem {
+	var ps []setup.Problem
+	add := func(failOpen bool, what, fix string) {
+		ps = append(ps, setup.Problem{Agent: "sluice", FailOpen: failOpen, What: what, Fix: fix})
+	}
+	sp, err := g.openSpool()
+	if err != nil {
+		add(false, fmt.Sprintf("the spool cannot be opened: %v", err), "see the message above")
+		return ps
+	}
+	if !sp.Serving() {
+		add(false, fmt.Sprintf("nothing serves the spool %s: every hook answers its fallback (ask or deny) and 'sluice run' waits", sp.Dir()),
+			"start 'sluice console' (or 'sluice serve') in another terminal")
+	}
+	if env := os.Getenv("SLUICE_SPOOL"); env != "" && g.spool == "" {
+		add(false, fmt.Sprintf("SLUICE_SPOOL=%s is set here: an agent started where it is not set uses the default spool, and meets no console", env),
+			"install the hooks with 'sluice --spool "+env+" install AGENT', or unset SLUICE_SPOOL")
+	}
+	if xdg := os.Getenv("XDG_RUNTIME_DIR"); xdg != "" && g.spool == "" && os.Getenv("SLUICE_SPOOL") == "" {
+		if run, ok := queue.RunUserDir(); ok && filepath.Clean(xdg) != run {
+			add(false, fmt.Sprintf("XDG_RUNTIME_DIR=%s is not %s: an agent started without it uses %s/sluice, not %s/sluice", xdg, run, run, xdg),
+				"unset XDG_RUNTIME_DIR, or give both sides one spool with SLUICE_SPOOL")
+		} else if !ok {
+			add(false, fmt.Sprintf("XDG_RUNTIME_DIR=%s is set here, and this machine has no /run/user/%d: an agent started without it uses the state directory's spool", xdg, os.Getuid()),
+				"give both sides one spool: SLUICE_SPOOL, or 'sluice --spool DIR install AGENT'")
+		}
+	}
+	cfg, err := loadConfig(g.config)
+	if err != nil {
+		add(false, err.Error(), "fix the configuration file")
+		return ps
+	}
+	if how, off := sandboxStatus(cfg.confine(sp.Dir())); off {
+		add(false, "commands run unconfined: "+how, `a Linux kernel with Landlock (5.13 or later), or sandbox = "prefer" in config.toml`)
+	}
+	if _, err := sandbox.Available(); err == nil && !cfg.hookConfine() {
+		add(false, "hook_confine = false: commands an agent's hook allows run unconfined in the agent", "remove hook_confine from config.toml")
+	}
+	return ps
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/hook"
+	"github.com/sluice-dev/sluice/setup"
+)
+
+const installHelp = `Write an agent's own configuration so that every tool call it makes goes
+through sluice, and so that it cannot fail open:
+
+  claude   ~/.claude/settings.json: a PreToolUse hook for every tool but
+           sluice's own MCP tools; with --mcp, sluice's MCP server in
+           ~/.claude.json and its tools in permissions.allow
+  codex    ~/.codex/hooks.json and ~/.codex/config.toml: a PreToolUse hook
+           for Bash, apply_patch and MCP tools but sluice's, trusted the
+           way Codex records trust; with --mcp, [mcp_servers.sluice] with
+           the environment it needs to find the console's spool
+  gemini   ~/.gemini/settings.json: a BeforeTool hook for every tool but
+           sluice's own MCP tools; with --mcp, sluice's MCP server
+
+With --project, the project's settings in the current directory instead
+(.claude/settings.json and .mcp.json; .gemini/settings.json; Codex has no
+project hooks). The hook runs this sluice by its absolute path, with
+--wait DUR, and the agent's hook timeout is DUR plus 10s: sluice answers
+(deny, or ask where the agent honours it) before the agent would kill the
+hook and run the tool.
+
+sluice shows the diff of each file and asks before writing (--yes does
+not ask; --dry-run only shows it). Each file is backed up first
+(FILE.sluice-backup-TIME). Running it again changes nothing; 'sluice
+uninstall AGENT' takes out what it wrote and leaves the rest.
+`
+
+const uninstallHelp = `Take sluice's hook, MCP server and permissions out of an agent's
+configuration (see 'sluice install --help'), leaving everything else as it
+is. Shows the diff and asks first; each file is backed up.
+`
+
+func cmdInstall(args []string, std stdio, g *globals) int {
+	return runInstall("install", args, std, g)
+}
+
+func cmdUninstall(args []string, std stdio, g *globals) int {
+	return runInstall("uninstall", args, std, g)
+}
+
+func runInstall(name string, args []string, std stdio, g *globals) int {
+	help, synopsis := installHelp, "claude|codex|gemini [--project] [--mcp] [--wait DUR] [--dry-run] [--yes]"
+	if name == "uninstall" {
+		help, synopsis = uninstallHelp, "claude|codex|gemini [--project] [--dry-run] [--yes]"
+	}
+	fs := newFlags(name, synopsis, help, std, g)
+	project := fs.Bool("project", false, "the project's settings in the current directory, not the user's")
+	dryRun := fs.Bool("dry-run", false, "show the diff, write nothing")
+	yes := fs.Bool("yes", false, "write without asking")
+	var mcp *bool
+	var wait *time.Duration
+	if name == "install" {
+		mcp = fs.Bool("mcp", false, "also register sluice's MCP server (run_command, write_file, edit_file)")
+		wait = fs.Duration("wait", hook.DefaultWait, "how long the hook waits for a decision (`DUR`); the agent's timeout is this plus 10s")
+	}
+	pos, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 || !setup.Known(pos[0]) {
+		return usageErr(std, name, "which agent? claude, codex or gemini")
+	}
+	agent := pos[0]
+	opt, err := setupOptions(g, *project)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice %s: %v\n", name, err)
+		return exitFail
+	}
+	var plan *setup.Plan
+	if name == "install" {
+		opt.MCP, opt.Wait = *mcp, *wait
+		if opt.Wait <= 0 || opt.Wait+hook.Grace > 10*time.Minute {
+			return usageErr(std, name, "--wait must be positive and under 10m")
+		}
+		plan, err = setup.Install(agent, opt)
+	} else {
+		plan, err = setup.Uninstall(agent, opt)
+	}
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice %s: %v\n", name, err)
+		return exitFail
+	}
+	if plan.Empty() {
+		fmt.Fprintf(std.out, "%s: nothing to change\n", agent)
+		printNotes(std, plan)
+		return exitOK
+	}
+	fmt.Fprint(std.out, plan.Diff())
+	if *dryRun {
+		printNotes(std, plan)
+		return exitOK
+	}
+	if !*yes && !confirm(std, fmt.Sprintf("Write %s? [y/N] ", changedFiles(plan))) {
+		fmt.Fprintln(std.err, "nothing written")
+		return exitFail
+	}
+	backups, err := plan.Apply(time.Now())
+	for _, b := range backups {
+		fmt.Fprintf(std.out, "backup: %s\n", b)
+	}
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice %s: %v\n", name, err)
+		return exitFail
+	}
+	fmt.Fprintf(std.out, "%sed %s: %s\n", name, agent, changedFiles(plan))
+	printNotes(std, plan)
+	if name == "install" {
+		fmt.Fprintf(std.out, "check it with: sluice doctor\n")
+	}
+	return exitOK
+}
+
+// setupOptions are the paths every install and check uses.
+func setupOptions(g *globals, project bool) (setup.Options, error) {
+	var opt setup.Options
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return opt, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return opt, fmt.Errorf("cannot tell where this sluice is: %w", err)
+	}
+	if self, err = filepath.EvalSymlinks(self); err != nil {
+		return opt, err
+	}
+	opt.Home, opt.Sluice, opt.Spool = home, self, g.spool
+	if ch := os.Getenv("CODEX_HOME"); ch != "" && filepath.IsAbs(ch) {
+		opt.CodexHome = ch
+	}
+	if opt.Spool != "" {
+		if opt.Spool, err = filepath.Abs(opt.Spool); err != nil {
+			return opt, err
+		}
+	}
+	if project {
+		if opt.Project, err = os.Getwd(); err != nil {
+			return opt, err
+		}
+	}
+	return opt, nil
+}
+
+func changedFiles(p *setup.Plan) string {
+	var names []string
+	for _, c := range p.Changes {
+		names = append(names, c.Path)
+	}
+	return strings.Join(names, ", ")
+}
+
+func printNotes(std stdio, p *setup.Plan) {
+	for _, n := range p.Notes {
+		fmt.Fprintf(std.out, "note: %s\n", n)
+	}
+}
+
+// confirm asks a yes/no question on stdin.
+func confirm(std stdio, question string) bool {
+	fmt.Fprint(std.err, question)
+	var b [64]byte
+	n, _ := std.in.Read(b[:])
+	a := strings.ToLower(strings.TrimSpace(string(b[:n])))
+	return a == "y" || a == "yes"
+}
