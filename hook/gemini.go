@@ -204,12 +204,11 @@ func geminiReplace(req *queue.Request, in *hookInput) (*queue.Request, *Answer) 
 	return req, nil
 }
 
-// geminiFallback is deny unless Gemini CLI runs in a terminal, where its
-// own prompt can be answered. The hook's stdin and stdout are pipes
-// either way; the controlling terminal tells: headless runs (-p, CI,
-// scripts) usually have none, and a person at Gemini CLI's prompt does.
+// geminiFallback is deny unless Gemini CLI runs interactively, where its
+// own prompt can be answered: headless (-p, a piped prompt, CI), its
+// prompt would have nobody to ask.
 func geminiFallback() Decision {
-	if hasTTY() {
+	if geminiInteractive() {
 		return Ask
 	}
 	return Deny
