@@ -103,7 +103,21 @@ func claudeRequest(data []byte, codex bool) (*queue.Request, *Answer) {
 	req := newHookRequest(in)
 	switch {
 	case in.ToolName == "Bash":
-		return claudeBash(req, in)
+		req, ans := claudeBash(req, in)
+		if codex && req != nil {
+			// Codex applies an "apply_patch <<'EOF' ... EOF" shell call
+			// itself, as its apply_patch tool: preview it as that patch
+			// (and never wrap it, which would make it a shell command).
+			if patch, ok := codexShellPatch(req.Command); ok {
+				note := codexPatchNote(patch)
+				if _, err := codexPatchRequest(req, in.Cwd, patch); err == nil {
+					req.Command, req.Note = "", note
+					return req, nil
+				}
+				req.Note = strings.TrimSpace(req.Note + " (" + note + "; no diff preview)")
+			}
+		}
+		return req, ans
 	case in.ToolName == "Edit":
 		var e struct {
 			FilePath string `json:"file_path"`

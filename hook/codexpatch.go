@@ -290,3 +290,33 @@ func codexPatchRequest(req *queue.Request, cwd, patch string) (string, error) {
 	req.Kind, req.Diff = queue.KindPatch, b.String()
 	return req.Diff, nil
 }
+
+// codexShellPatch is the patch of a shell call Codex carries out as
+// apply_patch: "apply_patch <<'EOF'" (or applypatch, quoted or not), the
+// patch, and the closing word, with nothing else on the line.
+func codexShellPatch(command string) (string, bool) {
+	first, body, ok := strings.Cut(strings.TrimSpace(command), "\n")
+	if !ok {
+		return "", false
+	}
+	f := strings.Fields(first)
+	if len(f) < 2 || (f[0] != "apply_patch" && f[0] != "applypatch") {
+		return "", false
+	}
+	word := strings.TrimPrefix(strings.Join(f[1:], ""), "<<")
+	word = strings.TrimPrefix(word, "-")
+	word = strings.Trim(word, `'"`)
+	if word == "" || strings.ContainsAny(word, " <>|;&$`") {
+		return "", false
+	}
+	end := strings.LastIndex(body, "\n"+word)
+	switch {
+	case strings.TrimSpace(body) == word:
+		return "", false
+	case end >= 0 && strings.TrimSpace(body[end+1+len(word):]) == "":
+		return body[:end], true
+	case strings.HasPrefix(body, word):
+		return "", false
+	}
+	return "", false
+}
