@@ -4,7 +4,7 @@ BIN         := bin/sluice
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 
-.PHONY: build test e2e golden lint bench fuzz load crash run demo demo-cli check
+.PHONY: build test e2e e2e-agents golden lint bench fuzz load crash run demo demo-cli check
 
 # A static, cgo-free binary: cgo (pulled in by os/user through mvdan.cc/sh's
 # expand package) costs every sluice process ~2 ms to start.
@@ -20,6 +20,16 @@ test:
 # The console in a detached tmux session, driven by keys (needs tmux).
 e2e:
 	./scripts/e2e.sh
+
+# The real agent CLIs (Claude Code, Codex, Gemini CLI; pinned versions
+# installed from npm into ~/.cache/sluice-e2e-agents on first use) driven
+# against a scripted model on 127.0.0.1 through the hooks 'sluice install'
+# writes: no tool runs that neither the policy nor a person allowed, no run
+# hangs, every denial reaches the model. Needs node and npm; not in
+# 'make test' (large downloads). E2EFLAGS=-agents codex, -run REGEXP, -keep.
+E2EFLAGS ?=
+e2e-agents:
+	$(GO) run ./scripts/e2eagents $(E2EFLAGS)
 
 # Rewrite the console's golden views after checking a change to them.
 golden:

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// Codex, pinned; it runs 'codex exec' against the scripted model through
+// a custom model provider in ~/.codex/config.toml.
+const codexVersion = "0.169.0"
+
+var codexAgent = &agent{
+	name:    "codex",
+	pkg:     "@openai/codex@" + codexVersion,
+	bin:     "codex",
+	handler: func(m *model) http.Handler { return m.openai() },
+	prepare: func(e *env, baseURL string) error {
+		dir := filepath.Join(e.home, ".codex")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		config := `model = "gpt-5.5"
+model_provider = "scripted"
+approval_policy = "never"
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "` + baseURL + `/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+`
+		return os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o600)
+	},
+	command: func(e *env, cli, prompt string) *exec.Cmd {
+		cmd := exec.Command(cli, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-C", e.proj, prompt)
+		cmd.Env, cmd.Dir = e.environ("SCRIPTED_API_KEY=scripted", "NO_COLOR=1"), e.proj
+		return cmd
+	},
+	writeFile: func(e *env, name, content string) step {
+		return step{patch: "*** Begin Patch\n*** Add File: " + name + "\n+" + content + "\n*** End Patch"}
+	},
+}

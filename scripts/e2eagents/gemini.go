@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Gemini CLI, pinned; GOOGLE_GEMINI_BASE_URL points its Gemini API client
+// at the scripted model, which answers POST
+// /v1beta/models/M:streamGenerateContent?alt=sse with one chunk holding
+// a functionCall part (or text), :generateContent alike in one JSON body,
+// and :countTokens. Tool results come back as functionResponse parts in
+// the conversation ("contents").
+const geminiVersion = "0.61.0"
+
+var geminiAgent = &agent{
+	name:    "gemini",
+	pkg:     "@google/gemini-cli@" + geminiVersion,
+	bin:     "gemini",
+	handler: func(m *model) http.Handler { return m.gemini() },
+	prepare: func(e *env, baseURL string) error {
+		dir := filepath.Join(e.home, ".gemini")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		e.baseURL = baseURL
+		settings := `{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"disableAutoUpdate":true,"disableUpdateNag":true},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}`
+		return os.WriteFile(filepath.Join(dir, "settings.json"), []byte(settings), 0o600)
+	},
+	command: func(e *env, cli, prompt string) *exec.Cmd {
+		// --yolo: Gemini CLI asks nobody itself; only the hook stands
+		// between the model and the tools.
+		cmd := exec.Command(cli, "-p", prompt, "--yolo", "-m", "gemini-2.5-pro", "--output-format", "json")
+		cmd.Env = e.environ("GEMINI_API_KEY=scripted", "GOOGLE_GEMINI_BASE_URL="+e.baseURL, "GEMINI_CLI_TRUST_WORKSPACE=true", "NO_COLOR=1")
+		cmd.Dir = e.proj
+		return cmd
+	},
+	writeFile: func(e *env, name, content string) step { return step{write: &fileBody{name, content}} },
+}
+
+func (m *model) gemini() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		body := m.readBody(r)
+		switch {
+		case strings.HasSuffix(r.URL.Path, ":countTokens"):
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"totalTokens": 10}`)
+			return
+		case !strings.Contains(r.URL.Path, "enerateContent"):
+			http.NotFound(w, r)
+			return
+		}
+		var req struct {
+			Contents []struct {
+				Parts []map[string]any `json:"parts"`
+			} `json:"contents"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		n := 0
+		for ci, c := range req.Contents {
+			for pi, p := range c.Parts {
+				if fr, ok := p["functionResponse"].(map[string]any); ok {
+					id, _ := fr["id"].(string)
+					m.record(fmt.Sprintf("%d/%d/%s", ci, pi, id), textOf(fr["response"]))
+					n++
+				}
+			}
+		}
+		resp := map[string]any{
+			"candidates": []any{map[string]any{
+				"content":      map[string]any{"role": "model", "parts": []any{m.geminiPart(n)}},
+				"finishReason": "STOP", "index": 0,
+			}},
+			"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+			"modelVersion":  "gemini-2.5-pro",
+		}
+		if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
+			w.Header().Set("Content-Type", "text/event-stream")
+			sse(w, "", resp)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(resp)
+	})
+}
+
+// geminiPart is the model's part for step n.
+func (m *model) geminiPart(n int) map[string]any {
+	s := m.next(n)
+	call := func(name string, args map[string]any) map[string]any {
+		return map[string]any{"functionCall": map[string]any{"name": name, "args": args, "id": fmt.Sprintf("call_%d", n)}}
+	}
+	switch {
+	case s == nil:
+		return map[string]any{"text": finalText}
+	case s.shell != "":
+		return call("run_shell_command", map[string]any{"command": s.shell, "description": "e2e step"})
+	case s.write != nil:
+		return call("write_file", map[string]any{"file_path": s.write.path, "content": s.write.content})
+	case s.mcp != nil:
+		return call("mcp_sluice_"+s.mcp.tool, s.mcp.args)
+	}
+	return map[string]any{"text": finalText}
+}

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// scenario is one run of an agent: what the model asks for, who is
+// there to decide, and what must (not) have happened.
+type scenario struct {
+	name    string
+	serve   bool                          // run 'sluice serve' (the policy)
+	person  func(*queue.Request) decision // a person deciding what serve leaves; nil: nobody
+	install []string                      // extra 'sluice install' flags
+	script  func(a *agent, e *env) []step // the model's tool calls
+	check   func(e *env, m *model) error  // what must hold after the run
+	limit   time.Duration                 // the run must end within (default 90s)
+	only    string                        // run for this agent only
+	path    string                        // the agent's PATH, when set
+}
+
+// Markers: files a command leaves in the project when it ran.
+const (
+	markDenied   = "denied-by-policy"
+	markApproved = "approved-by-person"
+	markRefused  = "denied-by-person"
+	markBefore   = "edit-before"
+	markAfter    = "edit-after"
+	markNoEngine = "no-engine"
+	markNobody   = "nobody-decided"
+	markMCP      = "via-mcp"
+)
+
+func approve(*queue.Request) decision { return decision{approve: true} }
+
+func scenarios() []scenario {
+	return []scenario{
+		{name: "policy allows", serve: true,
+			script: func(a *agent, e *env) []step { return []step{{shell: "echo sluice-e2e-allowed-$((6*7))"}} },
+			check: func(e *env, m *model) error {
+				return resultHas(m, "sluice-e2e-allowed-42")
+			}},
+		{name: "policy denies", serve: true,
+			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markDenied + " && sudo -n true"}} },
+			check: func(e *env, m *model) error {
+				return all(absent(e, markDenied), resultHas(m, "denied by policy"))
+			}},
+		{name: "person approves", serve: true, person: approve,
+			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markApproved}} },
+			check: func(e *env, m *model) error {
+				return all(present(e, markApproved), sawOne(e))
+			}},
+		{name: "person denies", serve: true,
+			person: func(*queue.Request) decision { return decision{reason: "e2e: not this one"} },
+			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markRefused}} },
+			check: func(e *env, m *model) error {
+				return all(absent(e, markRefused), resultHas(m, "e2e: not this one"))
+			}},
+		{name: "person edits", serve: true,
+			person: func(r *queue.Request) decision {
+				return decision{approve: true, edit: strings.ReplaceAll(r.Command, markBefore, markAfter)}
+			},
+			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markBefore}} },
+			check: func(e *env, m *model) error {
+				return all(absent(e, markBefore), present(e, markAfter))
+			}},
+		{name: "write with diff", serve: true, person: approve,
+			script: func(a *agent, e *env) []step { return []step{a.writeFile(e, "written.txt", "hello from the agent")} },
+			check: func(e *env, m *model) error {
+				if err := present(e, "written.txt"); err != nil {
+					return err
+				}
+				for _, r := range e.seenRequests() {
+					if r.Kind == queue.KindWrite || r.Kind == queue.KindPatch || r.Kind == queue.KindEdit {
+						if strings.Contains(r.Content+r.Diff+r.NewString, "hello from the agent") {
+							return nil
+						}
+					}
+				}
+				return fmt.Errorf("the person was not shown the change as a file request with its content: %s", kinds(e))
+			}},
+		{name: "shell apply_patch", serve: true, person: approve, only: "codex",
+			script: func(a *agent, e *env) []step {
+				return []step{{shell: "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: shell-patched.txt\n+via the shell\n*** End Patch\nEOF\n"}}
+			},
+			check: func(e *env, m *model) error {
+				if err := present(e, "shell-patched.txt"); err != nil {
+					return err
+				}
+				for _, r := range e.seenRequests() {
+					if r.Kind == queue.KindPatch && strings.Contains(r.Diff, "+via the shell") {
+						return nil
+					}
+				}
+				return fmt.Errorf("the person was not shown the patch: %s", kinds(e))
+			}},
+		{name: "write denied", serve: true,
+			person: func(*queue.Request) decision { return decision{reason: "e2e: no new files"} },
+			script: func(a *agent, e *env) []step { return []step{a.writeFile(e, "refused.txt", "should not exist")} },
+			check: func(e *env, m *model) error {
+				return all(absent(e, "refused.txt"), resultHas(m, "e2e: no new files"))
+			}},
+		{name: "mcp run_command", serve: true, person: approve, install: []string{"--mcp"},
+			script: func(a *agent, e *env) []step {
+				return []step{{mcp: &mcpCall{tool: "run_command", args: map[string]any{"command": "touch " + markMCP, "note": "e2e"}}}}
+			},
+			check: func(e *env, m *model) error {
+				return all(present(e, markMCP), sawOne(e))
+			}},
+		{name: "sluice not on PATH", serve: true, person: approve, path: "/usr/local/bin:/usr/bin:/bin",
+			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markApproved}} },
+			check: func(e *env, m *model) error {
+				return all(present(e, markApproved), sawOne(e))
+			}},
+		{name: "no engine running",
+			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markNoEngine}} },
+			check: func(e *env, m *model) error {
+				return all(absent(e, markNoEngine), resultHas(m, "no sluice console"))
+			}},
+		{name: "short wait, nobody decides", serve: true, install: []string{"--wait", "3s"},
+			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markNobody}} },
+			check: func(e *env, m *model) error {
+				return all(absent(e, markNobody), resultHas(m, "no decision within"))
+			}},
+		{name: "approved, still confined", serve: true, person: approve,
+			script: func(a *agent, e *env) []step { return []step{{shell: "touch ../outside-the-project"}} },
+			check: func(e *env, m *model) error {
+				if _, err := os.Stat(filepath.Join(e.root, "outside-the-project")); err == nil {
+					return fmt.Errorf("an approved mutating command wrote outside the project: not confined")
+				}
+				return resultHas(m, "Permission denied")
+			}},
+	}
+}
+
+func all(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func present(e *env, name string) error {
+	if !e.exists(name) {
+		return fmt.Errorf("%s was not made: the allowed call did not run", name)
+	}
+	return nil
+}
+
+func absent(e *env, name string) error {
+	if e.exists(name) {
+		return fmt.Errorf("%s exists: a call ran that nobody allowed", name)
+	}
+	return nil
+}
+
+// resultHas checks that a tool result the model got back holds text.
+func resultHas(m *model, text string) error {
+	for _, r := range m.Results() {
+		if strings.Contains(r, text) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no tool result told the model %q; it got %q", text, m.Results())
+}
+
+// sawOne checks that the person was asked exactly once.
+func sawOne(e *env) error {
+	if n := len(e.seenRequests()); n != 1 {
+		return fmt.Errorf("the person was asked %d times, want once: %s", n, kinds(e))
+	}
+	return nil
+}
+
+func kinds(e *env) string {
+	var k []string
+	for _, r := range e.seenRequests() {
+		k = append(k, fmt.Sprintf("%s %s", r.Kind, r.Summary()))
+	}
+	return fmt.Sprintf("%q", k)
+}
+
+// runScenario runs one scenario for one agent in dir.
+func runScenario(a *agent, sc scenario, cli, dir, bin string) (time.Duration, error) {
+	if sc.only != "" && sc.only != a.name {
+		return 0, errSkip
+	}
+	e, err := newEnv(dir, bin)
+	if err != nil {
+		return 0, err
+	}
+	defer e.close()
+	m := newModel(sc.script(a, e)...)
+	m.dump = e.root
+	base, stop, err := serve(a.handler(m))
+	if err != nil {
+		return 0, err
+	}
+	e.stop = append(e.stop, stop)
+	if err := a.prepare(e, base); err != nil {
+		return 0, fmt.Errorf("prepare: %w", err)
+	}
+	if err := e.install(a.name, sc.install...); err != nil {
+		return 0, err
+	}
+	if sc.serve {
+		if err := e.serve(); err != nil {
+			return 0, err
+		}
+	}
+	if sc.person != nil {
+		if err := e.person(sc.person); err != nil {
+			return 0, err
+		}
+	}
+	limit := sc.limit
+	if limit == 0 {
+		limit = 90 * time.Second
+	}
+	cmd := a.command(e, cli, "Do what the task needs.")
+	if sc.path != "" {
+		if _, err := os.Stat(filepath.Join(strings.Split(sc.path, ":")[0], "sluice")); err == nil {
+			return 0, fmt.Errorf("%s holds a sluice: the scenario needs a PATH without one", sc.path)
+		}
+		for i, kv := range cmd.Env {
+			if strings.HasPrefix(kv, "PATH=") {
+				cmd.Env[i] = "PATH=" + sc.path
+			}
+		}
+	}
+	out, took, err := run(cmd, limit)
+	if err != nil && strings.HasPrefix(err.Error(), "hung") {
+		return took, fmt.Errorf("%v\n%s", err, tail(out))
+	}
+	if cerr := sc.check(e, m); cerr != nil {
+		return took, fmt.Errorf("%v\n--- agent output:\n%s\n--- serve:\n%s", cerr, tail(out), tail(e.serveLog.String()))
+	}
+	return took, nil
+}
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > 25 {
+		lines = lines[len(lines)-25:]
+	}
+	return strings.Join(lines, "\n")
+}
