@@ -40,6 +40,10 @@ var claudeAgent = &agent{
 		cmd.Dir = e.proj
 		return cmd
 	},
+	oldHook: func(e *env) error {
+		return writeJSONFile(filepath.Join(e.home, ".claude", "settings.json"),
+			`{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"sluice hook claude"}]}]}}`)
+	},
 	writeFile: func(e *env, name, content string) step {
 		return step{write: &fileBody{filepath.Join(e.proj, name), content}}
 	},

@@ -40,6 +40,10 @@ stream_max_retries = 0
 		cmd.Env, cmd.Dir = e.environ("SCRIPTED_API_KEY=scripted", "NO_COLOR=1"), e.proj
 		return cmd
 	},
+	oldHook: func(e *env) error {
+		return writeJSONFile(filepath.Join(e.home, ".codex", "hooks.json"),
+			`{"hooks":{"PreToolUse":[{"matcher":"Bash|apply_patch|mcp__.*","hooks":[{"type":"command","command":"sluice hook codex","timeout":120}]}]}}`)
+	},
 	writeFile: func(e *env, name, content string) step {
 		return step{patch: "*** Begin Patch\n*** Add File: " + name + "\n+" + content + "\n*** End Patch"}
 	},

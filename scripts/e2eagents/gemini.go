@@ -40,6 +40,10 @@ var geminiAgent = &agent{
 		cmd.Dir = e.proj
 		return cmd
 	},
+	oldHook: func(e *env) error {
+		return writeJSONFile(filepath.Join(e.home, ".gemini", "settings.json"),
+			`{"security":{"auth":{"selectedType":"gemini-api-key"}},"hooks":{"BeforeTool":[{"matcher":".*","hooks":[{"name":"sluice","type":"command","command":"sluice hook gemini","timeout":120000}]}]}}`)
+	},
 	writeFile: func(e *env, name, content string) step { return step{write: &fileBody{name, content}} },
 }
 

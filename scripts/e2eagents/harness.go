@@ -23,6 +23,7 @@ import (
 type env struct {
 	root, home, proj, spool, bin string
 	baseURL                      string // the scripted model's
+	note                         string // what a scenario wants reported
 	stop                         []func()
 	serveLog                     bytes.Buffer
 	mu                           sync.Mutex
@@ -220,3 +221,11 @@ func (e *env) exists(name string) bool {
 }
 
 var errSkip = errors.New("skipped")
+
+// writeJSONFile writes an agent's settings file.
+func writeJSONFile(path, data string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(data), 0o600)
+}

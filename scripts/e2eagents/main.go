@@ -36,8 +36,10 @@ type agent struct {
 	// writeFile is the step with which the model creates a file with
 	// the CLI's own file tool.
 	writeFile func(e *env, name, content string) step
-	// mcpTool is the name the CLI gives sluice's MCP tool.
-	mcpTool func(tool string) string
+	// oldHook writes the hook the way the README said before 'sluice
+	// install' existed: a bare "sluice hook AGENT", the agent's default
+	// trust and timeout.
+	oldHook func(e *env) error
 }
 
 var agents = []*agent{claudeAgent, codexAgent, geminiAgent}
@@ -80,7 +82,7 @@ func main() {
 			}
 			ran++
 			dir := filepath.Join(root, a.name, strings.ReplaceAll(sc.name, " ", "-"))
-			took, err := runScenario(a, sc, cli, dir, bin)
+			note, took, err := runScenario(a, sc, cli, dir, bin)
 			switch {
 			case err == errSkip:
 				ran--
@@ -89,7 +91,7 @@ func main() {
 				failed++
 				fmt.Printf("   FAIL  %-28s %6.1fs  %v\n", sc.name, took.Seconds(), err)
 			default:
-				fmt.Printf("   ok    %-28s %6.1fs\n", sc.name, took.Seconds())
+				fmt.Printf("   ok    %-28s %6.1fs  %s\n", sc.name, took.Seconds(), note)
 			}
 		}
 	}

@@ -22,6 +22,7 @@ type scenario struct {
 	limit   time.Duration                 // the run must end within (default 90s)
 	only    string                        // run for this agent only
 	path    string                        // the agent's PATH, when set
+	old     bool                          // the old hand-written hook instead of 'sluice install'
 }
 
 // Markers: files a command leaves in the project when it ran.
@@ -34,6 +35,7 @@ const (
 	markNoEngine = "no-engine"
 	markNobody   = "nobody-decided"
 	markMCP      = "via-mcp"
+	markUnasked  = "ran-unasked"
 )
 
 func approve(*queue.Request) decision { return decision{approve: true} }
@@ -117,6 +119,24 @@ func scenarios() []scenario {
 			check: func(e *env, m *model) error {
 				return all(present(e, markApproved), sawOne(e))
 			}},
+		// The control: the hook as the README gave it before 'sluice
+		// install', with sluice not on the agent's PATH. What the agent
+		// does is recorded (a tool it runs here ran unasked); sluice
+		// doctor must name the problem and exit 1.
+		{name: "control: old hook", serve: true, old: true, path: "/usr/local/bin:/usr/bin:/bin",
+			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markUnasked}} },
+			check: func(e *env, m *model) error {
+				out, err := e.sluice("doctor")
+				if err == nil || !strings.Contains(out, "FAIL-OPEN") {
+					return fmt.Errorf("sluice doctor did not report the old hook: %v\n%s", err, out)
+				}
+				if e.exists(markUnasked) {
+					e.note = "the agent ran the tool unasked (doctor: FAIL-OPEN)"
+				} else {
+					e.note = "the agent did not run the tool (doctor: FAIL-OPEN all the same)"
+				}
+				return nil
+			}},
 		{name: "no engine running",
 			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markNoEngine}} },
 			check: func(e *env, m *model) error {
@@ -188,36 +208,40 @@ func kinds(e *env) string {
 }
 
 // runScenario runs one scenario for one agent in dir.
-func runScenario(a *agent, sc scenario, cli, dir, bin string) (time.Duration, error) {
+func runScenario(a *agent, sc scenario, cli, dir, bin string) (string, time.Duration, error) {
 	if sc.only != "" && sc.only != a.name {
-		return 0, errSkip
+		return "", 0, errSkip
 	}
 	e, err := newEnv(dir, bin)
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
 	defer e.close()
 	m := newModel(sc.script(a, e)...)
 	m.dump = e.root
 	base, stop, err := serve(a.handler(m))
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
 	e.stop = append(e.stop, stop)
 	if err := a.prepare(e, base); err != nil {
-		return 0, fmt.Errorf("prepare: %w", err)
+		return "", 0, fmt.Errorf("prepare: %w", err)
 	}
-	if err := e.install(a.name, sc.install...); err != nil {
-		return 0, err
+	if sc.old {
+		if err := a.oldHook(e); err != nil {
+			return "", 0, err
+		}
+	} else if err := e.install(a.name, sc.install...); err != nil {
+		return "", 0, err
 	}
 	if sc.serve {
 		if err := e.serve(); err != nil {
-			return 0, err
+			return "", 0, err
 		}
 	}
 	if sc.person != nil {
 		if err := e.person(sc.person); err != nil {
-			return 0, err
+			return "", 0, err
 		}
 	}
 	limit := sc.limit
@@ -227,7 +251,7 @@ func runScenario(a *agent, sc scenario, cli, dir, bin string) (time.Duration, er
 	cmd := a.command(e, cli, "Do what the task needs.")
 	if sc.path != "" {
 		if _, err := os.Stat(filepath.Join(strings.Split(sc.path, ":")[0], "sluice")); err == nil {
-			return 0, fmt.Errorf("%s holds a sluice: the scenario needs a PATH without one", sc.path)
+			return "", 0, fmt.Errorf("%s holds a sluice: the scenario needs a PATH without one", sc.path)
 		}
 		for i, kv := range cmd.Env {
 			if strings.HasPrefix(kv, "PATH=") {
@@ -237,12 +261,12 @@ func runScenario(a *agent, sc scenario, cli, dir, bin string) (time.Duration, er
 	}
 	out, took, err := run(cmd, limit)
 	if err != nil && strings.HasPrefix(err.Error(), "hung") {
-		return took, fmt.Errorf("%v\n%s", err, tail(out))
+		return "", took, fmt.Errorf("%v\n%s", err, tail(out))
 	}
 	if cerr := sc.check(e, m); cerr != nil {
-		return took, fmt.Errorf("%v\n--- agent output:\n%s\n--- serve:\n%s", cerr, tail(out), tail(e.serveLog.String()))
+		return "", took, fmt.Errorf("%v\n--- agent output:\n%s\n--- serve:\n%s", cerr, tail(out), tail(e.serveLog.String()))
 	}
-	return took, nil
+	return e.note, took, nil
 }
 
 func tail(s string) string {
