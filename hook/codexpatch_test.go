@@ -117,7 +117,7 @@ func TestCodexShellPatch(t *testing.T) {
 		{"apply_patch <<\"EOF\"\n" + patch + "\nEOF", true},
 		{"applypatch << PATCH\n" + patch + "\nPATCH\n", true},
 		{"apply_patch <<'EOF'\n" + patch + "\nEOF\nrm -rf ~", false}, // more after the patch: a shell line
-		{"apply_patch <<'EOF'\n" + patch, false},                   // never closed
+		{"apply_patch <<'EOF'\n" + patch, false},                     // never closed
 		{"echo apply_patch <<'EOF'\n" + patch + "\nEOF", false},
 		{"apply_patch <<'E;F'\n" + patch + "\nE;F", false},
 	} {
