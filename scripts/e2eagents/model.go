@@ -22,14 +22,11 @@ import (
 type step struct {
 	shell string    // run this shell command
 	write *fileBody // create or replace a file
-	edit  *fileEdit // replace text in a file
 	patch string    // Codex: apply this patch (its own format)
 	mcp   *mcpCall  // call one of sluice's MCP tools
 }
 
 type fileBody struct{ path, content string }
-
-type fileEdit struct{ path, old, new string }
 
 type mcpCall struct {
 	tool string
