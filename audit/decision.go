@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"syscall"
 	"time"
@@ -23,7 +25,15 @@ var decisionEvents = []queue.EventName{queue.EventAutoAllowed, queue.EventApprov
 // (the request's creation, less a margin for clocks): a writer believes a
 // result file only when the log the engine wrote holds the decision it
 // reports (protocol section 6). ErrNoDecision when there is none.
+//
+// It looks at bytes, not decoded events: in a line of the log, the
+// member "id":"ID" or "event":"NAME" cannot appear inside a string (its
+// quotes would be escaped), and only the line it returns is decoded. A
+// hook calls it once per allowed tool call, in a new process each time.
 func Decision(path, id string, since time.Time) (*queue.Event, error) {
+	if !queue.ValidID(id) {
+		return nil, fmt.Errorf("audit: %q is not a request id", id)
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -36,16 +46,46 @@ func Decision(path, id string, since time.Time) (*queue.Event, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("audit: %s is not a regular file", path)
 	}
-	lines, _, err := Last(f, fi.Size(), 1, Filter{ID: id, Events: decisionEvents, Since: since})
-	if err != nil {
-		return nil, err
-	}
-	for _, l := range lines {
-		if l.Event != nil && l.Event.ID == id {
-			return l.Event, nil
+	idMember := []byte(`"id":"` + id + `"`)
+	b := newBackLines(f, fi.Size(), 16<<10)
+	for {
+		_, raw, _, err := b.prev()
+		if err == io.EOF {
+			return nil, ErrNoDecision
+		}
+		if err != nil {
+			return nil, fmt.Errorf("audit: read log: %w", err)
+		}
+		if raw == nil { // over maxLine: not a line sluice wrote
+			continue
+		}
+		if ts, ok := lineTime(raw); ok && ts.Before(since) {
+			return nil, ErrNoDecision
+		}
+		if !bytes.Contains(raw, idMember) {
+			continue
+		}
+		for _, name := range decisionEvents {
+			if bytes.Contains(raw, []byte(`"event":"`+string(name)+`"`)) {
+				return DecodeLine(bytes.Clone(raw))
+			}
 		}
 	}
-	return nil, ErrNoDecision
+}
+
+// lineTime is a line's "ts", which the log writes second, right after
+// "seq": {"seq":N,"ts":"RFC3339",...}.
+func lineTime(raw []byte) (time.Time, bool) {
+	_, rest, ok := bytes.Cut(raw, []byte(`,"ts":"`))
+	if !ok || len(rest) > 0 && bytes.IndexByte(raw[:len(raw)-len(rest)], '"') != 1 {
+		return time.Time{}, false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return time.Time{}, false
+	}
+	ts, err := time.Parse(time.RFC3339Nano, string(rest[:end]))
+	return ts, err == nil
 }
 
 // CheckAllow says why the log at path does not back an allow that res

@@ -20,8 +20,8 @@ type Options struct {
 	// Fallback answers when nobody decides: Ask or Deny.
 	Fallback Decision
 	// Actor is who the audit log names when the hook withdraws its
-	// request.
-	Actor string
+	// request (called only then).
+	Actor func() string
 	// Audit is the audit log to find an allow's decision in; "" reads
 	// the path the serving engine published in the spool.
 	Audit string

@@ -34,7 +34,7 @@ func (m *Server) submitAndAwait(ctx context.Context, req *queue.Request) (*queue
 		grace = 5 * time.Second
 	}
 	m.Logf("queued %s (%s): %s", req.ID, req.Agent, req.Summary())
-	res, err := m.Spool.Send(wctx, req, queue.SendOptions{Unserved: grace, Actor: m.Actor,
+	res, err := m.Spool.Send(wctx, req, queue.SendOptions{Unserved: grace, Actor: func() string { return m.Actor },
 		Why: func(cause error) string { return cause.Error() }})
 	switch {
 	case errors.Is(err, queue.ErrUnserved):

@@ -45,11 +45,19 @@ type SendOptions struct {
 	// holds (ErrNoDecision). Zero waits until the actor answers: a
 	// command being run ends at its own timeout.
 	AfterExpiry time.Duration
-	// Actor is who the audit log names when the request is withdrawn.
-	Actor string
+	// Actor is who the audit log names when the request is withdrawn;
+	// called only then (looking the name up costs a file read).
+	Actor func() string
 	// Why says in the audit log why a request was withdrawn when ctx
 	// ended; default "the waiting writer was interrupted".
 	Why func(cause error) string
+}
+
+func (o SendOptions) actor() string {
+	if o.Actor == nil {
+		return ""
+	}
+	return o.Actor()
 }
 
 // How often a waiting writer looks at things besides the wake-up the
@@ -107,7 +115,7 @@ func (s *Spool) await(ctx context.Context, w *Waiter, req *Request, opt SendOpti
 			if opt.Why != nil {
 				why = "withdrawn: " + opt.Why(cause)
 			}
-			if s.Withdraw(req.ID, opt.Actor, why) {
+			if s.Withdraw(req.ID, opt.actor(), why) {
 				return nil, fmt.Errorf("%w: %w", cause, ErrWithdrawn)
 			}
 			return nil, fmt.Errorf("%w: %w", cause, ErrAbandoned)
@@ -143,7 +151,7 @@ func (s *Spool) await(ctx context.Context, w *Waiter, req *Request, opt SendOpti
 		case unserved.IsZero():
 			unserved = now
 		case now.Sub(unserved) >= opt.Unserved:
-			if s.Withdraw(req.ID, opt.Actor, "withdrawn: no sluice console or serve watches the spool any more") {
+			if s.Withdraw(req.ID, opt.actor(), "withdrawn: no sluice console or serve watches the spool any more") {
 				return nil, ErrUnserved
 			}
 			unserved = time.Time{} // an actor has it: its result will come

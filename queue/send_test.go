@@ -43,7 +43,7 @@ func TestSendWithdraws(t *testing.T) {
 	sp, req := sendRequest(t, time.Minute)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(50*time.Millisecond, func() { cancel(errors.New("agent gone")) })
-	_, err := sp.Send(ctx, req, SendOptions{Actor: "tester", Why: func(c error) string { return c.Error() }})
+	_, err := sp.Send(ctx, req, SendOptions{Actor: func() string { return "tester" }, Why: func(c error) string { return c.Error() }})
 	if !errors.Is(err, ErrWithdrawn) || err.Error() != "agent gone: "+ErrWithdrawn.Error() {
 		t.Fatalf("got %v, want withdrawn for the cause", err)
 	}

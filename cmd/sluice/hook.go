@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/exec/sandbox"
@@ -58,6 +55,9 @@ func cmdHook(args []string, std stdio, g *globals) int {
 
 // runHook is one hook call for agent a.
 func runHook(a *hook.Agent, args []string, std stdio, g *globals) int {
+	// The agent kills a hook it has given up on: withdraw the request
+	// then, so that nobody approves it after the agent moved on.
+	ctx, signalsReady := signalContext()
 	fs := newFlags("hook "+a.Name, a.Synopsis, a.Help, std, g)
 	wait := fs.Duration("wait", hook.DefaultWait, "answer the fallback if nobody decides within `DUR`; keep it under the agent's hook timeout ('sluice install' sets both)")
 	fallback := fs.String("fallback", "", "what to answer when nobody decides: `ask` (the agent's own prompt) or deny (env SLUICE_HOOK_FALLBACK; default: "+a.FallbackHelp+")")
@@ -82,27 +82,43 @@ func runHook(a *hook.Agent, args []string, std stdio, g *globals) int {
 		a.Write(std.out, hook.Answer{Decision: hook.Deny, Reason: "sluice: " + err.Error()})
 		return exitOK
 	}
-	opt := hook.Options{Wait: *wait, Fallback: fb, Actor: loginName(), Audit: *auditFile}
+	opt := hook.Options{Wait: *wait, Fallback: fb, Actor: loginName, Audit: *auditFile}
 	if opt.Audit == "" {
 		opt.Audit = os.Getenv("SLUICE_AUDIT")
 	}
-	// The agent kills a hook it has given up on: withdraw the request
-	// then, so that nobody approves it after the agent moved on.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	var sp *queue.Spool
 	if sp, err = g.openSpool(); err != nil {
 		ans := hook.Answer{Decision: fb, Reason: "sluice: " + err.Error()}
 		a.Write(std.out, ans)
 		return exitOK
 	}
-	cfg, err := loadConfig(g.config)
-	if err != nil {
-		a.Write(std.out, hook.Answer{Decision: hook.Deny, Reason: "sluice: " + err.Error()})
-		return exitOK
+	// How an allowed command is confined is worked out while the request
+	// waits for its decision (the configuration, the kernel's support,
+	// this program's path): the hook is idle then.
+	var confine func(*queue.Request, *queue.Result) string
+	var cfgErr error
+	confined := make(chan struct{})
+	go func() {
+		defer close(confined)
+		var cfg *config
+		if cfg, cfgErr = loadConfig(g.config); cfgErr == nil {
+			confine = hookConfine(cfg, sp.Dir())
+		}
+	}()
+	opt.Confine = func(req *queue.Request, res *queue.Result) string {
+		<-confined
+		if confine == nil {
+			return ""
+		}
+		return confine(req, res)
 	}
-	opt.Confine = hookConfine(cfg, sp.Dir())
+	signalsReady()
 	ans := hook.Decide(ctx, a, std.in, sp, opt)
+	if <-confined; cfgErr != nil && ans.Decision == hook.Allow {
+		// The configuration says how allowed commands run: unreadable,
+		// nothing is allowed.
+		ans = hook.Answer{Decision: hook.Deny, Reason: "sluice: " + cfgErr.Error()}
+	}
 	ans.Reason = show(ans.Reason)
 	a.Write(std.out, ans)
 	return exitOK

@@ -41,6 +41,7 @@ Exit status:
 `
 
 func cmdRun(args []string, std stdio, g *globals) int {
+	ctx, signalsReady := signalContext()
 	fs := newFlags("run", "[flags] -- COMMAND...", runHelp, std, g)
 	cwd := fs.String("cwd", "", "run in `DIR` (default: the current directory)")
 	timeout := fs.Duration("timeout", 0, "kill the command after `DUR` (default: the console's configured default)")
@@ -103,7 +104,8 @@ func cmdRun(args []string, std stdio, g *globals) int {
 	if *asJSON {
 		logTo = nil
 	}
-	res, err := submitAndWait(sp, req, logTo)
+	signalsReady()
+	res, err := submitAndWait(ctx, sp, req, logTo)
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice run: %v\n", err)
 		if code, ok := interruptCode(err); ok {

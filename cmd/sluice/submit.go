@@ -71,7 +71,9 @@ func cmdSubmit(args []string, std stdio, g *globals) int {
 		fmt.Fprintln(std.out, req.ID)
 		return exitOK
 	}
-	res, err := submitAndWait(sp, req, nil)
+	ctx, signalsReady := signalContext()
+	signalsReady()
+	res, err := submitAndWait(ctx, sp, req, nil)
 	if err != nil {
 		return submitErr(std, err)
 	}

@@ -1,0 +1,68 @@
+package audit
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// TestCheckAllow: an allow is backed only by a decision for that very
+// request, recorded after it was made; a command that merely mentions
+// the id or the event is not one.
+func TestCheckAllow(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rec := func(name queue.EventName, r *queue.Request, command string) {
+		t.Helper()
+		e := queue.NewEvent(name, r)
+		e.Actor = "policy"
+		if command != "" {
+			e.Command = command
+		}
+		if err := l.Record(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().UTC()
+	mk := func() *queue.Request {
+		return &queue.Request{Version: 1, ID: queue.NewID(), Kind: queue.KindExec, Command: "make test", Cwd: "/tmp", CreatedAt: now}
+	}
+	allowed, denied, forged, edited := mk(), mk(), mk(), mk()
+	rec(queue.EventQueued, allowed, "")
+	rec(queue.EventAutoAllowed, allowed, "")
+	rec(queue.EventDenied, denied, "")
+	// A line about another request whose command names forged's id and
+	// the approved event: text, not members.
+	rec(queue.EventQueued, mk(), `echo '"id":"`+forged.ID+`","event":"approved"'`)
+	rec(queue.EventApproved, edited, "make test -run X")
+	allow := &queue.Result{Decision: queue.Allow}
+	if err := CheckAllow(p, allowed, allow); err != nil {
+		t.Errorf("auto_allowed: %v", err)
+	}
+	if err := CheckAllow(p, denied, allow); err == nil {
+		t.Error("a denied request's allow was believed")
+	}
+	if err := CheckAllow(p, forged, allow); err == nil {
+		t.Error("a command naming the request's id and an event was taken for a decision")
+	}
+	if err := CheckAllow(p, edited, &queue.Result{Decision: queue.Allow, Command: "make test -run X"}); err != nil {
+		t.Errorf("approved edit: %v", err)
+	}
+	if err := CheckAllow(p, edited, &queue.Result{Decision: queue.Allow, Command: "rm -rf ~"}); err == nil {
+		t.Error("an edited command the log does not hold was believed")
+	}
+	// The same id, for a request made long after that decision (an id
+	// reused to replay an old allow): not looked for before it was made.
+	late := *allowed
+	late.CreatedAt = now.Add(time.Hour)
+	if _, err := Decision(p, late.ID, late.CreatedAt.Add(-time.Minute)); !errors.Is(err, ErrNoDecision) {
+		t.Errorf("a decision older than the request was taken for its own: %v", err)
+	}
+}
