@@ -102,6 +102,10 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 	for i := range w.out {
 		j.simple(&w.out[i])
 	}
+	for _, b := range w.bombs {
+		v.Category = max(v.Category, HostEscape)
+		v.floor(Deny, Critical, "the function "+b+" starts copies of itself in the background or a pipeline: a fork bomb")
+	}
 	for _, n := range append(w.errs, j.notes...) {
 		v.Category = max(v.Category, Unknown)
 		v.floor(Ask, Medium, n)

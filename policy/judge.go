@@ -45,6 +45,9 @@ type judge struct {
 	parse func(src string) (*syntax.File, error)
 	parts []part
 	notes []string // line-level reasons (nesting too deep, …)
+	// keyword: set -k was seen: assignment-like words anywhere in a
+	// command go into its environment.
+	keyword bool
 }
 
 // systemDirs are where a path-qualified program is still the system tool.
@@ -56,6 +59,11 @@ func (j *judge) simple(s *simple) {
 		j.redirect(&pt, r, s)
 	}
 	for _, a := range s.assigns {
+		if len(s.args) > 0 && !s.args[0].dyn && inertBuiltins[s.args[0].val] {
+			// GIT_DIR=x echo "$GIT_DIR": a builtin that runs nothing
+			// has the assignment for its own short life, and ignores it.
+			continue
+		}
 		checkAssign(&pt, a)
 	}
 	if len(s.args) == 0 {
@@ -137,7 +145,7 @@ func checkAssign(pt *part, a word) {
 		pt.escalate(Unknown, name+"= holds a command substitution as text, which bash can evaluate later")
 	}
 	switch {
-	case name == "LD_PRELOAD", name == "LD_LIBRARY_PATH", name == "LD_AUDIT", strings.HasPrefix(name, "DYLD_"):
+	case strings.HasPrefix(name, "LD_"), strings.HasPrefix(name, "DYLD_"):
 		pt.escalate(HostEscape, name+"= loads code into the program")
 		pt.loaded = name + "= loads code into the program"
 	case name == "BASH_ENV", name == "ENV", name == "PROMPT_COMMAND", name == "GIT_SSH_COMMAND", name == "GIT_SSH",
@@ -150,14 +158,19 @@ func checkAssign(pt *part, a word) {
 		pt.loaded = name + "= makes the command run code of the caller's choosing"
 	case name == "PATH":
 		pt.escalate(Unknown, "PATH= changes which program a name runs")
-	case pagerVars[name]:
+	case pagerVars[name] || strings.HasSuffix(name, "PAGER") || strings.HasSuffix(name, "EDITOR"):
 		if _, val, _ := strings.Cut(a.val, "="); a.dyn || !harmlessPagers[strings.TrimSpace(val)] {
 			pt.escalate(HostEscape, name+"= makes the command run a program of the caller's choosing")
 		}
-	case riskyEnv[name] || strings.HasPrefix(name, "npm_config_"):
+	case riskyEnv[name] || strings.HasPrefix(name, "npm_config_") || strings.HasPrefix(name, "GIT_") ||
+		strings.HasPrefix(name, "PYTHON") || strings.HasPrefix(name, "LESS"):
 		pt.escalate(Unknown, name+"= changes what code or configuration the program loads")
 	}
 }
+
+// inertBuiltins are shell builtins that run no program and load no code:
+// an assignment before one of them affects nothing.
+var inertBuiltins = map[string]bool{"echo": true, "printf": true, "true": true, "false": true, ":": true, "test": true, "[": true}
 
 // pagerVars name a program the command runs (a pager or an editor).
 var pagerVars = map[string]bool{"PAGER": true, "GIT_PAGER": true, "MANPAGER": true, "EDITOR": true, "VISUAL": true,
@@ -168,14 +181,16 @@ var harmlessPagers = map[string]bool{"": true, "cat": true, "less": true, "more"
 	"less -FR": true, "true": true, ":": true, "/bin/cat": true, "/usr/bin/cat": true}
 
 // execEnv point a program at code or configuration that runs commands.
-var execEnv = map[string]bool{"GIT_DIR": true, "GIT_EXEC_PATH": true, "GIT_TEMPLATE_DIR": true, "RUSTC_WRAPPER": true,
+var execEnv = map[string]bool{"MANOPT": true, "MANROFFOPT": true, "LESSOPEN": true, "LESSCLOSE": true, "LESSKEYIN": true,
+	"GIT_DIR": true, "GIT_EXEC_PATH": true, "GIT_TEMPLATE_DIR": true, "RUSTC_WRAPPER": true,
 	"RUSTC": true, "CARGO_BUILD_RUSTC_WRAPPER": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true, "GIT_PROXY_COMMAND": true}
 
 // riskyEnv change what code or configuration a program loads.
 var riskyEnv = map[string]bool{"GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_EXEC_PATH": true, "GIT_TEMPLATE_DIR": true,
 	"HOME": true, "XDG_CONFIG_HOME": true, "GOFLAGS": true, "RUSTC_WRAPPER": true, "RUSTC": true, "CC": true, "CXX": true,
 	"PYTHONPATH": true, "PYTHONHOME": true, "NODE_PATH": true, "RUBYLIB": true, "PERL5LIB": true, "DOCKER_HOST": true,
-	"KUBECONFIG": true, "SHELL": true, "IFS": true, "CARGO_HOME": true, "GOTOOLCHAIN": true, "LESSOPEN": true}
+	"KUBECONFIG": true, "SHELL": true, "IFS": true, "CARGO_HOME": true, "GOTOOLCHAIN": true, "LESSOPEN": true,
+	"GOENV": true, "BUNDLE_GEMFILE": true, "OPENSSL_CONF": true, "ZDOTDIR": true, "INPUTRC": true, "SSH_AUTH_SOCK": true}
 
 // program returns the name a command word calls, for the knowledge table:
 // the word itself, or the base name of a path in a standard system
@@ -225,6 +240,27 @@ func (j *judge) command(args []word, s *simple, pt part, depth int) {
 		j.parts = append(j.parts, pt)
 		return
 	}
+	for _, name := range setsVariables(prog, args) {
+		// read PATH, printf -v LD_PRELOAD …, getopts o PAGER: an
+		// assignment whose value is known only when the line runs.
+		if name == "?" {
+			pt.escalate(Unknown, prog+" sets a variable whose name is computed when the line runs")
+			continue
+		}
+		checkAssign(&pt, word{val: name + "=", dyn: true, src: prog + " " + name})
+	}
+	if prog == "set" && keywordMode(args) {
+		j.keyword = true
+	}
+	if j.keyword {
+		// After set -k (set -o keyword), NAME=VALUE anywhere among a
+		// command's words is an assignment in its environment.
+		for _, a := range args[1:] {
+			if i := strings.IndexByte(a.val, '='); i > 0 && validName(a.val[:i]) {
+				checkAssign(&pt, a)
+			}
+		}
+	}
 	if handled := j.special(prog, args, s, &pt, depth); handled {
 		return
 	}
@@ -235,7 +271,11 @@ func (j *judge) command(args []word, s *simple, pt part, depth int) {
 // finish adds what every known program gets: reads of credential files
 // named anywhere in its arguments, program-specific checks, and the part.
 func (j *judge) finish(prog string, args []word, s *simple, pt *part, depth int) {
+	text := j.k[prog] != nil && j.k[prog].Text
 	for _, a := range args[1:] {
+		if text {
+			break // echo rm -rf /: words, not files
+		}
 		if a.dyn {
 			continue
 		}
@@ -301,7 +341,21 @@ func (j *judge) known(prog string, args []word, pt *part) {
 				break
 			}
 		}
-		if sub < 0 || ops[sub].w.dyn {
+		if sub < 0 {
+			break
+		}
+		if ops[sub].w.dyn {
+			// A word known only when the line runs stands where the
+			// subcommand goes ("sluice $x", "git $cmd"): it may be any of
+			// them, so it is at least unknown and as severe as the most
+			// severe one.
+			worst, why := Unknown, label+": the subcommand is "+ops[sub].w.src+", known only when the line runs"
+			for name, st := range t.Sub {
+				if st.Category > worst {
+					worst, why = st.Category, label+": the subcommand "+ops[sub].w.src+" may be "+name+": "+st.Reason
+				}
+			}
+			pt.escalate(worst, why)
 			break
 		}
 		next := t.Sub[ops[sub].w.val]
@@ -314,9 +368,14 @@ func (j *judge) known(prog string, args []word, pt *part) {
 		t, label = next, label+" "+ops[sub].w.val
 		rest = rest[ops[sub].index+1:]
 	}
-	pt.escalate(t.Category, t.Reason)
-	pt.label = "knowledge: " + label
 	ops := splitArgs(rest, t.ValueOptions)
+	if len(t.Lists) > 0 && listing(t.Lists, prog, ops) {
+		pt.escalate(ReadOnly, "")
+		pt.label = "knowledge: " + label + " (only shows state)"
+	} else {
+		pt.escalate(t.Category, t.Reason)
+		pt.label = "knowledge: " + label
+	}
 	for _, c := range t.When {
 		if hit, ok := matches(c, ops); ok {
 			pt.escalate(c.Category, c.Reason)
@@ -410,4 +469,79 @@ func wildMatch(pat, s string) bool {
 		return false
 	}
 	return true
+}
+
+// setsVariables names the variables a builtin sets without "NAME=" on the
+// command line: read's and mapfile's operands, printf -v, getopts'
+// second operand. Their values are known only when the line runs.
+func setsVariables(prog string, args []word) []string {
+	var names []string
+	add := func(w word) {
+		if !w.dyn && validName(w.val) {
+			names = append(names, w.val)
+		} else if w.dyn {
+			names = append(names, "?") // a computed name: may be any
+		}
+	}
+	rest := args[1:]
+	switch prog {
+	case "read":
+		ops := splitArgs(rest, []string{"-a", "-d", "-i", "-n", "-N", "-p", "-t", "-u"})
+		for i, o := range ops {
+			switch {
+			case o.option && o.w.val == "-a" && i+1 < len(ops):
+				add(ops[i+1].w)
+			case o.option && strings.HasPrefix(o.w.val, "-a") && len(o.w.val) > 2 && !strings.ContainsAny(o.w.val[1:2], "-"):
+				add(word{val: o.w.val[2:], src: o.w.src})
+			case !o.option && (i == 0 || !ops[i-1].option || !slices.Contains([]string{"-a", "-d", "-i", "-n", "-N", "-p", "-t", "-u"}, ops[i-1].w.val)):
+				add(o.w)
+			}
+		}
+		if len(names) == 0 {
+			names = append(names, "REPLY")
+		}
+	case "mapfile", "readarray":
+		ops := splitArgs(rest, []string{"-d", "-n", "-O", "-s", "-u", "-C", "-c"})
+		opnds := operands(ops)
+		if len(opnds) > 0 {
+			add(opnds[len(opnds)-1])
+		} else {
+			names = append(names, "MAPFILE")
+		}
+	case "printf":
+		for i := 0; i+1 < len(rest); i++ {
+			if rest[i].val == "--" {
+				break
+			}
+			if rest[i].val == "-v" {
+				add(rest[i+1])
+				break
+			}
+			if v, ok := strings.CutPrefix(rest[i].val, "-v"); ok && v != "" {
+				add(word{val: v, src: rest[i].src, dyn: rest[i].dyn})
+				break
+			}
+		}
+	case "getopts":
+		if opnds := rest; len(opnds) >= 2 {
+			add(opnds[1])
+		}
+	}
+	return names
+}
+
+// keywordMode reports set -k, or set -o keyword.
+func keywordMode(args []word) bool {
+	for i, a := range args[1:] {
+		if a.dyn {
+			return true // set "$opts": may be -k
+		}
+		if strings.HasPrefix(a.val, "-") && !strings.HasPrefix(a.val, "--") && strings.ContainsRune(a.val, 'k') {
+			return true
+		}
+		if a.val == "-o" && i+2 < len(args) && (args[i+2].val == "keyword" || args[i+2].dyn) {
+			return true
+		}
+	}
+	return false
 }

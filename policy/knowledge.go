@@ -3,6 +3,7 @@ package policy
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -40,6 +41,66 @@ type Tool struct {
 	// (curl -o FILE, sort -o FILE); an entry ending in '=' is an operand
 	// prefix instead (dd of=FILE).
 	WriteOptions []string `toml:"write_options"`
+	// Lists are the forms of the program that only show state (mount
+	// with no operands, crontab -l): read_only whatever its category.
+	// Conditions in When still apply.
+	Lists []ListForm `toml:"lists"`
+	// Text says the operands are text, not paths (echo, printf): they
+	// are not read as files.
+	Text bool `toml:"text"`
+}
+
+// ListForm is an argv that only shows state.
+type ListForm struct {
+	// Names are the program names the form is for, when the entry is
+	// shared by aliases that differ (swapon --show, not zfs --show);
+	// empty for all.
+	Names []string `toml:"names"`
+	// Args are the operands, exactly and in order; none when empty.
+	Args []string `toml:"args"`
+	// Flags are the only options the form may have; Require those it
+	// must have (crontab alone installs a table, crontab -l lists it).
+	Flags   []string `toml:"flags"`
+	Require []string `toml:"require"`
+}
+
+// listing reports whether ops (a command's words after its program and
+// subcommands) are a form in lists for program prog.
+func listing(lists []ListForm, prog string, ops []opword) bool {
+	for _, f := range lists {
+		if len(f.Names) > 0 && !slices.Contains(f.Names, prog) {
+			continue
+		}
+		ok, n := true, 0
+		have := map[string]bool{}
+		for _, o := range ops {
+			if o.w.dyn {
+				ok = false
+				break
+			}
+			if o.option {
+				name, _, _ := strings.Cut(o.w.val, "=")
+				if !slices.Contains(f.Flags, name) {
+					ok = false
+					break
+				}
+				have[name] = true
+				continue
+			}
+			if n >= len(f.Args) || f.Args[n] != o.w.val {
+				ok = false
+				break
+			}
+			n++
+		}
+		for _, r := range f.Require {
+			ok = ok && have[r]
+		}
+		if ok && n == len(f.Args) {
+			return true
+		}
+	}
+	return false
 }
 
 // Condition escalates a Tool's category when any of its Flags or Args

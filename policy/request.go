@@ -192,7 +192,7 @@ func (p *Policy) checkRequestEnv(v *Verdict, vars map[string]string, env Env) {
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		ev := p.Check(k+"="+quoteWord(vars[k])+" true", env)
+		ev := p.Check("export "+k+"="+quoteWord(vars[k]), env)
 		if ev.Action > v.Action || ev.Risk > v.Risk {
 			reasons := make([]string, 0, len(ev.Reasons))
 			for _, r := range ev.Reasons {

@@ -92,6 +92,10 @@ type Options struct {
 	// not in the default places (the spool, the audit log, the policy
 	// file): writes to them are denied like writes to ~/.config/sluice.
 	Protect []string
+	// ProgramDirs are the directories on PATH: a program written into
+	// one runs the next time its name is called, so writes there are
+	// denied.
+	ProgramDirs []string
 }
 
 // LoadError is a policy file that cannot be used, with where and a hint.
@@ -150,6 +154,21 @@ func Load(opts Options) (*Policy, error) {
 			p.rules = append(p.rules, r)
 			p.pathRules = append(p.pathRules, r)
 		}
+	}
+	seen := map[string]bool{}
+	for _, dir := range opts.ProgramDirs {
+		dir = filepath.Clean(dir)
+		if dir == "" || !filepath.IsAbs(dir) || dir == "/" || seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		r := &Rule{Action: Deny, Path: escapeGlob(dir) + "/*", Access: "write",
+			Reason: "writes a program into " + dir + ", a directory on PATH", Origin: OriginDefault}
+		if err := p.compile(r); err != nil {
+			return nil, err
+		}
+		p.rules = append(p.rules, r)
+		p.pathRules = append(p.pathRules, r)
 	}
 	if err := p.layerFile(opts.User, originUser, opts.UserRequired); err != nil {
 		return nil, err

@@ -48,6 +48,9 @@ type walker struct {
 	funcs map[string]bool
 	depth int
 	errs  []string
+	// bombs name functions that start copies of themselves in the
+	// background or in a pipeline: fork bombs.
+	bombs []string
 }
 
 func (w *walker) src(n syntax.Node) string {
@@ -134,6 +137,10 @@ func (w *walker) command(cmd syntax.Command, redirs []redirect, stdin bool) {
 			for _, it := range l.Items {
 				w.word(it)
 			}
+			// for NAME in …: each turn assigns NAME.
+			if l.Name != nil {
+				w.emit(simple{assigns: []word{{val: l.Name.Value + "=", dyn: true, src: "for " + l.Name.Value}}, stdin: stdin})
+			}
 		case *syntax.CStyleLoop:
 			w.arith(l.Init)
 			w.arith(l.Cond)
@@ -156,6 +163,9 @@ func (w *walker) command(cmd syntax.Command, redirs []redirect, stdin bool) {
 				w.funcs = map[string]bool{}
 			}
 			w.funcs[c.Name.Value] = true
+			if forksItself(c.Name.Value, c.Body) {
+				w.bombs = append(w.bombs, c.Name.Value)
+			}
 		}
 		w.stmt(c.Body, stdin)
 	case *syntax.DeclClause:
@@ -289,7 +299,10 @@ func (w *walker) assign(a *syntax.Assign) word {
 		return word{val: name + "=", dyn: true, src: w.src(a)}
 	}
 	if a.Value == nil {
-		return word{val: name + "=", src: name + "="}
+		// "export NAME" (naked): the variable's value, whatever an
+		// earlier read or printf -v put there, goes into the
+		// environment.
+		return word{val: name + "=", dyn: a.Naked, src: name + "="}
 	}
 	v := w.word(a.Value)
 	return word{val: name + "=" + v.val, dyn: v.dyn, src: w.src(a)}
@@ -456,4 +469,36 @@ func unescape(s string, quoted bool) string {
 func expandANSIC(s string) (string, error) {
 	v, _, err := expand.Format(&expand.Config{}, s, nil) // a nil Config shares one buffer across goroutines
 	return v, err
+}
+
+// forksItself reports whether a function's body calls the function in a
+// statement run in the background or in a pipeline (each side of a pipe
+// is a process of its own): every call then starts more than one copy,
+// which is how a fork bomb (":(){ :|:& };:") exhausts the machine.
+func forksItself(name string, body *syntax.Stmt) bool {
+	calls := func(n syntax.Node) bool {
+		found := false
+		syntax.Walk(n, func(n syntax.Node) bool {
+			if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 && ce.Args[0].Lit() == name {
+				found = true
+			}
+			return !found
+		})
+		return found
+	}
+	bomb := false
+	syntax.Walk(body, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			if (n.Background || n.Coprocess) && calls(n) {
+				bomb = true
+			}
+		case *syntax.BinaryCmd:
+			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && calls(n.X) && calls(n.Y) {
+				bomb = true
+			}
+		}
+		return !bomb
+	})
+	return bomb
 }

@@ -46,7 +46,8 @@ func (pf *policyFlags) load() (*policy.Policy, policy.Env, error) {
 	if err != nil {
 		return nil, policy.Env{}, err
 	}
-	opts := policy.Options{User: pf.file, UserRequired: pf.file != "", Project: policy.ProjectFile(dir)}
+	opts := policy.Options{User: pf.file, UserRequired: pf.file != "", Project: policy.ProjectFile(dir),
+		ProgramDirs: filepath.SplitList(os.Getenv("PATH"))}
 	if opts.User == "" {
 		if env := os.Getenv("SLUICE_POLICY"); env != "" {
 			opts.User, opts.UserRequired = env, true

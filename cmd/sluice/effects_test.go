@@ -172,7 +172,7 @@ func effWrites() []effCase {
 		// mv moves a file made in the project out of it.
 		{name: "mv_out_of_project", cmd: `cp README moved && mv moved @MARK@`},
 		// ln -s plants a link outside the project.
-		{name: "ln_s_out", cmd: `ln -s /etc/passwd @MARK@`},
+		{name: "ln_s_out", cmd: `ln -s go.mod @MARK@`},
 		// mkdir makes a directory outside the project.
 		{name: "mkdir_out", cmd: `mkdir @MARK@`},
 		// tee writes its input to a file.

@@ -47,7 +47,8 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 			user = defaultPolicyFile()
 		}
 	}
-	opts := policy.Options{User: user, UserRequired: required, Protect: ownPaths(user, sp.Dir())}
+	opts := policy.Options{User: user, UserRequired: required, Protect: ownPaths(user, sp.Dir()),
+		ProgramDirs: filepath.SplitList(os.Getenv("PATH"))}
 	if _, err := policy.Load(opts); err != nil {
 		return nil, nil, err
 	}
