@@ -144,7 +144,7 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	res.Sandbox = box.label
 	cg := r.cgroup()
 	defer r.uncgroup(cg)
-	cmd := osexec.Command("/bin/sh", "-c", req.Command)
+	cmd := osexec.Command(Shell(), "-c", req.Command)
 	cmd.Dir = dir
 	cmd.Env = r.env(req, dir)
 	if box.tmp != "" {

@@ -90,8 +90,25 @@ func hasFlag(v, flag string) bool {
 	if strings.HasSuffix(flag, "*") {
 		return strings.HasPrefix(v, short)
 	}
-	return v == flag || strings.HasPrefix(v, flag+"=")
+	if v == flag || strings.HasPrefix(v, flag+"=") {
+		return true
+	}
+	// getopt_long and git take any unambiguous prefix of a long option
+	// (--checkpoint-act for --checkpoint-action): a prefix matches.
+	// Whether it is unambiguous among the program's other options is not
+	// known here, so a prefix that could mean another option also
+	// matches: the verdict can only get stricter.
+	if len(flag) > 3 && strings.HasPrefix(flag, "--") && strings.HasPrefix(v, "--") {
+		name, _, _ := strings.Cut(v, "=")
+		return len(name) >= minLongPrefix && len(name) < len(flag) && strings.HasPrefix(flag, name)
+	}
+	return false
 }
+
+// minLongPrefix is the shortest abbreviation of a long option taken for
+// it, dashes included ("--op" for "--open-files-in-pager"): shorter ones
+// are nearly always ambiguous, and getopt refuses those.
+const minLongPrefix = 4
 
 // operands returns the operand words (not options, not option values, not
 // the "--" separator).

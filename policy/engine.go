@@ -90,11 +90,16 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 		v.floor(Ask, Medium, fmt.Sprintf("the line nests brackets more than %d deep; sluice will not judge it", maxNesting))
 		return v
 	}
-	f, err := p.parse(line)
+	f, bashOnly, err := p.parseLine(line)
 	if err != nil {
 		v.Category = Unknown
 		v.floor(Ask, Medium, "the line does not parse as shell: "+err.Error())
+		p.salvage(v, line, env)
 		return v
+	}
+	if bashOnly {
+		v.Category = max(v.Category, Unknown)
+		v.floor(Ask, Medium, "the line uses bash syntax, and commands run with /bin/sh here: what sh runs may differ")
 	}
 	w := &walker{line: line, cwd: word{val: env.Cwd, src: env.Cwd}}
 	w.stmts(f.Stmts, false)
@@ -122,6 +127,49 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 	}
 	return v
 }
+
+// salvage judges what can be read of a line the parser refused, which
+// the shell may still run up to the error: each piece between ;, &, |,
+// newlines and the like that parses on its own. The verdict never ends
+// below the most severe piece found ("sudo rm -rf / ; ((" stays deny).
+// Splitting ignores quoting, so it may find pieces that are not
+// commands; they can only raise the verdict, never lower it.
+func (p *Policy) salvage(v *Verdict, line string, env Env) {
+	for _, piece := range p.salvagePieces(line) {
+		pv := p.Check(piece, env)
+		if pv.Action > Ask || pv.Category > v.Category {
+			v.Category = max(v.Category, pv.Category)
+			v.Commands = append(v.Commands, pv.Commands...)
+			v.floor(pv.Action, pv.Risk, pv.Reasons...)
+		}
+	}
+}
+
+// salvagePieces are the pieces of a line that does not parse that parse
+// on their own.
+func (p *Policy) salvagePieces(line string) []string {
+	pieces := strings.FieldsFunc(line, func(r rune) bool {
+		return r == ';' || r == '&' || r == '|' || r == '\n' || r == '(' || r == ')' || r == '{' || r == '}' || r == '`'
+	})
+	if len(pieces) > maxSalvage {
+		pieces = pieces[:maxSalvage]
+	}
+	var out []string
+	for _, piece := range pieces {
+		piece = strings.TrimSpace(piece)
+		if piece == "" || piece == line {
+			continue
+		}
+		if _, err := p.parse(piece); err == nil {
+			out = append(out, piece)
+		}
+	}
+	return out
+}
+
+// maxSalvage bounds the pieces salvage judges in a line that does not
+// parse.
+const maxSalvage = 64
 
 // floor raises the verdict to at least act and risk, adding reasons.
 func (v *Verdict) floor(act Action, r Risk, reasons ...string) {

@@ -377,6 +377,9 @@ func (j *judge) known(prog string, args []word, pt *part) {
 		pt.label = "knowledge: " + label
 	}
 	for _, c := range t.When {
+		if len(c.Names) > 0 && !slices.Contains(c.Names, prog) {
+			continue
+		}
 		if hit, ok := matches(c, ops); ok {
 			pt.escalate(c.Category, c.Reason)
 			pt.label = "knowledge: " + label + " " + hit

@@ -116,6 +116,9 @@ type Condition struct {
 	Args     []string `toml:"args"`
 	Category Category `toml:"category"`
 	Reason   string   `toml:"reason"`
+	// Names restricts the condition to some of the entry's program
+	// names (ps, not pgrep, which shares its entry); empty for all.
+	Names []string `toml:"names"`
 }
 
 // embeddedKnowledge decodes the embedded table once per process: it is

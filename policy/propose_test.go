@@ -298,6 +298,12 @@ func TestMatcherAgreesWithCheck(t *testing.T) {
 			}
 			hits := 0
 			for _, l := range lines {
+				if _, err := p.parse(l); err != nil {
+					// A line that does not parse never matches a rule
+					// (Matcher); Check judges its pieces, which can only
+					// make the verdict stricter (salvage).
+					continue
+				}
 				want := false
 				for _, c := range p.Check(l, tableEnv).Commands {
 					for _, r := range c.Reasons {

@@ -75,6 +75,7 @@ type Policy struct {
 	warnings      []string
 	home          string
 	parsers       sync.Pool
+	posix         *sync.Pool // set when exec requests run in POSIX sh
 }
 
 // Options says which policy files to layer over the embedded default.
@@ -96,6 +97,11 @@ type Options struct {
 	// one runs the next time its name is called, so writes there are
 	// denied.
 	ProgramDirs []string
+	// Shell is the dialect exec requests run in (exec.ShellDialect):
+	// "bash" (the default) or "posix", where a line that parses only as
+	// bash is at least ask (sh would read it differently, or not at
+	// all).
+	Shell string
 }
 
 // LoadError is a policy file that cannot be used, with where and a hint.
@@ -133,6 +139,9 @@ func Load(opts Options) (*Policy, error) {
 	}
 	p := &Policy{tools: tools, cmdRules: map[string][]*Rule{}, home: home}
 	p.parsers.New = func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }
+	if opts.Shell == "posix" || opts.Shell == "sh" {
+		p.posix = &sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangPOSIX)) }}
+	}
 	if err := p.layer(defaultTOML, OriginDefault, "default policy"); err != nil {
 		return nil, err
 	}
@@ -433,6 +442,26 @@ func (p *Policy) parse(src string) (*syntax.File, error) {
 	pr := p.parsers.Get().(*syntax.Parser)
 	defer p.parsers.Put(pr)
 	return pr.Parse(strings.NewReader(src), "")
+}
+
+// parseLine parses a request's line in the dialect it runs in. Where
+// that is POSIX sh and the line parses only as bash, it returns the bash
+// reading and bashOnly: judged on what can be read, and at least ask.
+func (p *Policy) parseLine(src string) (f *syntax.File, bashOnly bool, err error) {
+	if p.posix == nil {
+		f, err = p.parse(src)
+		return f, false, err
+	}
+	pr := p.posix.Get().(*syntax.Parser)
+	f, err = pr.Parse(strings.NewReader(src), "")
+	p.posix.Put(pr)
+	if err == nil {
+		return f, false, nil
+	}
+	if bf, berr := p.parse(src); berr == nil {
+		return bf, true, nil
+	}
+	return nil, false, err
 }
 
 // matchWords matches a rule's pattern words against argv words. A final

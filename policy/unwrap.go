@@ -405,11 +405,27 @@ func (j *judge) shell(prog string, args []word, s *simple, pt *part, depth int) 
 	}
 	cmode := false
 	var script *word
+	startup := func(why string) {
+		pt.escalate(Unknown, prog+" "+why+": a start-up file runs, code sluice cannot see")
+	}
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a.dyn {
 			script = &rest[i]
 			break
+		}
+		switch {
+		case a.val == "--rcfile" || a.val == "--init-file" || strings.HasPrefix(a.val, "--rcfile=") || strings.HasPrefix(a.val, "--init-file="):
+			startup(a.val)
+		case a.val == "--login" || a.val == "-login" || a.val == "--interactive":
+			startup(a.val)
+		case prog == "fish" && (a.val == "-C" || a.val == "--init-command" || strings.HasPrefix(a.val, "--init-command=")):
+			// fish -C CODE runs CODE before the rest: judge it as code.
+			pt.escalate(Unknown, "fish "+a.val+" runs code before the command")
+		case len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.ContainsAny(a.val[1:], "il"):
+			// -i (interactive: ~/.bashrc, $ENV) and -l (login:
+			// ~/.profile) read start-up files, with -c too.
+			startup(a.val)
 		}
 		if a.val == "--" || a.val == "-" {
 			if i+1 < len(rest) {

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -47,7 +48,7 @@ func (pf *policyFlags) load() (*policy.Policy, policy.Env, error) {
 		return nil, policy.Env{}, err
 	}
 	opts := policy.Options{User: pf.file, UserRequired: pf.file != "", Project: policy.ProjectFile(dir),
-		ProgramDirs: filepath.SplitList(os.Getenv("PATH"))}
+		ProgramDirs: filepath.SplitList(os.Getenv("PATH")), Shell: exec.ShellDialect()}
 	if opts.User == "" {
 		if env := os.Getenv("SLUICE_POLICY"); env != "" {
 			opts.User, opts.UserRequired = env, true

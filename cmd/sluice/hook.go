@@ -170,7 +170,7 @@ func hookConfine(cfg *config, spool string) func(*queue.Request, *queue.Result) 
 		for _, r := range policy.Roots(req.Cwd) {
 			b.WriteString(" --root " + shellQuote(r))
 		}
-		b.WriteString(" -- /bin/sh -c " + shellQuote(req.Command))
+		b.WriteString(" -- " + exec.Shell() + " -c " + shellQuote(req.Command))
 		return b.String()
 	}
 }

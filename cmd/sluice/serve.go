@@ -48,7 +48,7 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 		}
 	}
 	opts := policy.Options{User: user, UserRequired: required, Protect: ownPaths(user, sp.Dir()),
-		ProgramDirs: filepath.SplitList(os.Getenv("PATH"))}
+		ProgramDirs: filepath.SplitList(os.Getenv("PATH")), Shell: exec.ShellDialect()}
 	if _, err := policy.Load(opts); err != nil {
 		return nil, nil, err
 	}
