@@ -45,7 +45,10 @@ func takesValue(opt string, valueOpts []string) bool {
 		return false
 	}
 	for _, v := range valueOpts {
-		if opt == v {
+		// --directory, or an abbreviation of it (--dir) as getopt_long
+		// takes one: the value must not be read as an operand or a
+		// subcommand.
+		if opt == v || len(opt) >= minLongPrefix && strings.HasPrefix(opt, "--") && strings.HasPrefix(v, opt) {
 			return true
 		}
 	}
@@ -64,11 +67,12 @@ func takesValue(opt string, valueOpts []string) bool {
 // "-oF", "--output F" or "--output=F".
 func optionValue(ow opword, name string) (word, bool) {
 	v := ow.w.val
+	opt, val, hasVal := strings.Cut(v, "=")
 	switch {
-	case v == name && ow.value != nil:
+	case isAbbrev(v, name) && ow.value != nil:
 		return *ow.value, true
-	case strings.HasPrefix(name, "--") && strings.HasPrefix(v, name+"="):
-		return word{val: v[len(name)+1:], src: ow.w.src}, true
+	case strings.HasPrefix(name, "--") && hasVal && isAbbrev(opt, name):
+		return word{val: val, src: ow.w.src}, true
 	case len(name) == 2 && name[1] != '-' && len(v) > 2 && v[1] != '-' && strings.HasPrefix(v, name):
 		return word{val: v[2:], src: ow.w.src}, true
 	}
@@ -88,7 +92,9 @@ func hasFlag(v, flag string) bool {
 		return strings.IndexByte(v[1:], short[1]) >= 0
 	}
 	if strings.HasSuffix(flag, "*") {
-		return strings.HasPrefix(v, short)
+		// "--eval*" also takes "--eva": an abbreviation of its stem.
+		name, _, _ := strings.Cut(v, "=")
+		return strings.HasPrefix(v, short) || strings.HasPrefix(short, "--") && isAbbrev(name, short)
 	}
 	if v == flag || strings.HasPrefix(v, flag+"=") {
 		return true
@@ -103,6 +109,13 @@ func hasFlag(v, flag string) bool {
 		return len(name) >= minLongPrefix && len(name) < len(flag) && strings.HasPrefix(flag, name)
 	}
 	return false
+}
+
+// isAbbrev reports whether v ("--dir") is long option name
+// ("--directory") or an abbreviation of it at least minLongPrefix long.
+func isAbbrev(v, name string) bool {
+	return v == name || strings.HasPrefix(name, "--") && strings.HasPrefix(v, "--") &&
+		len(v) >= minLongPrefix && len(v) < len(name) && strings.HasPrefix(name, v)
 }
 
 // minLongPrefix is the shortest abbreviation of a long option taken for

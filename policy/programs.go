@@ -57,7 +57,7 @@ func (j *judge) git(args []word, s *simple, pt *part, depth int) func() {
 		return nil
 	}
 	for _, a := range rest[sub+1:] {
-		if !a.dyn && (a.val == "--upload-pack" || a.val == "--receive-pack" || a.val == "--exec" || strings.HasPrefix(a.val, "--upload-pack=") || strings.HasPrefix(a.val, "--receive-pack=")) && rest[sub].val != "rebase" {
+		if !a.dyn && (hasFlag(a.val, "--upload-pack") || hasFlag(a.val, "--receive-pack") || hasFlag(a.val, "--exec")) && rest[sub].val != "rebase" {
 			pt.escalate(HostEscape, "git "+a.val+" names a program for git to run")
 		}
 	}

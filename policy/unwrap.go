@@ -415,11 +415,10 @@ func (j *judge) shell(prog string, args []word, s *simple, pt *part, depth int) 
 			break
 		}
 		switch {
-		case a.val == "--rcfile" || a.val == "--init-file" || strings.HasPrefix(a.val, "--rcfile=") || strings.HasPrefix(a.val, "--init-file="):
+		case hasFlag(a.val, "--rcfile") || hasFlag(a.val, "--init-file") || hasFlag(a.val, "--login") ||
+			a.val == "-login" || hasFlag(a.val, "--interactive"):
 			startup(a.val)
-		case a.val == "--login" || a.val == "-login" || a.val == "--interactive":
-			startup(a.val)
-		case prog == "fish" && (a.val == "-C" || a.val == "--init-command" || strings.HasPrefix(a.val, "--init-command=")):
+		case prog == "fish" && (a.val == "-C" || hasFlag(a.val, "--init-command")):
 			// fish -C CODE runs CODE before the rest: judge it as code.
 			pt.escalate(Unknown, "fish "+a.val+" runs code before the command")
 		case len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.ContainsAny(a.val[1:], "il"):

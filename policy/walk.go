@@ -479,7 +479,7 @@ func forksItself(name string, body *syntax.Stmt) bool {
 	calls := func(n syntax.Node) bool {
 		found := false
 		syntax.Walk(n, func(n syntax.Node) bool {
-			if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 && ce.Args[0].Lit() == name {
+			if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 && unquoted(ce.Args[0]) == name {
 				found = true
 			}
 			return !found
@@ -501,4 +501,29 @@ func forksItself(name string, body *syntax.Stmt) bool {
 		return !bomb
 	})
 	return bomb
+}
+
+// unquoted is a word's value when it is made of literal text only, plain
+// or quoted ('f', "f", f'' are all f); "" otherwise.
+func unquoted(w *syntax.Word) string {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(p.Value)
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return ""
+				}
+				b.WriteString(l.Value)
+			}
+		default:
+			return ""
+		}
+	}
+	return b.String()
 }

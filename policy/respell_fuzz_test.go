@@ -1,0 +1,131 @@
+package policy
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// getoptLong are programs that take any unambiguous prefix of a long
+// option (GNU getopt_long, git's parse-options, Python's argparse); docker
+// (pflag), bash and curl do not, so their options are not abbreviated.
+var getoptLong = map[string]bool{"rm": true, "cp": true, "mv": true, "ls": true, "cat": true, "chmod": true, "chown": true,
+	"ln": true, "mkdir": true, "touch": true, "tee": true, "sort": true, "head": true, "tail": true, "du": true, "df": true,
+	"tar": true, "grep": true, "sed": true, "diff": true, "git": true, "make": true, "wget": true, "gzip": true, "xargs": true,
+	"mypy": true, "rpm": true, "install": true, "shred": true, "split": true, "cut": true, "env": true, "timeout": true}
+
+// knownOptions are the long options the knowledge table names: only a
+// real option may be abbreviated ("--con0" is none; "--con" would be
+// --contains).
+var knownOptions = func() map[string]bool {
+	m := map[string]bool{}
+	tools, _ := embeddedKnowledge()
+	var add func(t *Tool)
+	add = func(t *Tool) {
+		for _, o := range append(append([]string{}, t.ValueOptions...), t.WriteOptions...) {
+			m[o] = true
+		}
+		for _, c := range t.When {
+			for _, f := range c.Flags {
+				m[strings.TrimSuffix(f, "*")] = true
+			}
+		}
+		for _, s := range t.Sub {
+			add(s)
+		}
+	}
+	for _, t := range tools {
+		add(t)
+	}
+	return m
+}()
+
+func knownOption(v string) bool {
+	name, _, _ := strings.Cut(v, "=")
+	return strings.HasPrefix(name, "--") && knownOptions[name]
+}
+
+// respell writes line differently without changing what it runs: every
+// plain word single-quoted ('rm' '-rf' 'x'), and, for programs that take
+// abbreviations (getoptLong), every long option shortened by one
+// character (--recursive → --recursiv). ok is false when the line does
+// not parse or nothing changed.
+func respell(line string) (string, bool) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		return "", false
+	}
+	changed := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		ce, ok := n.(*syntax.CallExpr)
+		if !ok {
+			return true
+		}
+		prog := ""
+		if len(ce.Args) > 0 {
+			prog = ce.Args[0].Lit()
+		}
+		// git's own options (before the subcommand) are exact; its
+		// subcommands' take abbreviations.
+		sawSub := prog != "git"
+		for i, w := range ce.Args {
+			if i > 0 && !sawSub && len(w.Parts) == 1 {
+				if l, ok := w.Parts[0].(*syntax.Lit); ok && !strings.HasPrefix(l.Value, "-") {
+					sawSub = true
+				}
+			}
+			if len(w.Parts) != 1 {
+				continue
+			}
+			lit, ok := w.Parts[0].(*syntax.Lit)
+			if !ok || lit.Value == "" || strings.ContainsAny(lit.Value, "*?[]{}~=$`\\\"' \t\n!#&;|<>()") {
+				continue
+			}
+			v := lit.Value
+			if i > 0 && sawSub && getoptLong[prog] && knownOption(v) && len(v) > minLongPrefix+1 {
+				name, val, hasVal := strings.Cut(v, "=")
+				v = name[:len(name)-1]
+				if hasVal {
+					v += "=" + val
+				}
+			}
+			w.Parts[0] = &syntax.SglQuoted{Value: v}
+			changed = true
+		}
+		return true
+	})
+	if !changed {
+		return "", false
+	}
+	var b bytes.Buffer
+	if err := syntax.NewPrinter().Print(&b, f); err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(b.String()), true
+}
+
+// FuzzRespelling: the same line, respelled without changing what it runs
+// (quoting, long options abbreviated), never gets a looser verdict.
+func FuzzRespelling(f *testing.F) {
+	for _, name := range []string{"verdicts.txt", "redteam.txt", "classes.txt"} {
+		for _, c := range readTable(f, name) {
+			f.Add(c.cmd)
+		}
+	}
+	p := Default()
+	f.Fuzz(func(t *testing.T, line string) {
+		if len(line) > 4096 || hiddenRunes(line) != "" {
+			return // hidden characters have a rule of their own
+		}
+		re, ok := respell(line)
+		if !ok {
+			return
+		}
+		v, rv := p.Check(line, tableEnv), p.Check(re, tableEnv)
+		if rv.Action < v.Action {
+			t.Fatalf("respelled, the line gets a looser verdict:\n  %q: %s %s\n  %q: %s %s (%v)", line, v.Action, v.Category, re, rv.Action, rv.Category, rv.Reasons)
+		}
+	})
+}
