@@ -504,7 +504,7 @@ func forksItself(name string, body *syntax.Stmt) bool {
 }
 
 // unquoted is a word's value when it is made of literal text only, plain
-// or quoted ('f', "f", f'' are all f); "" otherwise.
+// or quoted ('f', "f", f” are all f); "" otherwise.
 func unquoted(w *syntax.Word) string {
 	var b strings.Builder
 	for _, p := range w.Parts {
