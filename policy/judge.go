@@ -385,6 +385,10 @@ func (j *judge) known(prog string, args []word, pt *part) {
 			pt.label = "knowledge: " + label + " " + hit
 		}
 	}
+	if pt.cat == ReadOnly {
+		hiddenWrites(t, ops, label, pt)
+	}
+	codeFromStdin(ops, label, pt)
 	opnds := operands(ops)
 	switch t.Writes {
 	case "args":
@@ -547,4 +551,67 @@ func keywordMode(args []word) bool {
 		}
 	}
 	return false
+}
+
+// hiddenWrites: an option of a read-only program that names an output
+// file (--output*, --*-file) and that the table does not know writes the
+// file: judged by its path, as a redirection is (git diff --output=F).
+func hiddenWrites(t *Tool, ops []opword, label string, pt *part) {
+	known := func(name string) bool {
+		if slices.Contains(t.ValueOptions, name) || slices.Contains(t.WriteOptions, name) {
+			return true
+		}
+		for _, c := range t.When {
+			for _, f := range c.Flags {
+				if hasFlag(name, f) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for i, o := range ops {
+		if !o.option || o.w.dyn || !strings.HasPrefix(o.w.val, "--") {
+			continue
+		}
+		name, val, hasVal := strings.Cut(o.w.val, "=")
+		if !strings.HasPrefix(name, "--output") && !strings.HasSuffix(name, "-file") || known(name) {
+			continue
+		}
+		switch {
+		case hasVal:
+			pt.writes = append(pt.writes, pathRef{w: word{val: val, src: o.w.src}, how: label + " " + name})
+		case o.value != nil:
+			pt.writes = append(pt.writes, pathRef{w: *o.value, how: label + " " + name})
+		case i+1 < len(ops) && !ops[i+1].option:
+			pt.writes = append(pt.writes, pathRef{w: ops[i+1].w, how: label + " " + name})
+		}
+	}
+}
+
+// codeFromStdin: a configuration or script option whose value is stdin
+// ("-", /dev/stdin, a here-doc) makes what the program runs invisible:
+// "man -C /dev/stdin <<EOF", "less --lesskey-src=-".
+func codeFromStdin(ops []opword, label string, pt *part) {
+	for _, o := range ops {
+		if !o.option || o.w.dyn {
+			continue
+		}
+		name, val, hasVal := strings.Cut(o.w.val, "=")
+		if !hasVal {
+			if o.value == nil || o.value.dyn {
+				continue
+			}
+			val = o.value.val
+		}
+		lower := strings.ToLower(name)
+		if !strings.Contains(lower, "config") && !strings.Contains(lower, "rc") && !strings.Contains(lower, "init") &&
+			!strings.Contains(lower, "script") && !strings.Contains(lower, "lesskey") && name != "-C" && name != "-k" && name != "-f" {
+			continue
+		}
+		switch val {
+		case "-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0":
+			pt.escalate(Unknown, label+" "+name+" reads its configuration or script from stdin: code sluice does not see")
+		}
+	}
 }
