@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -346,14 +348,20 @@ func (p *Policy) globVerdict(ref pathRef, access string, env Env) (Action, Risk,
 			act, risk, why = Ask, High, "reads through a pattern over hidden or home files ("+ref.w.val+")"
 		}
 	}
-	matches, _ := filepath.Glob(abs)
-	if dir, base := filepath.Split(abs); len(matches) == 0 && !strings.ContainsAny(base, "*?[") {
+	matches, complete := boundedGlob(abs)
+	if dir, base := filepath.Split(abs); complete && len(matches) == 0 && !strings.ContainsAny(base, "*?[") {
 		// The file may not exist yet (it is being written): expand the
 		// directories it would land in.
-		dirs, _ := filepath.Glob(filepath.Clean(dir))
+		var dirs []string
+		dirs, complete = boundedGlob(filepath.Clean(dir))
 		for _, d := range dirs {
 			matches = append(matches, filepath.Join(d, base))
 		}
+	}
+	if !complete && act < Ask {
+		// One line must not hold the judge (and every request behind it)
+		// on a walk of the whole file system.
+		act, risk, why = Ask, Medium, fmt.Sprintf("the pattern %s names more files than the judge looks at (%d directory entries, %s)", ref.w.val, globEntries, globTime)
 	}
 	for i, m := range matches {
 		if i == 64 {
@@ -621,4 +629,75 @@ func nestingTooDeep(line string) bool {
 		}
 	}
 	return false
+}
+
+// Bounds on the file-system look-ups a pattern makes while judging
+// (variables so that a test can lower them).
+var (
+	globEntries = 20000
+	globTime    = 50 * time.Millisecond
+)
+
+// boundedGlob is filepath.Glob within globEntries directory entries and
+// globTime; complete is false when it stopped short (the matches found
+// are returned). A pattern with no meta characters is looked up as it
+// is.
+func boundedGlob(pattern string) (matches []string, complete bool) {
+	if !strings.ContainsAny(pattern, "*?[\\") {
+		if _, err := os.Lstat(pattern); err == nil {
+			return []string{pattern}, true
+		}
+		return nil, true
+	}
+	deadline := time.Now().Add(globTime)
+	budget := globEntries
+	parts := strings.Split(filepath.Clean(pattern), string(filepath.Separator))
+	cur := []string{string(filepath.Separator)}
+	if !filepath.IsAbs(pattern) {
+		cur = []string{"."}
+	}
+	for i, part := range parts {
+		if part == "" {
+			continue
+		}
+		var next []string
+		if !strings.ContainsAny(part, "*?[\\") {
+			for _, d := range cur {
+				p := filepath.Join(d, part)
+				if _, err := os.Lstat(p); err == nil {
+					next = append(next, p)
+				}
+			}
+		} else {
+			for _, d := range cur {
+				if time.Now().After(deadline) {
+					return append(matches, next...), false
+				}
+				f, err := os.Open(d)
+				if err != nil {
+					continue
+				}
+				names, _ := f.Readdirnames(budget + 1)
+				f.Close()
+				budget -= len(names)
+				if budget < 0 {
+					return append(matches, next...), false
+				}
+				sort.Strings(names)
+				for _, n := range names {
+					if ok, _ := filepath.Match(part, n); ok && (n[0] != '.' || strings.HasPrefix(part, ".")) {
+						next = append(next, filepath.Join(d, n))
+					}
+				}
+			}
+		}
+		cur = next
+		if len(cur) == 0 {
+			return nil, true
+		}
+		if i == len(parts)-1 {
+			break
+		}
+	}
+	return cur, true
 }
