@@ -453,6 +453,9 @@ func (j *judge) findExec(args []word, s *simple, depth int) {
 
 var awkRedirect = lazyRegexp(`\b(print|printf)\b[^;}\n]*>`)
 
+// awkIndirect finds gawk's indirect function calls: @name(...).
+var awkIndirect = lazyRegexp(`@[A-Za-z_][A-Za-z_0-9]*\s*\(`)
+
 // awkRead finds the files an awk program reads with getline < "FILE".
 var awkRead = lazyRegexp(`getline[^<;}]*<\s*"([^"]+)"`)
 
@@ -465,6 +468,10 @@ func checkAwk(args []word, s *simple, pt *part) {
 	for _, o := range ops {
 		if o.option && (o.w.val == "-f" || strings.HasPrefix(o.w.val, "--file")) {
 			pt.escalate(Unknown, "awk -f runs a program file sluice cannot see")
+			return
+		}
+		if o.option && (o.w.val == "-i" || o.w.val == "-l" || hasFlag(o.w.val, "--include") || hasFlag(o.w.val, "--load")) {
+			pt.escalate(Unknown, "awk "+o.w.val+" loads a program file or an extension sluice cannot see")
 			return
 		}
 	}
@@ -496,10 +503,17 @@ func checkAwk(args []word, s *simple, pt *part) {
 
 // awkProgram escalates one awk program text.
 func awkProgram(src string, s *simple, pt *part) {
+	// A backslash-newline joins lines: "print \\\n> FILE" is one
+	// statement.
+	src = strings.ReplaceAll(src, "\\\n", " ")
 	for _, m := range awkRead().FindAllStringSubmatch(src, -1) {
 		pt.reads = append(pt.reads, pathRef{w: word{val: m[1], src: m[1]}, cwd: s.cwd, how: "awk getline"})
 	}
 	switch {
+	case strings.Contains(src, "@include") || strings.Contains(src, "@load"):
+		pt.escalate(Unknown, "the awk program loads another program or an extension (@include, @load)")
+	case awkIndirect().MatchString(src):
+		pt.escalate(Unknown, "the awk program calls a function by name at run time (@name(...)), which may be system")
 	case strings.Contains(src, "system"):
 		pt.escalate(Unknown, "the awk program calls system()")
 	case strings.Contains(strings.ReplaceAll(src, "||", ""), "|"):
