@@ -345,6 +345,14 @@ func (w *walker) parts(parts []syntax.WordPart, b *strings.Builder, quoted bool)
 				b.WriteString("~")
 				continue
 			}
+			// ${HOME:-/}, ${HOME=x}, ${HOME:?}: HOME is set, so the
+			// word is the home directory (its default is still walked,
+			// for the substitutions it may hold).
+			if b.Len() == 0 && isHomeWithDefault(p) {
+				w.paramExp(p)
+				b.WriteString("~")
+				continue
+			}
 			dyn = true
 			w.paramExp(p)
 		case *syntax.CmdSubst:
@@ -363,6 +371,22 @@ func (w *walker) parts(parts []syntax.WordPart, b *strings.Builder, quoted bool)
 		}
 	}
 	return dyn
+}
+
+// isHomeWithDefault reports ${HOME-x}, ${HOME:-x}, ${HOME=x},
+// ${HOME:=x}, ${HOME?x} and ${HOME:?x}: the home directory wherever HOME
+// is set.
+func isHomeWithDefault(p *syntax.ParamExp) bool {
+	if p.Param == nil || p.Param.Value != "HOME" || p.Excl || p.Length || p.Width || p.Index != nil || p.Slice != nil ||
+		p.Repl != nil || p.Names != 0 || p.Exp == nil {
+		return false
+	}
+	switch p.Exp.Op {
+	case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull,
+		syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+		return true
+	}
+	return false
 }
 
 // isPlainParam reports $NAME or ${NAME} with no operator.
