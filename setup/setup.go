@@ -204,9 +204,9 @@ func (p *Plan) change(path string, before []byte, existed bool, mode fs.FileMode
 
 // hookCommand is the command line an agent runs for its hook.
 func hookCommand(opt Options, agent string, extra ...string) string {
-	words := []string{shellQuote(opt.Sluice)}
+	words := []string{ShellQuote(opt.Sluice)}
 	if opt.Spool != "" {
-		words = append(words, "--spool", shellQuote(opt.Spool))
+		words = append(words, "--spool", ShellQuote(opt.Spool))
 	}
 	words = append(words, "hook", agent, "--wait", opt.Wait.String())
 	words = append(words, extra...)
@@ -239,8 +239,8 @@ func isSluiceHook(command, agent string) bool {
 	return false
 }
 
-// shellQuote quotes s for a POSIX shell, leaving plain words as they are.
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell, leaving plain words as they are.
+func ShellQuote(s string) string {
 	safe := s != ""
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r)) {

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-dev/sluice/hook"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/setup"
 )
 
 // 'sluice hook AGENT' is flags and wiring around package hook: the hook
@@ -162,31 +163,15 @@ func hookConfine(cfg *config, spool string) func(*queue.Request, *queue.Result) 
 			profile = res.Verdict.Profile
 		}
 		var b strings.Builder
-		b.WriteString(shellQuote(self))
+		b.WriteString(setup.ShellQuote(self))
 		if spool != "" {
-			b.WriteString(" --spool " + shellQuote(spool))
+			b.WriteString(" --spool " + setup.ShellQuote(spool))
 		}
-		b.WriteString(" sandbox --profile " + shellQuote(profile))
+		b.WriteString(" sandbox --profile " + setup.ShellQuote(profile))
 		for _, r := range policy.Roots(req.Cwd) {
-			b.WriteString(" --root " + shellQuote(r))
+			b.WriteString(" --root " + setup.ShellQuote(r))
 		}
-		b.WriteString(" -- " + exec.Shell() + " -c " + shellQuote(req.Command))
+		b.WriteString(" -- " + exec.Shell() + " -c " + setup.ShellQuote(req.Command))
 		return b.String()
 	}
-}
-
-// shellQuote quotes s for a POSIX shell: as it is when it is made only of
-// characters no shell acts on, else in single quotes.
-func shellQuote(s string) string {
-	safe := s != ""
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
