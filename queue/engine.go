@@ -61,6 +61,15 @@ type Engine struct {
 
 	queued map[string]bool // ids whose queued event was recorded (Serve's goroutine only)
 
+	// Judging happens off Serve's goroutine, at most maxJudges at once,
+	// so that one slow verdict does not hold the requests behind it.
+	// judgeMu guards judging (ids being judged) and goneWhile (ids that
+	// left new/ meanwhile: their verdict is not acted on).
+	judgeMu   sync.Mutex
+	judging   map[string]bool
+	goneWhile map[string]bool
+	judges    sync.WaitGroup
+
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // ids being run, for Kill
 }
@@ -157,6 +166,10 @@ func (e *Engine) Serve(ctx context.Context) error {
 		defer release()
 	}
 	e.queued = map[string]bool{}
+	e.judgeMu.Lock()
+	e.judging, e.goneWhile = map[string]bool{}, map[string]bool{}
+	e.judgeMu.Unlock()
+	judgeSlots := make(chan struct{}, maxJudges)
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	work := make(chan *Request, 1<<16)
 	var workers sync.WaitGroup
@@ -169,13 +182,14 @@ func (e *Engine) Serve(ctx context.Context) error {
 	}
 	defer func() {
 		stopRuns() // first: a worker must not start a new run while we stop
+		e.judges.Wait()
 		close(work)
 		workers.Wait()
 	}()
 	for ev := range e.Spool.Watch(ctx, WatchOptions{Now: e.Now}) {
 		switch ev.Op {
 		case Pending:
-			e.pending(ctx, ev.Request, work)
+			e.pending(ctx, ev.Request, work, judgeSlots)
 		case Gone:
 			e.gone(ev.ID, ev.Op)
 		case Invalid:
@@ -202,8 +216,12 @@ func denyReason(v Verdict) string {
 	return strings.Join(v.Reasons, "; ")
 }
 
-// pending judges a newly seen request and acts on the policy's decision.
-func (e *Engine) pending(ctx context.Context, req *Request, work chan<- *Request) {
+// maxJudges bounds the verdicts worked out at once.
+const maxJudges = 4
+
+// pending records a newly seen request and has it judged, on a goroutine
+// of its own, and acted on.
+func (e *Engine) pending(ctx context.Context, req *Request, work chan<- *Request, slots chan struct{}) {
 	if !e.queued[req.ID] {
 		if err := e.record(EventQueued, req, "", nil); err != nil {
 			e.logf("%v", err)
@@ -211,7 +229,46 @@ func (e *Engine) pending(ctx context.Context, req *Request, work chan<- *Request
 		}
 		e.queued[req.ID] = true
 	}
-	v := e.Judge.Judge(req)
+	e.judgeMu.Lock()
+	if e.judging[req.ID] {
+		e.judgeMu.Unlock()
+		return // seen again while its verdict is being worked out
+	}
+	e.judging[req.ID] = true
+	delete(e.goneWhile, req.ID)
+	e.judgeMu.Unlock()
+	e.judges.Add(1)
+	go func() {
+		defer e.judges.Done()
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			e.doneJudging(req.ID)
+			return
+		}
+		v := e.Judge.Judge(req)
+		<-slots
+		if e.doneJudging(req.ID) {
+			return // it left new/ meanwhile: nothing to act on
+		}
+		e.decided(ctx, req, v, work)
+	}()
+}
+
+// doneJudging ends req's judging and reports whether it left new/
+// meanwhile.
+func (e *Engine) doneJudging(id string) (gone bool) {
+	e.judgeMu.Lock()
+	defer e.judgeMu.Unlock()
+	delete(e.judging, id)
+	gone = e.goneWhile[id]
+	delete(e.goneWhile, id)
+	return gone
+}
+
+// decided acts on a verdict: allow queues the run, deny answers, ask
+// waits for a person.
+func (e *Engine) decided(ctx context.Context, req *Request, v Verdict, work chan<- *Request) {
 	switch v.Action {
 	case "allow":
 		select {
@@ -231,6 +288,11 @@ func (e *Engine) pending(ctx context.Context, req *Request, work chan<- *Request
 // gone forgets a request that left new/ and tells the observer.
 func (e *Engine) gone(id string, op WatchOp) {
 	delete(e.queued, id)
+	e.judgeMu.Lock()
+	if e.judging[id] {
+		e.goneWhile[id] = true
+	}
+	e.judgeMu.Unlock()
 	if e.Observer != nil {
 		e.Observer.Gone(id, op)
 	}

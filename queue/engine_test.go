@@ -192,3 +192,64 @@ func TestServingWhileServe(t *testing.T) {
 		}
 	}
 }
+
+// slowJudge holds its verdict on "slow" lines until released.
+type slowJudge struct{ release chan struct{} }
+
+func (j slowJudge) Judge(r *Request) Verdict {
+	if strings.HasPrefix(r.Command, "slow") {
+		<-j.release
+	}
+	return wordJudge{}.Judge(r)
+}
+
+// TestJudgingDoesNotHoldOthers: a request whose verdict takes long does
+// not delay the requests that come after it; and a request that leaves
+// new/ while it is judged is not acted on.
+func TestJudgingDoesNotHoldOthers(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	obs := chanObserver{ch: make(chan string, 100)}
+	seen := map[string]bool{}
+	j := slowJudge{release: make(chan struct{})}
+	e := &Engine{Spool: sp, Judge: j, Runner: blockRunner{}, Recorder: &memRecorder{}, Observer: obs}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error)
+	go func() { served <- e.Serve(ctx) }()
+
+	slow, fast := execReq("slow ls"), execReq("ls -la")
+	mustDo(t, sp.Submit(slow))
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		e.judgeMu.Lock()
+		judging := e.judging[slow.ID]
+		e.judgeMu.Unlock()
+		if judging {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slow request was never judged")
+		}
+	}
+	mustDo(t, sp.Submit(fast))
+	expectLine(t, obs.ch, seen, "finished "+fast.ID+" done")
+
+	// The slow one is withdrawn while it is judged: released, its verdict
+	// (ask) is not acted on, and the person never sees it.
+	if c, err := sp.Claim(slow.ID, time.Now()); err == nil {
+		mustDo(t, c.Finish(Result{Status: StatusExpired, Decision: Deny, DecidedBy: ByHuman, Reason: "withdrawn"}))
+	} else {
+		t.Fatal(err)
+	}
+	expectLine(t, obs.ch, seen, "gone "+slow.ID+" gone")
+	close(j.release)
+	cancel()
+	if err := <-served; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	close(obs.ch)
+	for l := range obs.ch {
+		if strings.HasPrefix(l, "pending "+slow.ID) {
+			t.Fatalf("a request that left new/ while judged was shown: %q", l)
+		}
+	}
+}
