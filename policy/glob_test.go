@@ -43,3 +43,21 @@ func TestGlobBounded(t *testing.T) {
 		t.Fatalf("within the bound: %s %v", v.Action, v.Reasons)
 	}
 }
+
+// TestPythonShadowing: python -m runs the project's own module of that
+// name first (the working directory leads sys.path), so a known
+// read-only module is no longer read-only where the project shadows it.
+func TestPythonShadowing(t *testing.T) {
+	t.Parallel()
+	p := Default()
+	plain, shadow := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(shadow, "json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for dir, want := range map[string]Action{plain: Allow, shadow: Ask} {
+		env := Env{Cwd: dir, Home: tableEnv.Home, Roots: []string{dir}}
+		if v := p.Check("python3 -m json.tool data.json", env); v.Action != want {
+			t.Errorf("in %s: %s %v, want %s", dir, v.Action, v.Reasons, want)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -521,6 +523,14 @@ func (j *judge) interpreter(prog string, inline []string, args []word, s *simple
 		}
 		if a.val == "-m" && (prog == "python" || prog == "python2" || prog == "python3" || prog == "pypy3") && i+1 < len(rest) && !rest[i+1].dyn {
 			mod := rest[i+1].val
+			// python -m puts the working directory first on sys.path: a
+			// json/ or json.py in the project runs instead of the
+			// standard module.
+			if top, _, _ := strings.Cut(mod, "."); shadowed(s.cwd, top) {
+				pt.escalate(Unknown, prog+" -m "+mod+": the project's own "+top+" comes first on Python's path, and runs instead")
+				j.parts = append(j.parts, *pt)
+				return
+			}
 			if _, known := j.k[mod]; known {
 				pt.label = prog + " -m " + mod
 				j.parts = append(j.parts, *pt)
@@ -555,4 +565,20 @@ func (j *judge) interpreter(prog string, inline []string, args []word, s *simple
 	}
 	pt.escalate(Unknown, prog+" runs code read from stdin or an interactive prompt")
 	j.parts = append(j.parts, *pt)
+}
+
+// shadowed reports whether directory cwd holds a Python module or package
+// named top (top.py, top/, or a compiled top.*.so): python -m and
+// pydoc import it before the standard library's.
+func shadowed(cwd word, top string) bool {
+	if cwd.dyn || cwd.val == "" || top == "" || strings.ContainsAny(top, "/\\") {
+		return cwd.dyn // where it runs is not known: it may be anywhere
+	}
+	for _, name := range []string{top + ".py", top, top + ".pyc"} {
+		if _, err := os.Lstat(filepath.Join(cwd.val, name)); err == nil {
+			return true
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(cwd.val, top+".*.so"))
+	return len(matches) > 0
 }
