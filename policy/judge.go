@@ -376,13 +376,27 @@ func (j *judge) known(prog string, args []word, pt *part) {
 		pt.escalate(t.Category, t.Reason)
 		pt.label = "knowledge: " + label
 	}
+	condWrites := ""
 	for _, c := range t.When {
 		if len(c.Names) > 0 && !slices.Contains(c.Names, prog) {
 			continue
 		}
-		if hit, ok := matches(c, ops); ok {
+		cops := ops
+		if c.First {
+			cops = nil
+			for _, o := range ops {
+				if !o.option {
+					cops = []opword{o}
+					break
+				}
+			}
+		}
+		if hit, ok := matches(c, cops); ok {
 			pt.escalate(c.Category, c.Reason)
 			pt.label = "knowledge: " + label + " " + hit
+			if c.Writes != "" {
+				condWrites = c.Writes
+			}
 		}
 	}
 	if pt.cat == ReadOnly {
@@ -390,7 +404,11 @@ func (j *judge) known(prog string, args []word, pt *part) {
 	}
 	codeFromStdin(ops, label, pt)
 	opnds := operands(ops)
-	switch t.Writes {
+	writes := t.Writes
+	if condWrites != "" {
+		writes = condWrites
+	}
+	switch writes {
 	case "args":
 		for _, o := range opnds {
 			pt.writes = append(pt.writes, pathRef{w: o, how: label + " operand"})

@@ -119,6 +119,12 @@ type Condition struct {
 	// Names restricts the condition to some of the entry's program
 	// names (ps, not pgrep, which shares its entry); empty for all.
 	Names []string `toml:"names"`
+	// First matches Args against the first operand only (tar's
+	// old-style key: "tar tIf CMD a.tar").
+	First bool `toml:"first"`
+	// Writes, when the condition matches, names the operands written,
+	// as Tool.Writes does ("xxd -r IN OUT" writes OUT).
+	Writes string `toml:"writes"`
 }
 
 // embeddedKnowledge decodes the embedded table once per process: it is
