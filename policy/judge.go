@@ -350,8 +350,13 @@ func (j *judge) known(prog string, args []word, pt *part) {
 			// them, so it is at least unknown and as severe as the most
 			// severe one.
 			worst, why := Unknown, label+": the subcommand is "+ops[sub].w.src+", known only when the line runs"
-			for name, st := range t.Sub {
-				if st.Category > worst {
+			names := make([]string, 0, len(t.Sub))
+			for name := range t.Sub {
+				names = append(names, name)
+			}
+			slices.Sort(names) // the same reason every time
+			for _, name := range names {
+				if st := t.Sub[name]; st.Category > worst {
 					worst, why = st.Category, label+": the subcommand "+ops[sub].w.src+" may be "+name+": "+st.Reason
 				}
 			}
