@@ -47,13 +47,22 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 			user = defaultPolicyFile()
 		}
 	}
-	opts := policy.Options{User: user, UserRequired: required, Protect: ownPaths(user, sp.Dir()),
-		ProgramDirs: filepath.SplitList(os.Getenv("PATH")), Shell: exec.ShellDialect()}
-	if _, err := policy.Load(opts); err != nil {
-		return nil, nil, err
-	}
 	path, err := auditPath(ef.audit)
 	if err != nil {
+		return nil, nil, err
+	}
+	// sluice's own files where this engine actually has them: the policy,
+	// the configuration (--config too) and its directory (themes), the
+	// spool, the audit log (--audit too).
+	own := ownPaths(user, sp.Dir())
+	for _, p := range []string{path, cfg.path, filepath.Dir(defaultConfigFile())} {
+		if abs, err := filepath.Abs(p); err == nil && p != "" && p != "." {
+			own = append(own, abs)
+		}
+	}
+	opts := policy.Options{User: user, UserRequired: required, Protect: own,
+		ProgramDirs: filepath.SplitList(os.Getenv("PATH")), Shell: exec.ShellDialect()}
+	if _, err := policy.Load(opts); err != nil {
 		return nil, nil, err
 	}
 	log, err := audit.Open(path)

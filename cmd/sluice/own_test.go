@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// TestEngineProtectsItsOwnFiles: the engine's policy denies writes to
+// sluice's files where this engine actually keeps them: an audit log
+// named by --audit, a configuration named by --config, the themes beside
+// the default configuration, the spool.
+func TestEngineProtectsItsOwnFiles(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
+	t.Setenv("SLUICE_AUDIT", "")
+	sp, err := queue.Open(filepath.Join(dir, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	auditFile := filepath.Join(dir, "logs", "mine.jsonl")
+	cfgFile := filepath.Join(dir, "etc", "sluice.toml")
+	if err := os.MkdirAll(filepath.Dir(cfgFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgFile, []byte("max_auto = 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef := engineFlags{audit: auditFile}
+	eng, log, err := ef.engine(sp, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	proj := filepath.Join(dir, "proj")
+	for _, target := range []string{auditFile, cfgFile, filepath.Join(dir, "xdg", "sluice", "themes", "dark.toml"), filepath.Join(sp.Dir(), "out", "x.json")} {
+		now := time.Now().UTC()
+		req := &queue.Request{Version: queue.Version, ID: queue.NewID(), Kind: queue.KindExec, Command: "echo x > " + target,
+			Cwd: proj, CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
+		if v := eng.Judge.Judge(req); v.Action != "deny" {
+			t.Errorf("a write to %s: %s %v, want deny", target, v.Action, v.Reasons)
+		}
+	}
+}
