@@ -28,7 +28,7 @@ func (j *judge) git(args []word, s *simple, pt *part, depth int) func() {
 		if a.dyn {
 			break
 		}
-		if a.val == "-c" && i+1 < len(rest) {
+		if (a.val == "-c" || a.val == "--config-env") && i+1 < len(rest) {
 			checkGitKey(pt, rest[i+1], true)
 			i++
 			continue

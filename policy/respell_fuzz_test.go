@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,11 +48,62 @@ func knownOption(v string) bool {
 	return strings.HasPrefix(name, "--") && knownOptions[name]
 }
 
+// optionOf reports whether the table names option v for the program in
+// args (and its subcommand, when the program has them): only a program's
+// own option may be abbreviated ("--file" is git config's, not git
+// cat-file's).
+func optionOf(args []*syntax.Word, v string) bool {
+	t, name := toolFor(args, v)
+	if t == nil {
+		return false
+	}
+	if slices.Contains(t.ValueOptions, name) || slices.Contains(t.WriteOptions, name) {
+		return true
+	}
+	for _, c := range t.When {
+		for _, f := range c.Flags {
+			if strings.TrimSuffix(f, "*") == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// valueOptionOf reports whether v is a value option of the program (or
+// subcommand) in args.
+func valueOptionOf(args []*syntax.Word, v string) bool {
+	t, name := toolFor(args, v)
+	return t != nil && slices.Contains(t.ValueOptions, name)
+}
+
+// toolFor is the table entry for the program (and subcommand) in args,
+// and v's option name.
+func toolFor(args []*syntax.Word, v string) (*Tool, string) {
+	name, _, _ := strings.Cut(v, "=")
+	tools, _ := embeddedKnowledge()
+	t := tools[args[0].Lit()]
+	if t == nil {
+		return nil, name
+	}
+	for _, w := range args[1:] {
+		if sub := t.Sub[w.Lit()]; sub != nil {
+			t = sub
+			continue
+		}
+		if t.Sub != nil && !strings.HasPrefix(w.Lit(), "-") {
+			break
+		}
+	}
+	return t, name
+}
+
 // respell writes line differently without changing what it runs: every
-// plain word single-quoted ('rm' '-rf' 'x'), and, for programs that take
-// abbreviations (getoptLong), every long option shortened by one
-// character (--recursive → --recursiv). ok is false when the line does
-// not parse or nothing changed.
+// plain word single-quoted ('rm' '-rf' 'x'); for programs that take
+// abbreviations (getoptLong), every known long option shortened by one
+// character (--recursive → --recursiv); and "--opt=value" written as
+// "--opt value" where --opt takes a value (getopt_long reads both
+// alike). ok is false when the line does not parse or nothing changed.
 func respell(line string) (string, bool) {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
 	if err != nil {
@@ -84,7 +136,7 @@ func respell(line string) (string, bool) {
 				continue
 			}
 			v := lit.Value
-			if i > 0 && sawSub && getoptLong[prog] && knownOption(v) && len(v) > minLongPrefix+1 {
+			if i > 0 && sawSub && getoptLong[prog] && knownOption(v) && optionOf(ce.Args, v) && len(v) > minLongPrefix+1 {
 				name, val, hasVal := strings.Cut(v, "=")
 				v = name[:len(name)-1]
 				if hasVal {
@@ -93,6 +145,30 @@ func respell(line string) (string, bool) {
 			}
 			w.Parts[0] = &syntax.SglQuoted{Value: v}
 			changed = true
+		}
+		// --opt=value → --opt value, for getopt_long programs' value
+		// options.
+		if getoptLong[prog] {
+			var args []*syntax.Word
+			for i, w := range ce.Args {
+				text := ""
+				switch p := w.Parts[0].(type) {
+				case *syntax.SglQuoted:
+					text = p.Value
+				case *syntax.Lit:
+					text = p.Value
+				}
+				if i > 0 && len(w.Parts) == 1 && !strings.ContainsAny(text, "*?[]{}~$`\\\"' \t\n!#&;|<>()") {
+					if name, val, has := strings.Cut(text, "="); has && strings.HasPrefix(name, "--") && valueOptionOf(ce.Args, name) && val != "" {
+						args = append(args, &syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: name}}},
+							&syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: val}}})
+						changed = true
+						continue
+					}
+				}
+				args = append(args, w)
+			}
+			ce.Args = args
 		}
 		return true
 	})
