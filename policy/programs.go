@@ -648,6 +648,14 @@ func sedDanger(sc string) string {
 							k++
 						}
 						for k < len(sc) && sc[k] != ']' {
+							// [:alpha:], [=a=], [.-.] inside the bracket
+							// end at their own ":]", "=]", ".]".
+							if sc[k] == '[' && k+1 < len(sc) && strings.IndexByte(":=.", sc[k+1]) >= 0 {
+								if end := strings.Index(sc[k+2:], string(sc[k+1])+"]"); end >= 0 {
+									k += 2 + end + 2
+									continue
+								}
+							}
 							k++
 						}
 						i = k
