@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -297,10 +298,22 @@ func (p *Policy) commandRule(pt *part) (Action, *Rule) {
 // (strictest wins), then, for writes, the jail.
 func (p *Policy) pathVerdict(ref pathRef, access string, env Env) (Action, Risk, string) {
 	if ref.w.dyn {
+		act, risk, why := Allow, Low, ""
 		if access == "write" {
-			return Ask, Medium, "writes to a path computed at run time (" + ref.w.src + ")"
+			act, risk, why = Ask, Medium, "writes to a path computed at run time ("+ref.w.src+")"
 		}
-		return Allow, Low, ""
+		// The literal parts still tell where it is: /proc/$PPID/environ
+		// is some process's environment whatever the pid. Each computed
+		// part stands for one path element; a rule that matches then is
+		// at least what the path gets.
+		if sk, ok := skeleton(ref.w.src); ok {
+			if abs, ok := resolve(sk, ref.cwd, env, false); ok {
+				if a, r, w, matched := p.pathRule(abs, access, env); matched && a > act {
+					act, risk, why = a, r, w+" (a path computed at run time: "+ref.w.src+")"
+				}
+			}
+		}
+		return act, risk, why
 	}
 	if strings.ContainsAny(ref.w.val, "*?[") {
 		return p.globVerdict(ref, access, env)
@@ -319,6 +332,22 @@ func (p *Policy) pathVerdict(ref pathRef, access string, env Env) (Action, Risk,
 		return Ask, High, fmt.Sprintf("writes %s, outside the project (%s)", abs, strings.Join(env.Roots, ", "))
 	}
 	return Allow, Low, ""
+}
+
+// dynPart finds the parts of a word's source computed when the line
+// runs: ${…}, $(…), `…`, $NAME, $1, $?….
+var dynPart = regexp.MustCompile("\\$\\{[^}]*\\}|\\$\\([^)]*\\)|`[^`]*`|\\$[A-Za-z_][A-Za-z_0-9]*|\\$[0-9@*#?$!-]")
+
+// skeleton is a computed path's source with each computed part replaced
+// by one path element and quotes removed; false when nothing is left to
+// go by.
+func skeleton(src string) (string, bool) {
+	sk := dynPart.ReplaceAllString(src, "X")
+	sk = strings.NewReplacer(`"`, "", "'", "").Replace(sk)
+	if strings.ContainsAny(sk, "$`\\*?[") || sk == "X" || !strings.Contains(sk, "/") {
+		return "", false
+	}
+	return sk, true
 }
 
 // globVerdict judges a path pattern the shell will expand: every file it

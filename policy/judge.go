@@ -277,6 +277,11 @@ func (j *judge) finish(prog string, args []word, s *simple, pt *part, depth int)
 			break // echo rm -rf /: words, not files
 		}
 		if a.dyn {
+			// Judged by its literal parts (pathVerdict's skeleton):
+			// /proc/$PPID/environ.
+			if !strings.HasPrefix(a.src, "-") {
+				pt.reads = append(pt.reads, pathRef{w: a, cwd: s.cwd, how: "argument"})
+			}
 			continue
 		}
 		v := a.val
@@ -577,8 +582,9 @@ func keywordMode(args []word) bool {
 }
 
 // hiddenWrites: an option of a read-only program that names an output
-// file (--output*, --*-file) and that the table does not know writes the
-// file: judged by its path, as a redirection is (git diff --output=F).
+// file (--output*, --save*, --*-file) and that the table does not know
+// writes the file: judged by its path, as a redirection is (git diff
+// --output=F).
 func hiddenWrites(t *Tool, ops []opword, label string, pt *part) {
 	known := func(name string) bool {
 		if slices.Contains(t.ValueOptions, name) || slices.Contains(t.WriteOptions, name) {
@@ -598,7 +604,7 @@ func hiddenWrites(t *Tool, ops []opword, label string, pt *part) {
 			continue
 		}
 		name, val, hasVal := strings.Cut(o.w.val, "=")
-		if !strings.HasPrefix(name, "--output") && !strings.HasSuffix(name, "-file") || known(name) {
+		if !strings.HasPrefix(name, "--output") && !strings.HasPrefix(name, "--save") && !strings.HasSuffix(name, "-file") || known(name) {
 			continue
 		}
 		switch {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +48,23 @@ func TestEngineProtectsItsOwnFiles(t *testing.T) {
 		if v := eng.Judge.Judge(req); v.Action != "deny" {
 			t.Errorf("a write to %s: %s %v, want deny", target, v.Action, v.Reasons)
 		}
+	}
+}
+
+// TestPolicyInSpoolRefused: a policy file inside the spool (where agents
+// write) is never loaded.
+func TestPolicyInSpoolRefused(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := queue.Open(filepath.Join(dir, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(sp.Dir(), "tmp", "policy.toml")
+	if err := os.WriteFile(planted, []byte("[defaults]\nhost_escape_risk = \"allow\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ef := engineFlags{policyFlags: policyFlags{file: planted}, audit: filepath.Join(dir, "audit.jsonl")}
+	if _, _, err := ef.engine(sp, &config{}, nil); err == nil || !strings.Contains(err.Error(), "inside the spool") {
+		t.Fatalf("got %v, want the policy inside the spool refused", err)
 	}
 }

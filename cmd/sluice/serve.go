@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,6 +51,10 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	path, err := auditPath(ef.audit)
 	if err != nil {
 		return nil, nil, err
+	}
+	// The spool is where agents write: nothing there is ever a policy.
+	if abs, err := filepath.Abs(user); err == nil && (abs == sp.Dir() || strings.HasPrefix(abs, sp.Dir()+string(filepath.Separator))) {
+		return nil, nil, fmt.Errorf("the policy file %s is inside the spool %s, where agents write: refusing it", abs, sp.Dir())
 	}
 	// sluice's own files where this engine actually has them: the policy,
 	// the configuration (--config too) and its directory (themes), the
