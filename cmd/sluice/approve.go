@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -23,13 +26,24 @@ kills the command (answered "killed").
 The command runs confined to its verdict's profile (read_only, mutating,
 networked; see 'sluice sandbox --help'). --unconfined runs this one request
 without confinement, and the audit log says so.
+
+A file change sluice applies (write, edit, patch in execute mode) is shown
+as the diff it will apply to the file as it is now, and applied only after
+you answer y (--yes does not ask). The command's output reaches your terminal as text: escape sequences
+(a clipboard write, a title, cursor moves) and control characters are
+dropped; out/<id>.log keeps every byte. 'sluice show ID' shows a request
+without deciding it.
+
+Exit status: the command's own; 126 the policy denies it; 124 timeout; 125
+not run; 1 no such request or not confirmed; 2 usage; 130/143 interrupted.
 `
 
 func cmdApprove(args []string, std stdio, g *globals) int {
-	fs := newFlags("approve", "[--policy FILE] [--audit FILE] [--unconfined] ID", approveHelp, std, g)
+	fs := newFlags("approve", "[--policy FILE] [--audit FILE] [--unconfined] [--yes] ID", approveHelp, std, g)
 	var ef engineFlags
 	ef.register(fs)
 	unconfined := fs.Bool("unconfined", false, "run the command WITHOUT its confinement (it can read your secrets, write anywhere, use the network); audited as unconfined")
+	yes := fs.Bool("yes", false, "apply a file change without showing its diff and asking")
 	ids, code, ok := fs.parse(args, true)
 	if !ok {
 		return code
@@ -51,6 +65,10 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
 		return exitFail
 	}
+	if !*yes && !confirmFileChange(std, sp, id) {
+		fmt.Fprintf(std.err, "sluice approve: %s not approved; it is still pending\n", id)
+		return exitFail
+	}
 	eng, log, err := ef.engine(sp, cfg, nil)
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
@@ -68,8 +86,10 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 			fmt.Fprintf(std.err, "sluice approve: running it UNCONFINED, as asked\n")
 		}
 	}
+	// The output goes to a person's terminal: text only.
+	out := io.Writer(&termSafe{w: std.out})
 	res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: loginName(), Claimed: started,
-		Output: func(p []byte) { std.out.Write(p) }, Unconfined: *unconfined})
+		Output: func(p []byte) { out.Write(p) }, Unconfined: *unconfined})
 	if err != nil {
 		if errors.Is(err, queue.ErrPolicyDenies) {
 			fmt.Fprintf(std.err, "sluice approve: %s: %s\n", id, show(err.Error()))
@@ -83,4 +103,34 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 		return exitOK
 	}
 	return exitFor("approve", &res, std)
+}
+
+// confirmFileChange shows the diff a pending file request would apply and
+// asks; true for a request that is not a file change (or not pending:
+// approving it then says what became of it).
+func confirmFileChange(std stdio, sp *queue.Spool, id string) bool {
+	list, err := sp.List()
+	if err != nil {
+		return true
+	}
+	for _, e := range list {
+		if e.ID != id || e.State != queue.StatePending || e.Request == nil {
+			continue
+		}
+		req := e.Request
+		if req.Kind != queue.KindWrite && req.Kind != queue.KindEdit && req.Kind != queue.KindPatch ||
+			req.EffectiveMode() == queue.ModeDecide {
+			return true // a decide-mode change is the agent's to apply
+		}
+		ch, err := exec.Plan(req, policy.Roots(req.Cwd))
+		if err != nil {
+			fmt.Fprintf(std.err, "sluice approve: %s: %s\n", id, show(err.Error()))
+			return true // ApproveAs refuses it the same way, and answers the agent
+		}
+		for _, l := range strings.Split(strings.TrimRight(ch.Diff(), "\n"), "\n") {
+			fmt.Fprintln(std.out, show(strings.ReplaceAll(l, "\t", "    ")))
+		}
+		return confirm(std, fmt.Sprintf("Apply this %s to %s? [y/N] ", req.Kind, show(req.Path)))
+	}
+	return true
 }

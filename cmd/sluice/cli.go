@@ -37,6 +37,7 @@ var commands = []command{
 	{"run", "queue a shell command, wait for approval, stream its output", cmdRun},
 	{"submit", "queue a request of any kind from JSON on stdin", cmdSubmit},
 	{"ls", "list pending and running requests", cmdLs},
+	{"show", "show one request: fields, verdict with its parts, diff, status", cmdShow},
 	{"approve", "approve a pending request and run it here", cmdApprove},
 	{"deny", "deny a pending request", cmdDeny},
 	{"serve", "the headless engine: act on what the policy decides alone", cmdServe},

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/policy"
+	"github.com/sluice-dev/sluice/queue"
+)
+
+const showHelp = `Show one request as the console shows it, without deciding it: its
+fields, the policy's verdict with each part of the line, the diff a file
+request would apply (against the file as it is now), and where it stands
+(pending, running, or its result). ID may be any unique prefix of 4+
+characters of a pending request's id, or a whole id (see 'sluice ls').
+
+Everything the agent wrote is shown with control and invisible characters
+escaped; a command of several lines shows every line, numbered.
+
+Exit status: 0, 1 when there is no such request.
+`
+
+func cmdShow(args []string, std stdio, g *globals) int {
+	fs := newFlags("show", "[--policy FILE] ID", showHelp, std, g)
+	var pf policyFlags
+	pf.register(fs)
+	ids, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(ids) != 1 {
+		return usageErr(std, "show", "give one request ID (see 'sluice ls')")
+	}
+	sp, err := g.openSpool()
+	if err != nil {
+		return spoolErr(std, "show", err)
+	}
+	id, err := resolveID(sp, ids[0])
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice show: %v\n", err)
+		return exitFail
+	}
+	var ent *queue.Entry
+	if list, err := sp.List(); err == nil {
+		for i := range list {
+			if list[i].ID == id && list[i].Request != nil {
+				ent = &list[i]
+			}
+		}
+	}
+	res, resErr := sp.ReadResult(id)
+	if ent == nil && resErr != nil {
+		fmt.Fprintf(std.err, "sluice show: no request %s in %s (pending, running or answered); see 'sluice ls'\n", show(id), sp.Dir())
+		return exitFail
+	}
+	if ent != nil {
+		pf.spool = g.spool
+		showRequest(std, ent, pf)
+	}
+	switch {
+	case resErr == nil:
+		showResult(std, res)
+	case ent != nil && ent.State == queue.StatePending:
+		fmt.Fprintf(std.out, "status    pending for %s; 'sluice approve %s' or 'sluice deny %s'\n",
+			age(time.Since(ent.Since)), id, id)
+	case ent != nil:
+		fmt.Fprintf(std.out, "status    %s for %s\n", ent.State, age(time.Since(ent.Since)))
+	}
+	return exitOK
+}
+
+// showRequest prints a request's fields, verdict and preview.
+func showRequest(std stdio, ent *queue.Entry, pf policyFlags) {
+	req := ent.Request
+	w := std.out
+	fmt.Fprintf(w, "request   %s\n", req.ID)
+	fmt.Fprintf(w, "kind      %s (%s mode)\n", req.Kind, req.EffectiveMode())
+	if req.Agent != "" || req.Session != "" {
+		fmt.Fprintf(w, "agent     %s %s\n", show(req.Agent), show(req.Session))
+	}
+	fmt.Fprintf(w, "cwd       %s\n", show(req.Cwd))
+	if req.Note != "" {
+		fmt.Fprintf(w, "note      %s\n", show(req.Note))
+	}
+	if !req.ExpiresAt.IsZero() {
+		fmt.Fprintf(w, "expires   %s\n", req.ExpiresAt.Local().Format(time.DateTime))
+	}
+	switch req.Kind {
+	case queue.KindExec:
+		lines := strings.Split(req.Command, "\n")
+		if len(lines) == 1 {
+			fmt.Fprintf(w, "command   %s\n", show(req.Command))
+		} else {
+			fmt.Fprintf(w, "command   %d lines:\n", len(lines))
+			for i, l := range lines {
+				fmt.Fprintf(w, "  %3d  %s\n", i+1, show(l))
+			}
+		}
+	case queue.KindTool:
+		fmt.Fprintf(w, "tool      %s\n", show(req.Tool))
+		fmt.Fprintf(w, "input     %s\n", show(string(req.Input)))
+	default:
+		if req.Path != "" {
+			fmt.Fprintf(w, "path      %s\n", show(req.Path))
+		}
+	}
+	p, _, err := pf.load()
+	if err != nil {
+		fmt.Fprintf(w, "verdict   the policy cannot be loaded: %s\n", show(err.Error()))
+	} else {
+		v := p.CheckRequest(req)
+		fmt.Fprintf(w, "verdict   %s  %s  risk %s\n", strings.ToUpper(v.Action.String()), v.Category, v.Risk)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, c := range v.Commands {
+			argv := make([]string, len(c.Argv))
+			for i, a := range c.Argv {
+				argv[i] = show(a)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Action, c.Category, clip(strings.Join(argv, " "), 48), show(c.Rule))
+		}
+		tw.Flush()
+		if prof, err := sandbox.ParseProfile(v.Profile()); err == nil && req.Kind == queue.KindExec {
+			fmt.Fprintf(w, "confined  %s (%s)\n", prof, prof.Describe())
+		}
+		for _, r := range v.Reasons {
+			fmt.Fprintf(w, "  because %s\n", show(r))
+		}
+	}
+	switch req.Kind {
+	case queue.KindWrite, queue.KindEdit, queue.KindPatch:
+		ch, err := exec.Plan(req, policy.Roots(req.Cwd))
+		switch {
+		case err != nil:
+			fmt.Fprintf(w, "diff      cannot be made: %s\n", show(err.Error()))
+		default:
+			fmt.Fprintln(w, "diff:")
+			for _, l := range strings.Split(strings.TrimRight(ch.Diff(), "\n"), "\n") {
+				fmt.Fprintf(w, "  %s\n", show(strings.ReplaceAll(l, "\t", "    ")))
+			}
+		}
+	}
+}
+
+// showResult prints how a request ended.
+func showResult(std stdio, res *queue.Result) {
+	w := std.out
+	fmt.Fprintf(w, "status    %s (%s by %s)", res.Status, res.Decision, res.DecidedBy)
+	if res.ExitCode != nil {
+		fmt.Fprintf(w, ", exit %d", *res.ExitCode)
+	}
+	if res.DurationMS > 0 {
+		fmt.Fprintf(w, ", %s", time.Duration(res.DurationMS)*time.Millisecond)
+	}
+	fmt.Fprintln(w)
+	if res.Reason != "" {
+		fmt.Fprintf(w, "reason    %s\n", show(res.Reason))
+	}
+	if res.Command != "" {
+		fmt.Fprintf(w, "ran       %s (edited by a person)\n", show(res.Command))
+	}
+	if res.Sandbox != "" {
+		fmt.Fprintf(w, "sandbox   %s\n", show(res.Sandbox))
+	}
+	if res.OutputTail != "" {
+		fmt.Fprintln(w, "output (tail):")
+		for _, l := range strings.Split(strings.TrimRight(res.OutputTail, "\n"), "\n") {
+			fmt.Fprintf(w, "  %s\n", show(strings.TrimRight(l, "\r")))
+		}
+	}
+}
