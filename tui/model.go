@@ -52,6 +52,9 @@ type Options struct {
 	// seccomp"), or, with SandboxOff set, why they are not.
 	Sandbox    string
 	SandboxOff bool
+	// Spool is the spool the console watches, as a person reads it
+	// (~/… for the home directory).
+	Spool string
 }
 
 // PartVerdict is one simple command's verdict, as the detail pane shows it.

@@ -124,6 +124,11 @@ func (m *Model) pane(title string, lines func(w, h int) []string, w, h int, focu
 func (m *Model) header() string {
 	running := m.Running()
 	s := m.st.App.Title.Render("sluice") + m.st.App.Subtle.Render(fmt.Sprintf("  %d pending · %d running", len(m.pending), running))
+	if m.d.opt.Spool != "" {
+		// Which spool: what an agent must write to for this console to
+		// see it.
+		s += m.st.App.Subtle.Render("  · spool " + plainText(m.d.opt.Spool))
+	}
 	switch {
 	case m.d.opt.SandboxOff:
 		s += "  " + m.st.App.Error.Render("UNCONFINED: "+plainText(m.d.opt.Sandbox))

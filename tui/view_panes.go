@@ -23,7 +23,16 @@ func (m *Model) queueTitle() string {
 func (m *Model) queueLines(w, h int) []string {
 	v := m.visible()
 	if len(v) == 0 {
-		return []string{m.st.Queue.Empty.Render("nothing waits for you")}
+		if m.filter != "" && len(m.pending) > 0 {
+			return []string{m.st.Queue.Empty.Render(fmt.Sprintf("nothing matches the filter (%d pending; Esc clears it)", len(m.pending)))}
+		}
+		out := []string{m.st.Queue.Empty.Render("nothing waits for you")}
+		if m.d.opt.Spool != "" {
+			for _, l := range []string{"", "watching " + plainText(m.d.opt.Spool), "agents reach it with", "  sluice run -- CMD", "  sluice install claude|codex|gemini"} {
+				out = append(out, m.st.Queue.Empty.Render(l))
+			}
+		}
+		return out
 	}
 	first := 0
 	if m.selected >= h {

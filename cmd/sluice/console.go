@@ -117,6 +117,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		Ctx:          runCtx,
 		Sandbox:      sbText,
 		SandboxOff:   sbOff,
+		Spool:        homeShort(sp.Dir()),
 	})
 	actor.Runner.Size = func() (uint16, uint16) { return m.PaneSize() }
 
@@ -202,4 +203,19 @@ func previewer(a *exec.Actor) func(*queue.Request) (string, error) {
 		}
 		return c.Diff(), nil
 	}
+}
+
+// homeShort writes a path under the home directory as ~/….
+func homeShort(p string) string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" || home == "/" {
+		return p
+	}
+	if p == home {
+		return "~"
+	}
+	if rest, ok := strings.CutPrefix(p, home+"/"); ok {
+		return "~/" + rest
+	}
+	return p
 }
