@@ -37,3 +37,24 @@ func TestFilterHidesAll(t *testing.T) {
 		t.Fatalf("got %q", lines)
 	}
 }
+
+// TestOutcomeText: the status line says what a decision came to, once.
+func TestOutcomeText(t *testing.T) {
+	zero, seven := 0, 7
+	for _, tt := range []struct {
+		verb string
+		res  queue.Result
+		want string
+	}{
+		{"denied", queue.Result{Status: queue.StatusDecided, Decision: queue.Deny}, "denied X"},
+		{"denied", queue.Result{Status: queue.StatusDenied, Decision: queue.Deny}, "denied X"},
+		{"approved", queue.Result{Status: queue.StatusDecided, Decision: queue.Allow}, "approved X: the agent runs it"},
+		{"approved", queue.Result{Status: queue.StatusDone, ExitCode: &zero}, "approved X: ran, exit 0"},
+		{"approved", queue.Result{Status: queue.StatusDone, ExitCode: &seven}, "approved X: ran, exit 7"},
+		{"approved", queue.Result{Status: queue.StatusTimeout}, "approved X: timeout"},
+	} {
+		if got := outcomeText(tt.verb, "X", tt.res); got != tt.want {
+			t.Errorf("%s %+v: got %q, want %q", tt.verb, tt.res, got, tt.want)
+		}
+	}
+}

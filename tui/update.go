@@ -267,9 +267,23 @@ func (m *Model) afterAct(msg actedMsg) tea.Cmd {
 	case msg.err != nil:
 		m.setErr(fmt.Errorf("%s %s: %w", msg.verb, msg.id, msg.err))
 	default:
-		m.setStatus(fmt.Sprintf("%s %s: %s", msg.verb, shortID(msg.id), msg.res.Status))
+		m.setStatus(outcomeText(msg.verb, shortID(msg.id), msg.res))
 	}
 	return nil
+}
+
+// outcomeText says what a person's decision came to, without repeating
+// it ("denied X: denied").
+func outcomeText(verb, id string, res queue.Result) string {
+	switch {
+	case res.Status == queue.StatusDecided && res.Decision == queue.Allow:
+		return verb + " " + id + ": the agent runs it"
+	case res.Status == queue.StatusDecided, res.Status == queue.StatusDenied:
+		return verb + " " + id
+	case res.Status == queue.StatusDone && res.ExitCode != nil:
+		return fmt.Sprintf("%s %s: ran, exit %d", verb, id, *res.ExitCode)
+	}
+	return fmt.Sprintf("%s %s: %s", verb, id, res.Status)
 }
 
 func shortID(id string) string {

@@ -191,7 +191,7 @@ func parseConfig(data []byte) (*config, error) {
 		return nil, fmt.Errorf("unknown key %s (known: %s)", strings.Join(keys, ", "), knownKeysText)
 	}
 	switch {
-	case c.MaxAuto < 0 || c.MaxAuto > maxMaxAuto:
+	case c.MaxAuto < 0 || c.MaxAuto > maxMaxAuto || c.MaxAuto == 0 && md.IsDefined("max_auto"):
 		return nil, fmt.Errorf("max_auto = %d: must be between 1 and %d", c.MaxAuto, maxMaxAuto)
 	case c.DefaultTimeout < 0:
 		return nil, fmt.Errorf("default_timeout = %s: must be positive", c.DefaultTimeout)
@@ -199,7 +199,7 @@ func parseConfig(data []byte) (*config, error) {
 		return nil, fmt.Errorf("kill_grace = %s: must be positive", c.KillGrace)
 	case c.Sandbox != "" && c.Sandbox != exec.SandboxPrefer && c.Sandbox != exec.SandboxRequire && c.Sandbox != exec.SandboxOff:
 		return nil, fmt.Errorf("sandbox = %q: must be \"prefer\", \"require\" or \"off\"", c.Sandbox)
-	case c.MaxProcs < 0 || c.MaxProcs > maxMaxProcs:
+	case c.MaxProcs < 0 || c.MaxProcs > maxMaxProcs || c.MaxProcs == 0 && md.IsDefined("max_procs"):
 		return nil, fmt.Errorf("max_procs = %d: must be between 16 and %d", c.MaxProcs, maxMaxProcs)
 	case c.MaxProcs != 0 && c.MaxProcs < 16:
 		return nil, fmt.Errorf("max_procs = %d: must be between 16 and %d (a shell and the programs it starts need a few)", c.MaxProcs, maxMaxProcs)

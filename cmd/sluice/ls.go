@@ -40,6 +40,11 @@ func cmdLs(args []string, std stdio, g *globals) int {
 	if len(pos) > 0 {
 		return usageErr(std, "ls", "takes no arguments")
 	}
+	// A broken configuration is said here too, not first when it matters.
+	if _, err := loadConfig(g.config); err != nil {
+		fmt.Fprintf(std.err, "sluice ls: %v\n", err)
+		return exitUsage
+	}
 	sp, err := g.openSpool()
 	if err != nil {
 		return spoolErr(std, "ls", err)

@@ -26,7 +26,8 @@ const runHelp = `Queue COMMAND as an exec request and wait until a person (or th
 decides. While it runs, its output streams to stdout; then sluice exits with
 the command's own exit code.
 
-The words after -- are joined with spaces and run with /bin/sh -c, so
+The words after -- are joined with spaces and run with bash -c (/bin/sh
+-c where there is no bash), so
   sluice run -- 'go test ./... && go vet ./...'
   sluice run -- go test ./...
 both work.
@@ -36,7 +37,10 @@ Exit status:
   126              denied (the reason goes to stderr)
   124              killed at its timeout
   125              not run: expired, invalid, interrupted, failed, killed,
-                   or sluice itself failed
+                   an allow the audit log does not hold, or sluice itself
+                   failed
+  130, 143         sluice run got SIGINT or SIGTERM (a request nobody had
+                   claimed yet is withdrawn)
   2                usage error
 `
 
