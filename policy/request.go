@@ -3,10 +3,12 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -18,7 +20,47 @@ type Judge struct {
 	Options Options
 
 	mu    sync.Mutex
-	cache map[string]*Policy // by project policy file
+	cache map[string]*loaded // by project policy file
+	// problem is why the last reload failed ("" when it did not): the
+	// last good policy is kept meanwhile.
+	problem string
+}
+
+// loaded is a policy and the state of the files it was read from: a
+// change to either file (mtime, size, inode) loads it again.
+type loaded struct {
+	p      *Policy
+	stamps [2]fileStamp
+}
+
+type fileStamp struct {
+	exists bool
+	mtime  int64
+	size   int64
+	ino    uint64
+}
+
+func stampOf(path string) fileStamp {
+	if path == "" {
+		return fileStamp{}
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	st := fileStamp{exists: true, mtime: fi.ModTime().UnixNano(), size: fi.Size()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = uint64(sys.Ino)
+	}
+	return st
+}
+
+// Problem says why the policy files as they are now do not load, while
+// the last good policy stays in force; "" when they load.
+func (j *Judge) Problem() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.problem
 }
 
 var _ queue.Judge = (*Judge)(nil)
@@ -54,21 +96,31 @@ func (j *Judge) policyFor(cwd string) (*Policy, error) {
 	if cwd != "" {
 		project = ProjectFile(cwd)
 	}
+	stamps := [2]fileStamp{stampOf(j.Options.User), stampOf(project)}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if p, ok := j.cache[project]; ok {
-		return p, nil
+	prev, ok := j.cache[project]
+	if ok && prev.stamps == stamps {
+		return prev.p, nil
 	}
+	// A policy file was edited (or this project is new): read it again.
 	opts := j.Options
 	opts.Project = project
 	p, err := Load(opts)
+	if j.cache == nil {
+		j.cache = map[string]*loaded{}
+	}
 	if err != nil {
+		if ok {
+			// A broken edit keeps the last good policy, and says so.
+			j.problem = err.Error() + " (the last good policy is in force)"
+			prev.stamps = stamps
+			return prev.p, nil
+		}
 		return nil, err
 	}
-	if j.cache == nil {
-		j.cache = map[string]*Policy{}
-	}
-	j.cache[project] = p
+	j.problem = ""
+	j.cache[project] = &loaded{p: p, stamps: stamps}
 	return p, nil
 }
 

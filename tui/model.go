@@ -55,6 +55,9 @@ type Options struct {
 	// Spool is the spool the console watches, as a person reads it
 	// (~/… for the home directory).
 	Spool string
+	// PolicyProblem says why the policy files do not load as they are
+	// now (the last good policy stays in force); "" when they do.
+	PolicyProblem func() string
 }
 
 // PartVerdict is one simple command's verdict, as the detail pane shows it.

@@ -58,3 +58,14 @@ func TestOutcomeText(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyProblemShown: a policy edit that does not load is said in the
+// header while the last good policy stays in force.
+func TestPolicyProblemShown(t *testing.T) {
+	f := newFixture(t)
+	f.m.d.opt.PolicyProblem = func() string { return "policy.toml: line 3: expected value" }
+	f.update(tea.WindowSizeMsg{Width: 140, Height: 30})
+	if out := ansi.Strip(f.m.render()); !strings.Contains(out, "POLICY NOT RELOADED: policy.toml: line 3") {
+		t.Fatalf("the header does not say the policy did not reload:\n%s", out)
+	}
+}

@@ -129,6 +129,11 @@ func (m *Model) header() string {
 		// see it.
 		s += m.st.App.Subtle.Render("  · spool " + plainText(m.d.opt.Spool))
 	}
+	if f := m.d.opt.PolicyProblem; f != nil {
+		if p := f(); p != "" {
+			s += "  " + m.st.App.Error.Render("POLICY NOT RELOADED: "+plainText(p))
+		}
+	}
 	switch {
 	case m.d.opt.SandboxOff:
 		s += "  " + m.st.App.Error.Render("UNCONFINED: "+plainText(m.d.opt.Sandbox))

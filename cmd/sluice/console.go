@@ -118,6 +118,12 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		Sandbox:      sbText,
 		SandboxOff:   sbOff,
 		Spool:        homeShort(sp.Dir()),
+		PolicyProblem: func() string {
+			if judge == nil {
+				return ""
+			}
+			return judge.Problem()
+		},
 	})
 	actor.Runner.Size = func() (uint16, uint16) { return m.PaneSize() }
 

@@ -1,0 +1,51 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// TestJudgeReloads: an edit to the user's policy file takes effect at the
+// next verdict, without a restart; a broken edit keeps the last good
+// policy and says why (Problem); fixing it clears that.
+func TestJudgeReloads(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "policy.toml")
+	write := func(src string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// A new mtime even on a coarse clock.
+		later := time.Now().Add(time.Duration(len(src)) * time.Second)
+		if err := os.Chtimes(file, later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := &Judge{Options: Options{Home: tableEnv.Home, User: file}}
+	req := &queue.Request{Kind: queue.KindExec, Command: "make deploy", Cwd: dir}
+	write("[[rule]]\naction = \"deny\"\ncommand = \"make deploy\"\n")
+	if v := j.Judge(req); v.Action != "deny" {
+		t.Fatalf("with the deny rule: %s", v.Action)
+	}
+	write("[[rule]]\naction = \"allow\"\ncommand = \"make deploy\"\nreason = \"we deploy from here\"\n")
+	if v := j.Judge(req); v.Action != "allow" {
+		t.Fatalf("after the edit to allow: %s %v", v.Action, v.Reasons)
+	}
+	write("[[rule]]\naction = \"deny\"\ncommand = ")
+	if v := j.Judge(req); v.Action != "allow" {
+		t.Fatalf("after a broken edit: %s, want the last good policy (allow)", v.Action)
+	}
+	if p := j.Problem(); !strings.Contains(p, "the last good policy is in force") {
+		t.Fatalf("Problem() = %q", p)
+	}
+	write("[[rule]]\naction = \"ask\"\ncommand = \"make deploy\"\n")
+	if v := j.Judge(req); v.Action != "ask" || j.Problem() != "" {
+		t.Fatalf("after fixing it: %s, problem %q", v.Action, j.Problem())
+	}
+}
