@@ -248,10 +248,17 @@ func (e *Engine) pending(ctx context.Context, req *Request, work chan<- *Request
 		}
 		v := e.Judge.Judge(req)
 		<-slots
-		if e.doneJudging(req.ID) {
-			return // it left new/ meanwhile: nothing to act on
+		e.judgeMu.Lock()
+		gone := e.endJudging(req.ID)
+		if !gone && v.Action != "allow" && v.Action != "deny" {
+			// Shown to the person while gone() waits for the lock: a
+			// Gone for this request can only follow its Pending.
+			e.decided(ctx, req, v, work)
 		}
-		e.decided(ctx, req, v, work)
+		e.judgeMu.Unlock()
+		if !gone && (v.Action == "allow" || v.Action == "deny") {
+			e.decided(ctx, req, v, work)
+		}
 	}()
 }
 
@@ -260,6 +267,11 @@ func (e *Engine) pending(ctx context.Context, req *Request, work chan<- *Request
 func (e *Engine) doneJudging(id string) (gone bool) {
 	e.judgeMu.Lock()
 	defer e.judgeMu.Unlock()
+	return e.endJudging(id)
+}
+
+// endJudging is doneJudging with judgeMu held.
+func (e *Engine) endJudging(id string) (gone bool) {
 	delete(e.judging, id)
 	gone = e.goneWhile[id]
 	delete(e.goneWhile, id)
