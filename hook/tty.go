@@ -50,15 +50,23 @@ func geminiInteractive() bool {
 	return hasTTY()
 }
 
-// isGemini reports whether a command line is Gemini CLI's: the program,
-// or the script node runs, is named gemini (or lives in gemini-cli).
+// isGemini reports whether a command line is Gemini CLI's: the program, or
+// the script an interpreter runs, is named gemini (or lives in gemini-cli).
+// The CLI relaunches itself as "node --max-old-space-size=N .../gemini ...",
+// so the interpreter's own options before the script are skipped.
 func isGemini(args []string) bool {
-	for i, a := range args {
-		if i > 1 {
-			break
-		}
-		if filepath.Base(a) == "gemini" || strings.Contains(a, "/@google/gemini-cli/") {
-			return true
+	if len(args) == 0 {
+		return false
+	}
+	gemini := func(a string) bool {
+		return filepath.Base(a) == "gemini" || strings.Contains(a, "/@google/gemini-cli/")
+	}
+	if gemini(args[0]) {
+		return true
+	}
+	for _, a := range args[1:] {
+		if !strings.HasPrefix(a, "-") {
+			return gemini(a)
 		}
 	}
 	return false

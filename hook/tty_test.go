@@ -57,3 +57,26 @@ func TestGeminiInteractive(t *testing.T) {
 		}
 	}
 }
+
+// TestIsGemini: the command lines Gemini CLI 0.61.0 runs under, read from
+// /proc of a real run: the launcher and its relaunched child, whose script
+// comes after node's own options.
+func TestIsGemini(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"node", "/home/u/.npm/node_modules/.bin/gemini", "-p", "hi"}, true},
+		{[]string{"/usr/bin/node", "--max-old-space-size=12052", "/home/u/node_modules/.bin/gemini", "-p", "hi", "--yolo"}, true},
+		{[]string{"/usr/bin/node", "--no-warnings=DEP0040", "/usr/lib/node_modules/@google/gemini-cli/dist/index.js"}, true},
+		{[]string{"/usr/local/bin/gemini", "-i", "go"}, true},
+		{[]string{"/usr/bin/node", "--max-old-space-size=12052", "/srv/app/server.js", "gemini"}, false},
+		{[]string{"bash", "-c", "gemini -p x"}, false},
+		{[]string{"/usr/bin/node"}, false},
+		{nil, false},
+	} {
+		if got := isGemini(tt.args); got != tt.want {
+			t.Errorf("isGemini(%q) = %v, want %v", tt.args, got, tt.want)
+		}
+	}
+}
