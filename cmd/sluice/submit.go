@@ -10,14 +10,34 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 )
 
-const submitHelp = `Queue one request of any kind (exec, write, edit, patch, tool) from its JSON
-on stdin, as docs/protocol.md (section 3) in sluice's repository describes.
-sluice fills in what a writer may leave out: version, id (a new ULID), created_at, and cwd (the current
-directory). It prints the id, or with --wait the result JSON once a
+const submitHelp = `Queue one request of any kind from its JSON on stdin, as docs/protocol.md
+(section 3, "Request") in sluice's repository describes. sluice fills in what
+a writer may leave out: version, id (a new ULID), created_at, and cwd (the
+current directory). It prints the id, or with --wait the result JSON once a
 decision (and, in execute mode, the run) is done.
 
-Example:
+Fields by kind (all kinds also take mode, cwd, timeout_s, env, agent,
+session, note, expires_at):
+  exec    command      a shell line, run with bash -c (else /bin/sh -c)
+  write   path         the file to write (relative to cwd)
+          content      its whole new content
+  edit    path         the file to change
+          old_string   the text to replace; must occur in the file
+          new_string   what replaces it
+          replace_all  true: every occurrence (else exactly one must match)
+  patch   diff         a unified diff against files under cwd
+  tool    tool, input  any other tool of an agent and its arguments (a JSON
+                       object); decide mode only
+mode is "execute" (sluice runs or applies it on approval; the default) or
+"decide" (sluice only records and returns the decision).
+
+Examples:
   echo '{"kind":"exec","command":"make test","note":"after the fix"}' | sluice submit --wait
+  echo '{"kind":"write","path":"notes.txt","content":"hello\n"}' | sluice submit --wait
+  echo '{"kind":"edit","path":"main.go","old_string":"v1","new_string":"v2"}' | sluice submit
+
+Exit codes: 0 submitted (or, with --wait, a result came back; read its
+status), 1 the request was refused or the spool is unusable, 2 usage.
 `
 
 func cmdSubmit(args []string, std stdio, g *globals) int {
