@@ -43,8 +43,16 @@ type Verdict struct {
 
 // Queue returns the verdict in the form results carry.
 func (v *Verdict) Queue() queue.Verdict {
-	return queue.Verdict{Action: v.Action.String(), Category: v.Category.String(), Risk: v.Risk.String(),
+	qv := queue.Verdict{Action: queue.Action(v.Action.String()), Category: v.Category.String(), Risk: v.Risk.String(),
 		Reasons: v.Reasons, Profile: v.Profile()}
+	if len(v.Commands) > 0 {
+		qv.Parts = make([]queue.Part, len(v.Commands))
+		for i, c := range v.Commands {
+			qv.Parts[i] = queue.Part{Command: strings.Join(c.Argv, " "), Category: c.Category.String(),
+				Action: queue.Action(c.Action.String()), Rule: c.Rule}
+		}
+	}
+	return qv
 }
 
 // Profile is the confinement a run of the line gets (exec/sandbox):

@@ -250,13 +250,13 @@ func (e *Engine) pending(ctx context.Context, req *Request, work chan<- *Request
 		<-slots
 		e.judgeMu.Lock()
 		gone := e.endJudging(req.ID)
-		if !gone && v.Action != "allow" && v.Action != "deny" {
+		if !gone && !v.Action.Decides() {
 			// Shown to the person while gone() waits for the lock: a
 			// Gone for this request can only follow its Pending.
 			e.decided(ctx, req, v, work)
 		}
 		e.judgeMu.Unlock()
-		if !gone && (v.Action == "allow" || v.Action == "deny") {
+		if !gone && v.Action.Decides() {
 			e.decided(ctx, req, v, work)
 		}
 	}()
@@ -282,12 +282,12 @@ func (e *Engine) endJudging(id string) (gone bool) {
 // waits for a person.
 func (e *Engine) decided(ctx context.Context, req *Request, v Verdict, work chan<- *Request) {
 	switch v.Action {
-	case "allow":
+	case ActionAllow:
 		select {
 		case work <- req:
 		case <-ctx.Done():
 		}
-	case "deny":
+	case ActionDeny:
 		e.autoDeny(req, v)
 	default:
 		e.logf("ask %s: %s (%s, %s)", req.ID, req.Summary(), v.Category, v.Risk)
@@ -371,7 +371,7 @@ func (e *Engine) autoRun(ctx context.Context, req *Request) {
 	// The verdict is taken again when a worker is free: the request may
 	// have waited behind others.
 	v := e.Judge.Judge(req)
-	if v.Action != "allow" {
+	if v.Action != ActionAllow {
 		return
 	}
 	c, v, ok := e.claimAs(req, v)
@@ -539,7 +539,7 @@ func (e *Engine) ApproveAs(ctx context.Context, id string, a Approval) (Result, 
 		a.Claimed(c.Request)
 	}
 	v := e.Judge.Judge(c.Request)
-	if v.Action == "deny" {
+	if v.Action == ActionDeny {
 		reason := denyReason(v)
 		if err := e.record(EventAutoDenied, c.Request, string(ByPolicy), func(x *Event) { x.Verdict, x.Status, x.Reason = &v, StatusDenied, reason }); err != nil {
 			c.Close()

@@ -476,7 +476,7 @@ func (tp *tape) say(s string) {
 	}
 }
 
-func (tp *tape) Pending(r *Request, v Verdict) { tp.say("pending " + r.ID + " " + v.Action) }
+func (tp *tape) Pending(r *Request, v Verdict) { tp.say("pending " + r.ID + " " + string(v.Action)) }
 func (tp *tape) Gone(id string, op WatchOp)    { tp.say("gone " + id + " " + op.String()) }
 func (tp *tape) Started(r *Request, _ Verdict, _ Decider) func([]byte) {
 	tp.say("started " + r.ID)

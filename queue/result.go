@@ -41,15 +41,41 @@ const (
 	ByHuman  Decider = "human"
 )
 
-// Verdict is the policy's judgement of a request.
+// Action is what the policy says to do with a request.
+type Action string
+
+// The policy's actions (protocol section 4).
+const (
+	ActionAllow Action = "allow" // carried out without asking
+	ActionAsk   Action = "ask"   // a person decides
+	ActionDeny  Action = "deny"  // refused without asking
+)
+
+// Decides reports whether the action settles a request without a person.
+func (a Action) Decides() bool { return a == ActionAllow || a == ActionDeny }
+
+// Verdict is the policy's judgement of a request: the one shape every
+// package passes around, worked out once per request.
 type Verdict struct {
-	Action   string   `json:"action"`
+	Action   Action   `json:"action"`
 	Category string   `json:"category"`
 	Risk     string   `json:"risk"`
 	Reasons  []string `json:"reasons,omitempty"`
 	// Profile is the confinement a run of the request gets: read_only,
 	// mutating or networked (the sandbox's profiles).
 	Profile string `json:"profile,omitempty"`
+	// Parts are the simple commands (or paths) the verdict was made
+	// from, each with its own reading, for a person to see; not part of
+	// the result file.
+	Parts []Part `json:"-"`
+}
+
+// Part is one simple command's (or path's) reading inside a verdict.
+type Part struct {
+	Command  string // the words, as parsed
+	Category string
+	Action   Action
+	Rule     string // the policy rule that decided it, if any
 }
 
 // Result is one result file, out/<id>.json.

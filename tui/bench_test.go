@@ -23,8 +23,8 @@ func pendingBurst(n int, at time.Time) []any {
 	for i := range evs {
 		evs[i] = requestPending{req: &queue.Request{ID: fmt.Sprintf("01JD%022d", i), Kind: queue.KindExec,
 			Command: fmt.Sprintf("go test ./pkg/%d -run TestX", i), Cwd: "/home/alice/src/app", Agent: "claude-code"},
-			verdict: queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium"},
-			detail:  []partLine{{Command: "go test", Category: "mutating", Action: "ask", Rule: "default"}}, at: at}
+			verdict: queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium",
+				Parts: []queue.Part{{Command: "go test", Category: "mutating", Action: "ask", Rule: "default"}}}, at: at}
 	}
 	return evs
 }

@@ -43,6 +43,25 @@ func (m *Model) approveCmd(id, command string) tea.Cmd {
 	return m.approveAs(id, queue.Approval{Command: command}, verb)
 }
 
+// judgeEditCmd judges the command a person edited request req into, off
+// the UI goroutine (a verdict reads policy files and walks the project).
+// Without an engine's judge the edit asks, like any unknown line.
+func (m *Model) judgeEditCmd(req *queue.Request, command string) tea.Cmd {
+	edited := *req
+	edited.Command = command
+	var j queue.Judge
+	if e := m.d.opt.Engine; e != nil {
+		j = e.Judge
+	}
+	return func() tea.Msg {
+		v := queue.Verdict{Action: queue.ActionAsk, Category: "unknown", Risk: "medium"}
+		if j != nil {
+			v = j.Judge(&edited)
+		}
+		return editJudgedMsg{id: req.ID, command: command, verdict: v}
+	}
+}
+
 // approveUnconfinedCmd claims and runs request id for the person without
 // the confinement its verdict would give it.
 func (m *Model) approveUnconfinedCmd(id string) tea.Cmd {

@@ -6,6 +6,8 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sluice-dev/sluice/queue"
 )
 
 // dialog is the open dialog's box, or "".
@@ -30,11 +32,16 @@ func (m *Model) dialog() string {
 		title = "Run the edited command?"
 		lines, _ := styledText(m.input.Value(), m.st.Detail.Command, m.st.Detail.Escaped)
 		body = append(body, wrap(lines, inner)...)
-		body = append(body, "", ds.Text.Render("verdict: "+plainText(m.editVerdict)))
-		for _, p := range m.editParts {
-			body = append(body, "  "+m.st.BadgeFor(p.Action).Render(p.Action)+" "+plainText(p.Command)+" "+m.st.Detail.Rule.Render(plainText(p.Rule)))
+		ev := m.editVerdict
+		line := fmt.Sprintf("%s (%s, risk %s)", strings.ToUpper(string(ev.Action)), ev.Category, ev.Risk)
+		if len(ev.Reasons) > 0 {
+			line += ": " + strings.Join(ev.Reasons, "; ")
 		}
-		if m.editAction == "deny" {
+		body = append(body, "", ds.Text.Render("verdict: "+plainText(line)))
+		for _, p := range ev.Parts {
+			body = append(body, "  "+m.st.BadgeFor(string(p.Action)).Render(string(p.Action))+" "+plainText(p.Command)+" "+m.st.Detail.Rule.Render(plainText(p.Rule)))
+		}
+		if ev.Action == queue.ActionDeny {
 			body = append(body, "", m.st.App.Error.Render("the policy denies it: it cannot run"), no)
 		} else {
 			body = append(body, "", ds.Button.Render("y: run it")+"  "+no)

@@ -53,10 +53,10 @@ func (f *feed) next() tea.Msg {
 	return nil
 }
 
-// Pending implements queue.Observer. The detailed verdict is taken here,
-// off the UI goroutine.
+// Pending implements queue.Observer. The verdict comes with its parts:
+// the request is judged once, by the engine.
 func (f *feed) Pending(req *queue.Request, v queue.Verdict) {
-	f.push(requestPending{req: req, verdict: v, detail: f.deps.explain(req), at: f.deps.now()})
+	f.push(requestPending{req: req, verdict: v, at: f.deps.now()})
 }
 
 // Gone implements queue.Observer.

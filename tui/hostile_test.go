@@ -80,10 +80,7 @@ func hostileScene(t *testing.T, st *themes.Styles, w, h int, screens bool) *Mode
 	at := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 	judge := hostileVerdicts{}
 	m := New(Options{Styles: st, Now: func() time.Time { return at }, Actor: "alice",
-		Engine: &queue.Engine{Judge: judge},
-		Explain: func(r *queue.Request) []PartVerdict {
-			return []PartVerdict{{Command: r.Command, Category: "unknown", Action: "ask", Rule: "default: " + r.Command}}
-		}})
+		Engine: &queue.Engine{Judge: judge}})
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	var events []any
 	var previews []previewedMsg
@@ -103,7 +100,7 @@ func hostileScene(t *testing.T, st *themes.Styles, w, h int, screens bool) *Mode
 				previewedMsg{id: reqs[3].ID, err: errors.New("cannot apply " + s)})
 		}
 		for _, r := range reqs {
-			events = append(events, requestPending{req: r, verdict: judge.Judge(r), detail: m.d.explain(r), at: at.Add(-time.Minute)})
+			events = append(events, requestPending{req: r, verdict: judge.Judge(r), at: at.Add(-time.Minute)})
 		}
 
 		// A run this console watched; and one answered elsewhere, shown
@@ -136,7 +133,8 @@ func hostileScene(t *testing.T, st *themes.Styles, w, h int, screens bool) *Mode
 type hostileVerdicts struct{}
 
 func (hostileVerdicts) Judge(r *queue.Request) queue.Verdict {
-	return queue.Verdict{Action: "ask", Category: "unknown", Risk: "high", Reasons: []string{"quotes " + r.Summary()}}
+	return queue.Verdict{Action: "ask", Category: "unknown", Risk: "high", Reasons: []string{"quotes " + r.Summary()},
+		Parts: []queue.Part{{Command: r.Command, Category: "unknown", Action: "ask", Rule: "default: " + r.Command}}}
 }
 
 // cleanFrame checks the frame invariants (checkFrame) and cleanText.
@@ -418,7 +416,10 @@ func TestHostileDialogs(t *testing.T) {
 				m.Update(tea.PasteMsg{Content: s})
 				m.Update(tea.KeyPressMsg{Code: tea.KeyHome})
 				frame(x.name + "/edit, pasted, cursor home")
-				press(m.keys.Submit)
+				// The edited command is judged off the UI goroutine.
+				if _, cmd := m.Update(keyMsg(m.keys.Submit.Keys()[0])); cmd != nil {
+					m.Update(cmd())
+				}
 				if m.mode != modeConfirmEdit {
 					t.Fatalf("the edit was not checked (mode %s)", m.mode)
 				}

@@ -19,9 +19,6 @@ type Options struct {
 	// Observer; the caller runs Engine.Serve with the same context it
 	// gives Run... (see cmd/sluice/console.go).
 	Engine *queue.Engine
-	// Explain gives the verdict's parts for the detail pane (and for an
-	// edited command); nil shows only the verdict.
-	Explain func(req *queue.Request) []PartVerdict
 	// Preview computes the diff a file request would make, now.
 	Preview func(req *queue.Request) (string, error)
 	// Input writes to a running request's terminal; Resize resizes it.
@@ -60,17 +57,6 @@ type Options struct {
 	PolicyProblem func() string
 }
 
-// PartVerdict is one simple command's verdict, as the detail pane shows it.
-type PartVerdict struct {
-	Command  string
-	Category string
-	Action   string
-	Rule     string
-}
-
-// partLine is a PartVerdict kept with a request.
-type partLine = PartVerdict
-
 // deps is what the model shares with its feed and commands (STYLE's
 // Common): fixed after New, except the pane size, which is atomic.
 type deps struct {
@@ -84,13 +70,6 @@ func (d *deps) now() time.Time {
 		return d.opt.Now()
 	}
 	return time.Now()
-}
-
-func (d *deps) explain(req *queue.Request) []partLine {
-	if d.opt.Explain == nil {
-		return nil
-	}
-	return d.opt.Explain(req)
 }
 
 func (d *deps) input(id string, p []byte) {
@@ -143,8 +122,7 @@ func (m mode) String() string {
 // item is a pending request as the queue shows it.
 type item struct {
 	req     *queue.Request
-	verdict queue.Verdict
-	parts   []partLine
+	verdict queue.Verdict // with its parts, judged once by the engine
 	arrived time.Time
 	hidden  bool   // the request holds hidden characters
 	diff    string // file requests: the preview as shown
@@ -181,9 +159,7 @@ type Model struct {
 
 	filter      string
 	input       lineInput
-	editVerdict string // the edited command's verdict, for modeConfirmEdit
-	editParts   []partLine
-	editAction  string
+	editVerdict queue.Verdict // the edited command's, for modeConfirmEdit
 	rule        ruleProposedMsg
 
 	graceFrom, graceUntil time.Time

@@ -22,11 +22,13 @@ type testJudge struct{}
 func (testJudge) Judge(r *queue.Request) queue.Verdict {
 	switch {
 	case strings.HasPrefix(r.Command, "sudo"):
-		return queue.Verdict{Action: "deny", Category: "privileged", Risk: "critical", Reasons: []string{"sudo runs the command as another user"}}
+		return queue.Verdict{Action: "deny", Category: "privileged", Risk: "critical", Reasons: []string{"sudo runs the command as another user"},
+			Parts: []queue.Part{{Command: r.Command, Category: "privileged", Action: "deny", Rule: "builtin: privileged → deny"}}}
 	case strings.HasPrefix(r.Command, "ls"):
 		return queue.Verdict{Action: "allow", Category: "read_only", Risk: "low", Profile: "read_only"}
 	}
-	return queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium", Profile: "mutating"}
+	return queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium", Profile: "mutating",
+		Parts: []queue.Part{{Command: r.Command, Category: "mutating", Action: "ask", Rule: "default: mutating → ask"}}}
 }
 
 // testRunner prints the command; "sleep" runs until killed.
@@ -80,10 +82,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	c := &clock{t: time.Now()}
 	eng := &queue.Engine{Spool: sp, Judge: testJudge{}, Runner: testRunner{}, Recorder: nopRecorder{}, Now: time.Now}
-	m := New(Options{Engine: eng, Actor: "alice", Now: c.now,
-		Explain: func(r *queue.Request) []PartVerdict {
-			return []PartVerdict{{Command: r.Command, Category: "mutating", Action: testJudge{}.Judge(r).Action, Rule: "default: mutating → ask"}}
-		}})
+	m := New(Options{Engine: eng, Actor: "alice", Now: c.now})
 	f := &fixture{t: t, m: m, sp: sp, clock: c}
 	f.update(tea.WindowSizeMsg{Width: 100, Height: 30})
 	return f
@@ -324,18 +323,21 @@ func TestEditReJudgesThenApproves(t *testing.T) {
 		t.Fatalf("mode %s value %q", f.m.mode, f.m.input.Value())
 	}
 	f.m.input.SetValue("sudo rm -rf build")
-	f.press(f.m.keys.Submit)
-	if f.m.mode != modeConfirmEdit || f.m.editAction != "deny" {
-		t.Fatalf("edited to sudo: mode %s action %q, want the deny shown", f.m.mode, f.m.editAction)
+	f.run(f.press(f.m.keys.Submit))
+	if f.m.mode != modeConfirmEdit || f.m.editVerdict.Action != queue.ActionDeny {
+		t.Fatalf("edited to sudo: mode %s action %q, want the deny shown", f.m.mode, f.m.editVerdict.Action)
+	}
+	if v := f.m.View().Content; !strings.Contains(v, "sudo rm -rf build") || !strings.Contains(v, "builtin: privileged") {
+		t.Errorf("the dialog does not show the edited command's parts:\n%s", v)
 	}
 	if cmd := f.press(f.m.keys.Yes); cmd != nil {
 		t.Fatal("a denied edit could be approved")
 	}
 	f.press(f.m.keys.Edit)
 	f.m.input.SetValue("rm -rf build/cache")
-	f.press(f.m.keys.Submit)
-	if f.m.mode != modeConfirmEdit || !strings.HasPrefix(f.m.editVerdict, "ASK") {
-		t.Fatalf("mode %s verdict %q", f.m.mode, f.m.editVerdict)
+	f.run(f.press(f.m.keys.Submit))
+	if f.m.mode != modeConfirmEdit || f.m.editVerdict.Action != queue.ActionAsk {
+		t.Fatalf("mode %s verdict %+v", f.m.mode, f.m.editVerdict)
 	}
 	f.run(f.press(f.m.keys.Yes))
 	res := f.result(req.ID)

@@ -13,7 +13,6 @@ type engineMsg struct{ events []any }
 type requestPending struct {
 	req     *queue.Request
 	verdict queue.Verdict
-	detail  []partLine
 	at      time.Time
 }
 
@@ -85,6 +84,14 @@ type logLoadedMsg struct {
 	id   string
 	data []byte
 	err  error
+}
+
+// editJudgedMsg carries the policy's verdict on a command the person
+// edited, judged off the UI goroutine.
+type editJudgedMsg struct {
+	id      string
+	command string
+	verdict queue.Verdict
 }
 
 // errMsg is an error for the status bar.

@@ -38,6 +38,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			it.diff, it.diffErr, it.diffOK = msg.diff, msg.err, true
 		}
 		return m, nil
+	case editJudgedMsg:
+		// The person may have moved on while it was judged: the dialog
+		// opens only on the request and the text it was judged for.
+		if it := m.current(); it != nil && it.req.ID == msg.id && m.mode == modeNormal && m.input.Value() == msg.command {
+			m.editVerdict = msg.verdict
+			m.mode = modeConfirmEdit
+			m.status = ""
+		}
+		return m, nil
 	case recheckedMsg:
 		return m, m.afterRecheck(msg)
 	case actedMsg:
@@ -134,7 +143,7 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 			if m.find(ev.req.ID) != nil {
 				continue
 			}
-			it := &item{req: ev.req, verdict: ev.verdict, parts: ev.detail, arrived: ev.at, hidden: hasHidden(ev.req)}
+			it := &item{req: ev.req, verdict: ev.verdict, arrived: ev.at, hidden: hasHidden(ev.req)}
 			m.pending = append(m.pending, it)
 			m.queued[it.req.ID] = it
 			needsPerson++

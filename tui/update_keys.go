@@ -96,7 +96,7 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.setStatus(fmt.Sprintf("approve keys wait %.1fs: look at what changed", left.Seconds()))
 		return nil
 	}
-	if it.verdict.Action == "deny" {
+	if it.verdict.Action == queue.ActionDeny {
 		m.setErr(fmt.Errorf("the policy denies this request; it cannot be approved"))
 		return nil
 	}
@@ -193,7 +193,7 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	switch mode {
 	case modeConfirmEdit:
-		if m.editAction == "deny" {
+		if m.editVerdict.Action == queue.ActionDeny {
 			m.setErr(fmt.Errorf("the policy denies the edited command"))
 			return nil
 		}
@@ -251,19 +251,8 @@ func (m *Model) inputKey(msg tea.KeyPressMsg) tea.Cmd {
 			if it == nil || strings.TrimSpace(val) == "" {
 				return nil
 			}
-			edited := *it.req
-			edited.Command = val
-			m.editParts = m.d.explain(&edited)
-			m.editAction = "ask"
-			if j := m.d.opt.Engine; j != nil && j.Judge != nil {
-				v := j.Judge.Judge(&edited)
-				m.editAction = v.Action
-				m.editVerdict = fmt.Sprintf("%s (%s, risk %s)", strings.ToUpper(v.Action), v.Category, v.Risk)
-				if len(v.Reasons) > 0 {
-					m.editVerdict += ": " + strings.Join(v.Reasons, "; ")
-				}
-			}
-			m.mode = modeConfirmEdit
+			m.setStatus("checking the edited command…")
+			return m.judgeEditCmd(it.req, val)
 		}
 		return nil
 	}

@@ -42,7 +42,7 @@ func (m *Model) queueLines(w, h int) []string {
 	var out []string
 	for i := first; i < len(v) && len(out) < h; i++ {
 		it := v[i]
-		badge := m.st.BadgeFor(it.verdict.Action).Render(strings.ToUpper(it.verdict.Action))
+		badge := m.st.BadgeFor(string(it.verdict.Action)).Render(strings.ToUpper(string(it.verdict.Action)))
 		left := badge + " " + m.st.Queue.Age.Render(fmt.Sprintf("%4s", age(now.Sub(it.arrived))))
 		if !it.req.ExpiresAt.IsZero() {
 			if rem := it.req.ExpiresAt.Sub(now); rem < 2*60e9 {
@@ -171,17 +171,16 @@ func (m *Model) detailLines(w, h int) []string {
 		field("path", req.Path)
 	}
 	v := queue.Verdict{}
-	var parts []partLine
 	if it != nil {
-		v, parts = it.verdict, it.parts
+		v = it.verdict
 	} else if r != nil {
 		v = r.verdict
 	}
 	if v.Action != "" {
-		out = append(out, label("verdict")+" "+m.st.BadgeFor(v.Action).Render(strings.ToUpper(v.Action))+" "+
+		out = append(out, label("verdict")+" "+m.st.BadgeFor(string(v.Action)).Render(strings.ToUpper(string(v.Action)))+" "+
 			d.Category.Render(v.Category)+" "+d.Label.Render("risk ")+d.Value.Render(v.Risk))
-		for _, p := range parts {
-			row := "  " + m.st.BadgeFor(p.Action).Render(p.Action) + " " + d.Category.Render(p.Category) + " " + plainText(p.Command)
+		for _, p := range v.Parts {
+			row := "  " + m.st.BadgeFor(string(p.Action)).Render(string(p.Action)) + " " + d.Category.Render(p.Category) + " " + plainText(p.Command)
 			out = append(out, wrap([]string{row}, max(1, w))...)
 			if p.Rule != "" {
 				out = append(out, wrap([]string{"    " + d.Rule.Render(plainText(p.Rule))}, max(1, w))...)

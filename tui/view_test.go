@@ -28,8 +28,8 @@ func scene(t *testing.T, st *themes.Styles, w, h int) *Model {
 	reqs := []requestPending{
 		{req: &queue.Request{ID: "01JD0000000000000000000001", Kind: queue.KindExec, Command: "go test ./... -run TestSpool -count=1",
 			Cwd: "/home/alice/src/sluice", Agent: "claude-code", Session: "s-4f2a", Note: "Run the tests before committing"},
-			verdict: queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium", Reasons: []string{"compiles and runs the project's tests"}},
-			detail:  []partLine{{Command: "go test ./... -run TestSpool -count=1", Category: "mutating", Action: "ask", Rule: "default: mutating → ask (knowledge: go test)"}}},
+			verdict: queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium", Reasons: []string{"compiles and runs the project's tests"},
+				Parts: []queue.Part{{Command: "go test ./... -run TestSpool -count=1", Category: "mutating", Action: "ask", Rule: "default: mutating → ask (knowledge: go test)"}}}},
 		{req: &queue.Request{ID: "01JD0000000000000000000002", Kind: queue.KindExec, Command: "rm -rf build dist node_modules/.cache",
 			Cwd: "/home/alice/src/sluice", Agent: "codex", ExpiresAt: at.Add(40 * time.Second)},
 			verdict: queue.Verdict{Action: "ask", Category: "destructive", Risk: "high", Reasons: []string{"deletes files recursively"}}},

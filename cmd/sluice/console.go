@@ -100,7 +100,6 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	defer killRuns()
 	m := tui.New(tui.Options{
 		Engine:       eng,
-		Explain:      explainer(judge),
 		Preview:      previewer(actor),
 		Input:        actor.Runner.Input,
 		Resize:       actor.Runner.Resize,
@@ -182,18 +181,6 @@ func (ef *engineFlags) userPolicyFile() string {
 		return env
 	}
 	return defaultPolicyFile()
-}
-
-// explainer gives the parts of a verdict for the detail pane.
-func explainer(j *policy.Judge) func(*queue.Request) []tui.PartVerdict {
-	return func(req *queue.Request) []tui.PartVerdict {
-		v := j.Verdict(req)
-		out := make([]tui.PartVerdict, 0, len(v.Commands))
-		for _, c := range v.Commands {
-			out = append(out, tui.PartVerdict{Command: strings.Join(c.Argv, " "), Category: c.Category.String(), Action: c.Action.String(), Rule: c.Rule})
-		}
-		return out
-	}
 }
 
 // previewer computes a file request's diff against the files as they are.

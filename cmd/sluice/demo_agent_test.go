@@ -235,7 +235,7 @@ func TestDemoVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The verdicts noted in demoRequests, in order.
-	want := []string{"allow", "allow", "allow", "ask", "ask", "ask", "deny", "deny", "ask", "allow"}
+	want := []queue.Action{"allow", "allow", "allow", "ask", "ask", "ask", "deny", "deny", "ask", "allow"}
 	reqs := pendingDemo(t, sp)
 	if len(reqs) != len(want) {
 		t.Fatalf("%d requests, want %d", len(reqs), len(want))
@@ -244,7 +244,7 @@ func TestDemoVerdicts(t *testing.T) {
 	seen := map[string]bool{}
 	for i, r := range reqs {
 		v := judge.Judge(r)
-		seen[v.Action] = true
+		seen[string(v.Action)] = true
 		show, _ := queue.Printable(r.Summary())
 		t.Logf("%-5s %-16s %-8s %s", v.Action, v.Category, v.Risk, show)
 		if v.Action != want[i] {
