@@ -65,8 +65,10 @@ func (m *memRecorder) find(id string, name EventName) (Event, bool) {
 // chanObserver turns observer calls into lines on a channel.
 type chanObserver struct{ ch chan string }
 
-func (o chanObserver) Pending(r *Request, v Verdict) { o.ch <- "pending " + r.ID + " " + string(v.Action) }
-func (o chanObserver) Gone(id string, op WatchOp)    { o.ch <- "gone " + id + " " + op.String() }
+func (o chanObserver) Pending(r *Request, v Verdict) {
+	o.ch <- "pending " + r.ID + " " + string(v.Action)
+}
+func (o chanObserver) Gone(id string, op WatchOp) { o.ch <- "gone " + id + " " + op.String() }
 func (o chanObserver) Started(r *Request, _ Verdict, by Decider) func([]byte) {
 	o.ch <- "started " + r.ID + " " + string(by)
 	return func(p []byte) { o.ch <- "output " + r.ID + " " + string(p) }
