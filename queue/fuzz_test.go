@@ -66,3 +66,22 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPrintable: Printable's output holds nothing a terminal acts on and
+// reads back as its input.
+func FuzzPrintable(f *testing.F) {
+	for _, s := range []string{`grep 'a\|b'`, "cont \\\nnext", "\\\x1b[2J", `\u{202e}`, "a\u202eb", "\\\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, _ := Printable(s)
+		for _, r := range got {
+			if r < 0x20 || r == 0x7f || hidden(r) {
+				t.Fatalf("Printable(%q) left %U", s, r)
+			}
+		}
+		if back := unprintable(got); back != s {
+			t.Fatalf("Printable(%q) = %q reads back as %q", s, got, back)
+		}
+	})
+}

@@ -14,10 +14,16 @@ import (
 // UTF-8 bytes. ok is false when anything was escaped, so the caller can
 // flag the text. Printable never returns a string a terminal would
 // interpret.
+//
+// A backslash is doubled only where it would read as one of these
+// escapes (before n, t, r, x, u or another backslash), so the output
+// decodes one way and a command like grep 'a\|b' reads as typed. Every
+// place sluice shows agent text (console, ls, show, approve, audit tail)
+// goes through this function, so a command looks the same in all of them.
 func Printable(s string) (out string, ok bool) {
 	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || r == '\\' || hidden(r) {
+	for i, r := range s {
+		if r == utf8.RuneError || r == '\\' && EscapeLike(s, i+1) || hidden(r) {
 			clean = false
 			break
 		}
@@ -34,7 +40,7 @@ func Printable(s string) (out string, ok bool) {
 		case r == utf8.RuneError && n <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
 			ok = false
-		case r == '\\':
+		case r == '\\' && EscapeLike(s, i+1):
 			b.WriteString(`\\`)
 		case r == '\n':
 			b.WriteString(`\n`)
@@ -57,6 +63,21 @@ func Printable(s string) (out string, ok bool) {
 		i += n
 	}
 	return b.String(), ok
+}
+
+// EscapeLike reports whether a backslash before s[i:] would run into an
+// escape: the next character is one an escape starts with (n, t, r, x, u,
+// a backslash) or is itself shown escaped. Such a backslash is doubled.
+func EscapeLike(s string, i int) bool {
+	if i >= len(s) {
+		return false
+	}
+	switch s[i] {
+	case 'n', 't', 'r', 'x', 'u', '\\':
+		return true
+	}
+	r, n := utf8.DecodeRuneInString(s[i:])
+	return r == utf8.RuneError && n <= 1 || hidden(r)
 }
 
 // hidden reports whether a terminal would act on r, or show it as nothing

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -134,6 +135,10 @@ func TestPrintable(t *testing.T) {
 		{"go test ./...", "go test ./...", true},
 		{"echo héllo 日本", "echo héllo 日本", true},
 		{`printf 'a\n'`, `printf 'a\\n'`, true},
+		{`grep 'a\|b' f`, `grep 'a\|b' f`, true},
+		{`echo C:\Users\me`, `echo C:\Users\me`, true},
+		{"tail \\\n", `tail \\\n`, false},
+		{"cont \\\nnext", `cont \\\nnext`, false},
 		{"ls\n rm -rf ~", `ls\n rm -rf ~`, false},
 		{"echo \x1b[2J\x1b[Hhi", `echo \x1b[2J\x1b[Hhi`, false},
 		{"echo \u202egnp.exe", `echo \u{202e}gnp.exe`, false},
@@ -154,6 +159,55 @@ func TestPrintable(t *testing.T) {
 			if r < 0x20 || r == 0x7f || hidden(r) {
 				t.Errorf("Printable(%q) left %U in the output", tt.in, r)
 			}
+		}
+	}
+}
+
+// unprintable decodes Printable's output: what a reader of it can rely on.
+func unprintable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '\\':
+			b.WriteByte('\\')
+			i++
+		case 'n':
+			b.WriteByte('\n')
+			i++
+		case 't':
+			b.WriteByte('\t')
+			i++
+		case 'r':
+			b.WriteByte('\r')
+			i++
+		case 'x':
+			v, _ := strconv.ParseUint(s[i+2:i+4], 16, 8)
+			b.WriteByte(byte(v))
+			i += 3
+		case 'u':
+			end := strings.IndexByte(s[i:], '}')
+			v, _ := strconv.ParseUint(s[i+3:i+end], 16, 32)
+			b.WriteRune(rune(v))
+			i += end
+		default:
+			b.WriteByte('\\')
+		}
+	}
+	return b.String()
+}
+
+// TestPrintableDecodes: Printable's output reads back one way, whatever
+// mix of backslashes and escaped characters an agent sends.
+func TestPrintableDecodes(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{`a\|b`, "\\\n", `\\n`, "\\\x1b", `\x1b`, "\\\u202e", `\u{202e}`, "x\\", `\`, "\\\xff", `\\\\`, "\\\t\\t"} {
+		got, _ := Printable(s)
+		if back := unprintable(got); back != s {
+			t.Errorf("Printable(%q) = %q, which reads back as %q", s, got, back)
 		}
 	}
 }

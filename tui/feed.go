@@ -103,9 +103,41 @@ type run struct {
 	started time.Time
 	ended   time.Time
 	res     *queue.Result // nil while running
+
+	// fromLog: known only from the audit log (an earlier session,
+	// another console, sluice approve or deny); last is the newest event
+	// read for it and actor who decided.
+	fromLog bool
+	last    queue.EventName
+	actor   string
 }
 
-func (r *run) running() bool { return r.res == nil }
+// running reports whether the run is one this console watches and it is
+// still going (one known from the log runs in another process: this
+// console cannot kill or resize it).
+func (r *run) running() bool { return r.res == nil && !r.fromLog }
+
+// state is the word History shows for the run.
+func (r *run) state() string {
+	switch {
+	case r.res != nil:
+		return string(r.res.Status)
+	case !r.fromLog || r.last == queue.EventStarted:
+		return "running"
+	case r.last == queue.EventAutoAllowed:
+		return "allowed"
+	}
+	return string(r.last)
+}
+
+// Logged hands the console events read from the audit log, in log order:
+// History shows what every process decided, not only this console. Safe
+// from any goroutine.
+func (f *feed) Logged(evs []queue.Event) {
+	if len(evs) > 0 {
+		f.push(loggedEvents{events: evs})
+	}
+}
 
 // sandbox is how the run is confined: its result's word once it ended,
 // else its verdict's profile.

@@ -216,6 +216,11 @@ func New(opt Options) *Model {
 // Options.Engine when one was given).
 func (m *Model) Observer() queue.Observer { return m.feed }
 
+// Logged hands the console events read from the audit log, in log order,
+// for History: the last ones at start, then each as it lands. Safe from
+// any goroutine.
+func (m *Model) Logged(evs []queue.Event) { m.feed.Logged(evs) }
+
 // Wait waits for the approvals, denials and kills the person started.
 func (m *Model) Wait() { m.d.wg.Wait() }
 

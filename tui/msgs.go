@@ -35,6 +35,9 @@ type runFinished struct {
 	at  time.Time
 }
 
+// loggedEvents: audit log lines, in log order (inside engineMsg).
+type loggedEvents struct{ events []queue.Event }
+
 // tickMsg redraws while a grace period counts down or output arrives.
 type tickMsg time.Time
 

@@ -65,7 +65,15 @@ func styledText(s string, base, esc lipgloss.Style) (lines []string, hidden bool
 		}
 		for i := 0; i < len(line); {
 			r, n := utf8.DecodeRuneInString(line[i:])
-			if r == '\\' || (r >= 0x20 && r < 0x7f) {
+			if r == '\\' && queue.EscapeLike(line, i+1) {
+				// Doubled, as queue.Printable does everywhere else.
+				flush(i)
+				b.WriteString(base.Render(`\\`))
+				i += n
+				plain = i
+				continue
+			}
+			if r >= 0x20 && r < 0x7f {
 				i += n
 				continue
 			}

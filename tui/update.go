@@ -155,7 +155,14 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 			m.remove(ev.id)
 		case runStarted:
 			m.remove(ev.run.req.ID)
+			if old := m.byID[ev.run.req.ID]; old != nil && old.fromLog {
+				m.dropRun(old) // its log line came first; the live run replaces it
+			}
 			m.addRun(ev.run)
+		case loggedEvents:
+			for i := range ev.events {
+				m.applyLogged(&ev.events[i])
+			}
 		case runFinished:
 			m.remove(ev.id)
 			r := m.byID[ev.id]
@@ -206,6 +213,58 @@ func (m *Model) addRun(r *run) {
 			h.screen = nil
 		}
 	}
+}
+
+// applyLogged takes one audit event into History. Runs this console
+// watched are already there; the log adds what other processes did.
+func (m *Model) applyLogged(ev *queue.Event) {
+	if ev.ID == "" || ev.Event == queue.EventQueued {
+		return
+	}
+	r := m.byID[ev.ID]
+	if r != nil && !r.fromLog {
+		return
+	}
+	if r == nil {
+		req := &queue.Request{ID: ev.ID, Kind: ev.Kind, Command: ev.Command, Path: ev.Path, Tool: ev.Tool,
+			Cwd: ev.Cwd, Agent: ev.Agent}
+		r = &run{req: req, started: ev.TS, fromLog: true}
+		m.addRun(r)
+	}
+	r.last = ev.Event
+	if ev.Verdict != nil {
+		r.verdict = *ev.Verdict
+	}
+	if ev.Actor != "" && ev.Event != queue.EventStarted && ev.Event != queue.EventFinished {
+		r.actor = ev.Actor
+		r.by = queue.ByHuman
+		if ev.Actor == string(queue.ByPolicy) {
+			r.by = queue.ByPolicy
+		}
+	}
+	if ev.Status != "" {
+		res := &queue.Result{ID: ev.ID, Status: ev.Status, ExitCode: ev.ExitCode, DurationMS: ev.DurationMS,
+			Reason: ev.Reason, Sandbox: ev.Sandbox, DecidedBy: r.by}
+		if ev.EditedFrom != "" {
+			res.Command = ev.Command
+		}
+		r.res, r.ended = res, ev.TS
+	}
+}
+
+// dropRun takes r out of History.
+func (m *Model) dropRun(r *run) {
+	for i, h := range m.history {
+		if h == r {
+			m.history = append(m.history[:i], m.history[i+1:]...)
+			break
+		}
+	}
+	delete(m.byID, r.req.ID)
+	if r.screen != nil {
+		r.screen.Close()
+	}
+	m.histSel = min(m.histSel, max(len(m.history)-1, 0))
 }
 
 // find returns the pending item with id.

@@ -79,9 +79,8 @@ func (m *Model) historyLines(w, h int) []string {
 	var out []string
 	for i := first; i < len(m.history) && len(out) < h; i++ {
 		r := m.history[len(m.history)-1-i]
-		status, code, dur := "running", "", ""
+		status, code, dur := r.state(), "", ""
 		if r.res != nil {
-			status = string(r.res.Status)
 			if r.res.ExitCode != nil {
 				code = fmt.Sprintf(" exit %d", *r.res.ExitCode)
 			}
@@ -99,6 +98,32 @@ func (m *Model) historyLines(w, h int) []string {
 	return out
 }
 
+// runHeading names what happened to a History entry, for its detail.
+func runHeading(r *run) string {
+	if r.res == nil {
+		if r.running() || r.last == queue.EventStarted {
+			return "Running"
+		}
+		return "Approved"
+	}
+	switch r.res.Status {
+	case queue.StatusDenied:
+		return "Denied"
+	case queue.StatusExpired:
+		return "Expired"
+	case queue.StatusInvalid:
+		return "Refused"
+	case queue.StatusDecided:
+		if r.res.Decision == queue.Deny {
+			return "Denied"
+		}
+		return "Allowed"
+	case queue.StatusFailed:
+		return "Failed to start"
+	}
+	return "Ran"
+}
+
 func (m *Model) detailTitle() string {
 	if m.focus == focusQueue {
 		if it := m.current(); it != nil {
@@ -107,7 +132,7 @@ func (m *Model) detailTitle() string {
 		return "Request"
 	}
 	if r := m.selectedRun(); r != nil {
-		return "Ran " + r.req.ID
+		return runHeading(r) + " " + r.req.ID
 	}
 	return "Request"
 }
@@ -204,7 +229,10 @@ func (m *Model) detailLines(w, h int) []string {
 		if res.ExitCode != nil {
 			s += fmt.Sprintf(" exit %d", *res.ExitCode)
 		}
-		if res.DecidedBy != "" {
+		switch {
+		case r.actor != "" && r.actor != string(queue.ByPolicy):
+			s += " · by " + plainText(r.actor)
+		case res.DecidedBy != "":
 			s += " · by " + string(res.DecidedBy)
 		}
 		out = append(out, label("result")+" "+s)
@@ -302,11 +330,7 @@ func (m *Model) outputTitle() string {
 	if r == nil {
 		return "Output"
 	}
-	state := "running"
-	if r.res != nil {
-		state = string(r.res.Status)
-	}
-	t := "Output · " + state + " · " + plainText(r.req.Summary())
+	t := "Output · " + r.state() + " · " + plainText(r.req.Summary())
 	switch sb := r.sandbox(); {
 	case sb == queue.Unconfined:
 		t += " · UNCONFINED"
@@ -334,6 +358,12 @@ func (m *Model) outputLines(w, h int) []string {
 				lines = lines[len(lines)-h:]
 			}
 			return lines
+		}
+		if r.res != nil && !r.res.Ran() {
+			return []string{m.st.Queue.Empty.Render("it did not run (" + string(r.res.Status) + ")")}
+		}
+		if r.fromLog {
+			return []string{m.st.Queue.Empty.Render("it ran in another process: sluice show " + r.req.ID + " shows how it ended")}
 		}
 		return []string{m.st.Queue.Empty.Render("no output")}
 	}

