@@ -68,9 +68,12 @@ func (m *Model) dialog() string {
 			"", ds.Button.Render("y: quit and kill") + "  " + no}
 	case modeHelp:
 		title = "Keys"
-		m.help.SetWidth(inner)
-		body = strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")
-		body = append(body, "", ds.Text.Render("approve keys pause briefly after the selection changes or a request arrives"), ds.Text.Render("any key closes this"))
+		rows := max(1, m.height-ds.Box.GetVerticalFrameSize()-1)
+		body = m.keyGrid(inner, min(rows-1, 10))
+		body = append(body, ds.Text.Render("any key closes this"))
+		if len(body)+2 <= rows {
+			body = append(body, "", ds.Text.Render("approve keys pause after the selection changes or a request arrives"))
+		}
 	default:
 		return ""
 	}
@@ -82,6 +85,45 @@ func (m *Model) dialog() string {
 		lines[i] = fit(l, inner)
 	}
 	return ds.Box.Render(strings.Join(lines, "\n"))
+}
+
+// keyGrid lays every key out in as few columns as fit rows lines, each
+// column as wide as its widest entry: at 60x20 every key is on screen.
+func (m *Model) keyGrid(width, rows int) []string {
+	var entries []string
+	for _, group := range m.keys.FullHelp() {
+		for _, b := range group {
+			h := b.Help()
+			entries = append(entries, m.st.Help.Key.Render(h.Key)+" "+m.st.Help.Desc.Render(h.Desc))
+		}
+	}
+	rows = max(rows, 1)
+	for cols := max(1, (len(entries)+rows-1)/rows); ; cols-- {
+		per := (len(entries) + cols - 1) / cols
+		widths := make([]int, cols)
+		for i, e := range entries {
+			widths[i/per] = max(widths[i/per], ansi.StringWidth(e))
+		}
+		total := -2
+		for _, w := range widths {
+			total += w + 2
+		}
+		if total > width && cols > 1 {
+			continue // too wide: fewer, longer columns
+		}
+		out := make([]string, per)
+		for i, e := range entries {
+			c, r := i/per, i%per
+			if c > 0 {
+				out[r] += "  "
+			}
+			out[r] += e
+			if c < cols-1 {
+				out[r] += strings.Repeat(" ", widths[c]-ansi.StringWidth(e))
+			}
+		}
+		return out
+	}
 }
 
 func (m *Model) selectedSummary() string {

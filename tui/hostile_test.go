@@ -409,6 +409,10 @@ func TestHostileDialogs(t *testing.T) {
 				frame(x.name + "/deny, pasted and typed")
 				m.Update(tea.KeyPressMsg{Code: tea.KeyEscape})
 
+				// A long command is read to its end before it can be
+				// approved or edited.
+				press(m.keys.Bottom)
+				frame(x.name + "/scrolled to the end")
 				press(m.keys.Edit)
 				if m.mode != modeEdit {
 					t.Fatalf("edit did not open (mode %s, status %q)", m.mode, m.status)

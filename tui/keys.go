@@ -8,7 +8,8 @@ type KeyMap struct {
 	Approve, Deny, Edit, ApproveRule, Kill key.Binding
 	ApproveUnconfined                      key.Binding
 	Up, Down, Tab, Filter, Help, Quit      key.Binding
-	ScrollUp, ScrollDown, Follow           key.Binding
+	ScrollUp, ScrollDown, Top, Bottom      key.Binding
+	Follow                                 key.Binding
 	NextHunk, PrevHunk                     key.Binding
 	Yes, No, Submit                        key.Binding
 }
@@ -22,7 +23,7 @@ func DefaultKeyMap() KeyMap {
 		ApproveRule: key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "approve+rule")),
 		Kill:        key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "kill")),
 		// Deliberately a shifted letter, away from a: it asks first.
-		ApproveUnconfined: key.NewBinding(key.WithKeys("U"), key.WithHelp("U", "approve UNCONFINED (asks first)")),
+		ApproveUnconfined: key.NewBinding(key.WithKeys("U"), key.WithHelp("U", "approve unconfined (asks)")),
 		Up:                key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("↑/k", "up")),
 		Down:              key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("↓/j", "down")),
 		Tab:               key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "switch pane")),
@@ -31,7 +32,9 @@ func DefaultKeyMap() KeyMap {
 		Quit:              key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 		ScrollUp:          key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "scroll up")),
 		ScrollDown:        key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "scroll down")),
-		Follow:            key.NewBinding(key.WithKeys("f", "end"), key.WithHelp("f", "follow output")),
+		Top:               key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "top")),
+		Bottom:            key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
+		Follow:            key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "follow output")),
 		NextHunk:          key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "next hunk")),
 		PrevHunk:          key.NewBinding(key.WithKeys("["), key.WithHelp("[", "prev hunk")),
 		Yes:               key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
@@ -50,7 +53,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.Kill, k.ApproveUnconfined},
 		{k.Up, k.Down, k.Tab, k.Filter},
-		{k.ScrollUp, k.ScrollDown, k.Follow, k.NextHunk, k.PrevHunk},
+		{k.ScrollUp, k.ScrollDown, k.Top, k.Bottom, k.Follow, k.NextHunk, k.PrevHunk},
 		{k.Help, k.Quit},
 	}
 }

@@ -125,6 +125,8 @@ type item struct {
 	verdict queue.Verdict // with its parts, judged once by the engine
 	arrived time.Time
 	hidden  bool   // the request holds hidden characters
+	tricks  string // how its command's layout could mislead (layoutTricks)
+	seenEnd bool   // its command has been shown to its last line
 	diff    string // file requests: the preview as shown
 	diffErr error
 	diffOK  bool // diff computed

@@ -195,3 +195,101 @@ func fit(s string, width int) string {
 	}
 	return s
 }
+
+// Folding: a run of at least foldLines blank lines, or of foldSpaces
+// spaces, is how an agent pushes the end of a command out of sight (80
+// newlines after "npm install", then "curl … | sh").
+const (
+	foldLines  = 3
+	foldSpaces = 16
+)
+
+// layoutTricks says how a command's layout could hide part of it ("81
+// blank lines in a row; a run of 200 spaces"), or "".
+func layoutTricks(cmd string) string {
+	blank, spaces := longestRuns(cmd)
+	var out []string
+	if blank >= foldLines {
+		out = append(out, fmt.Sprintf("%d blank lines in a row", blank))
+	}
+	if spaces >= foldSpaces {
+		out = append(out, fmt.Sprintf("a run of %d spaces", spaces))
+	}
+	return strings.Join(out, "; ")
+}
+
+// longestRuns is the longest run of blank (empty or all-space) lines and
+// of spaces in s.
+func longestRuns(s string) (blank, spaces int) {
+	s, _ = clipRunes(s, maxShown)
+	run := 0
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Trim(line, " \t") == "" {
+			run++
+			blank = max(blank, run)
+		} else {
+			run = 0
+		}
+		n := 0
+		for i := 0; i < len(line); i++ {
+			if line[i] == ' ' {
+				n++
+				spaces = max(spaces, n)
+			} else {
+				n = 0
+			}
+		}
+	}
+	return blank, spaces
+}
+
+// foldedText is styledText with runs of blank lines folded into one
+// marker line and long runs of spaces into a marker span, in esc style.
+func foldedText(s string, base, esc lipgloss.Style) []string {
+	s, dropped := clipRunes(s, maxShown)
+	var out []string
+	lines := strings.Split(s, "\n")
+	for i := 0; i < len(lines); {
+		j := i
+		for j < len(lines) && strings.Trim(lines[j], " \t") == "" {
+			j++
+		}
+		if j-i >= foldLines {
+			out = append(out, esc.Render(fmt.Sprintf("⟨%d blank lines⟩", j-i)))
+			i = j
+			continue
+		}
+		out = append(out, foldSpaceRuns(lines[i], base, esc))
+		i++
+	}
+	if dropped > 0 {
+		out = append(out, esc.Render(fmt.Sprintf("… %d more bytes not shown: too long to review here (sluice ls --json shows it all)", dropped)))
+	}
+	return out
+}
+
+// foldSpaceRuns styles one line, long runs of spaces shown as ⟨N spaces⟩.
+func foldSpaceRuns(line string, base, esc lipgloss.Style) string {
+	var b strings.Builder
+	start := 0
+	for i := 0; i < len(line); {
+		if line[i] != ' ' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(line) && line[j] == ' ' {
+			j++
+		}
+		if j-i >= foldSpaces {
+			seg, _ := styledText(line[start:i], base, esc)
+			b.WriteString(seg[0])
+			b.WriteString(esc.Render(fmt.Sprintf("⟨%d spaces⟩", j-i)))
+			start = j
+		}
+		i = j
+	}
+	seg, _ := styledText(line[start:], base, esc)
+	b.WriteString(seg[0])
+	return b.String()
+}

@@ -108,7 +108,7 @@ func (m *Model) animating() time.Duration {
 
 // resized tells running ptys and screens the output pane's new size.
 func (m *Model) resized() tea.Cmd {
-	cols, rows := m.outputInner()
+	cols, rows := m.ptySize()
 	m.d.rows.Store(uint32(rows))
 	m.d.cols.Store(uint32(cols))
 	var ids []string
@@ -143,7 +143,7 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 			if m.find(ev.req.ID) != nil {
 				continue
 			}
-			it := &item{req: ev.req, verdict: ev.verdict, arrived: ev.at, hidden: hasHidden(ev.req)}
+			it := &item{req: ev.req, verdict: ev.verdict, arrived: ev.at, hidden: hasHidden(ev.req), tricks: layoutTricks(ev.req.Command)}
 			m.pending = append(m.pending, it)
 			m.queued[it.req.ID] = it
 			needsPerson++

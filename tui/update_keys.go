@@ -53,6 +53,10 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.scroll(-1)
 	case key.Matches(msg, k.ScrollDown):
 		m.scroll(1)
+	case key.Matches(msg, k.Top):
+		m.scrollEnd(-1)
+	case key.Matches(msg, k.Bottom):
+		m.scrollEnd(1)
 	case key.Matches(msg, k.Follow):
 		if r := m.shownRun(); r != nil && r.screen != nil {
 			r.screen.Follow()
@@ -94,6 +98,12 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	if left := m.graceLeft(); left > 0 {
 		m.setStatus(fmt.Sprintf("approve keys wait %.1fs: look at what changed", left.Seconds()))
+		return nil
+	}
+	if m.noteSeen(); !it.seenEnd {
+		// A command longer than the pane could hide its payload below
+		// what the person read (80 newlines, then curl … | sh).
+		m.setErr(fmt.Errorf("scroll to the end of the command first (pgdn or end): it has more than the pane shows"))
 		return nil
 	}
 	if it.verdict.Action == queue.ActionDeny {
@@ -285,10 +295,14 @@ func (m *Model) move(d int) {
 // scroll moves the output pane's view, or the detail when the queue has
 // the focus.
 func (m *Model) scroll(d int) {
-	l := m.layout()
-	if m.focus == focusQueue {
-		step := max(1, l.detailH/2)
-		m.detailTop = max(0, m.detailTop+d*step)
+	if m.focus != focusOutput {
+		// The queue and History scroll the detail of what they select.
+		w, h := m.detailSize()
+		total := len(m.detailLines(w, h))
+		top, _ := detailView(m.detailTop, total, h)
+		m.detailTop = top + d*max(1, h/2)
+		m.detailTop, _ = detailView(m.detailTop, total, h)
+		m.noteSeen()
 		return
 	}
 	r := m.shownRun()
@@ -303,13 +317,44 @@ func (m *Model) scroll(d int) {
 	}
 }
 
+// scrollEnd goes to the top (d < 0) or the end of the detail, or of the
+// output in the output pane (where the end follows new output).
+func (m *Model) scrollEnd(d int) {
+	if m.focus != focusOutput {
+		m.detailTop = 0
+		if d > 0 {
+			w, h := m.detailSize()
+			m.detailTop, _ = detailView(1<<30, len(m.detailLines(w, h)), h)
+		}
+		m.noteSeen()
+		return
+	}
+	r := m.shownRun()
+	if r == nil || r.screen == nil {
+		return
+	}
+	if d > 0 {
+		r.screen.Follow()
+	} else {
+		r.screen.ScrollUp(1 << 30)
+	}
+}
+
+// noteSeen records that the selected request's command has been shown to
+// its end, which approving it waits for.
+func (m *Model) noteSeen() {
+	if it := m.current(); it != nil && m.focus == focusQueue && !it.seenEnd && m.commandSeen() {
+		it.seenEnd = true
+	}
+}
+
 // hunk scrolls the detail to the next or previous hunk of the diff.
 func (m *Model) hunk(d int) {
 	it := m.current()
 	if it == nil || !it.diffOK {
 		return
 	}
-	cols, _ := m.outputInner()
+	cols, _ := m.detailSize()
 	var hunks []int
 	for i, l := range m.detailLines(cols, 0) {
 		if strings.HasPrefix(ansi.Strip(l), "@@") {

@@ -7,6 +7,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // wideAt is the width from which panes sit side by side.
@@ -38,29 +39,92 @@ type layout struct {
 func (m *Model) layout() layout {
 	w, h := max(m.width, 20), max(m.height, 8)
 	body := h - 3 // header, status, help
+	var l layout
 	if w >= wideAt {
-		l := layout{wide: true, leftW: w * 2 / 5}
+		l = layout{wide: true, leftW: w * 2 / 5}
 		l.rightW = w - l.leftW
 		l.queueH = body * 3 / 5
 		l.histH = body - l.queueH
-		l.detailH = body / 2
-		l.outH = body - l.detailH
+		l.detailH, l.outH = m.rightSplit(body)
 		return l
 	}
-	l := layout{leftW: w, rightW: w}
+	l = layout{leftW: w, rightW: w}
 	rows := len(m.visible())
 	if m.focus == focusHistory {
 		rows = len(m.history)
 	}
 	l.queueH = min(max(rows, 1)+3, max(6, body/3))
+	if it := m.current(); m.focus == focusQueue && it != nil && isFile(it.req) {
+		// A file request's diff needs the height more than the queue:
+		// on a short terminal the queue shows the selected row only.
+		l.queueH = min(l.queueH, 5)
+		if body < 20 {
+			l.queueH = 4
+		}
+	}
 	l.histH = l.queueH
-	l.outH = max(4, body/4)
-	l.detailH = max(4, body-l.queueH-l.outH)
-	l.outH = max(1, body-l.queueH-l.detailH)
+	l.detailH, l.outH = m.rightSplit(body - l.queueH)
 	return l
 }
 
-// outputInner is the output pane's inner size (the pty size of new runs).
+// minOut is the output pane's least height: its title and a line.
+const minOut = 4
+
+// rightSplit divides height between the detail and the output pane by
+// what is selected: a file request's diff takes all but the output's
+// least; a pending command's detail gets what it needs (its verdict and
+// command come first), the output the rest; for History and the output
+// pane, the output gets at least half.
+func (m *Model) rightSplit(height int) (detailH, outH int) {
+	if height < 2*minOut {
+		detailH = max(1, height/2)
+		return detailH, max(1, height-detailH)
+	}
+	it := m.current()
+	if m.focus == focusQueue && it != nil && isFile(it.req) {
+		if w, wide := m.detailWidth(); !wide && w > 0 && m.Running() == 0 {
+			// Narrow: no output pane at all; the diff is what matters.
+			return height, 0
+		}
+		return height - minOut, minOut
+	}
+	frame := m.st.Pane.Border.GetVerticalFrameSize() + 1 // borders, title
+	w, _ := m.detailWidth()
+	need := len(m.detailLines(w, 0)) + frame
+	if m.focus == focusQueue && it != nil {
+		if _, wide := m.detailWidth(); !wide && need > height-minOut && m.Running() == 0 {
+			// Narrow, and the request does not fit beside the output
+			// of what ran before: the request gets the height.
+			return height, 0
+		}
+		detailH = min(max(need, 6), height-minOut)
+	} else {
+		detailH = min(max(need, 6), max(height/2, 6), height-minOut)
+	}
+	return detailH, height - detailH
+}
+
+// detailWidth is the detail pane's inner width.
+func (m *Model) detailWidth() (int, bool) {
+	w := max(m.width, 20)
+	if w >= wideAt {
+		w -= w * 2 / 5
+	}
+	return max(1, w-m.st.Pane.Border.GetHorizontalFrameSize()), w >= wideAt
+}
+
+// ptySize is the terminal size runs get: the output pane's inner size
+// when it has half the right-hand column, whatever is selected now (the
+// pane's height follows the selection; a pty's size should not).
+func (m *Model) ptySize() (cols, rows int) {
+	l := m.layout()
+	fw := m.st.Pane.Border.GetHorizontalFrameSize()
+	fh := m.st.Pane.Border.GetVerticalFrameSize()
+	h := l.detailH + l.outH
+	return max(10, l.rightW-fw), max(2, h/2-fh-1)
+}
+
+// outputInner is the output pane's inner size as laid out now.
 func (m *Model) outputInner() (cols, rows int) {
 	l := m.layout()
 	fw := m.st.Pane.Border.GetHorizontalFrameSize()
@@ -78,17 +142,27 @@ func (m *Model) render() string {
 	queue := m.pane(m.queueTitle(), m.queueLines, l.leftW, l.queueH, m.focus == focusQueue)
 	hist := m.pane(m.historyTitle(), m.historyLines, l.leftW, l.histH, m.focus == focusHistory)
 	detail := m.pane(m.detailTitle(), m.detailWindow, l.rightW, l.detailH, false)
-	out := m.pane(m.outputTitle(), m.outputLines, l.rightW, l.outH, m.focus == focusOutput)
+	out := ""
+	if l.outH > 0 {
+		out = m.pane(m.outputTitle(), m.outputLines, l.rightW, l.outH, m.focus == focusOutput)
+	}
 	if l.wide {
+		right := detail
+		if out != "" {
+			right = lipgloss.JoinVertical(lipgloss.Left, detail, out)
+		}
 		body = lipgloss.JoinHorizontal(lipgloss.Top,
-			lipgloss.JoinVertical(lipgloss.Left, queue, hist),
-			lipgloss.JoinVertical(lipgloss.Left, detail, out))
+			lipgloss.JoinVertical(lipgloss.Left, queue, hist), right)
 	} else {
 		top := queue
 		if m.focus == focusHistory {
 			top = hist
 		}
-		body = lipgloss.JoinVertical(lipgloss.Left, top, detail, out)
+		parts := []string{top, detail}
+		if out != "" {
+			parts = append(parts, out)
+		}
+		body = lipgloss.JoinVertical(lipgloss.Left, parts...)
 	}
 	screen := lipgloss.JoinVertical(lipgloss.Left, m.header(), body, m.statusLine(), m.helpLine())
 	if d := m.dialog(); d != "" {
@@ -157,9 +231,18 @@ func (m *Model) statusLine() string {
 	return fit(st.Render(plainText(m.status)), m.width)
 }
 
+// helpLine is the key bar. When it does not fit, keys go from the middle:
+// "? help" and "q quit" always show.
 func (m *Model) helpLine() string {
-	m.help.SetWidth(m.width)
-	return fit(m.help.ShortHelpView(m.keys.ShortHelp()), m.width)
+	m.help.SetWidth(0)
+	keys := m.keys.ShortHelp()
+	for {
+		s := m.help.ShortHelpView(keys)
+		if ansi.StringWidth(s) <= m.width || len(keys) <= 2 {
+			return fit(s, m.width)
+		}
+		keys = append(keys[:len(keys)-3], keys[len(keys)-2:]...)
+	}
 }
 
 // clip makes sure nothing is wider or taller than the terminal.

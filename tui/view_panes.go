@@ -12,10 +12,21 @@ import (
 
 func (m *Model) queueTitle() string {
 	v := m.visible()
+	t := fmt.Sprintf("Queue (%d)", len(v))
 	if m.filter != "" {
-		return fmt.Sprintf("Queue (%d of %d)", len(v), len(m.pending))
+		t = fmt.Sprintf("Queue (%d of %d)", len(v), len(m.pending))
 	}
-	return fmt.Sprintf("Queue (%d)", len(v))
+	// A pane too short for "more" marker lines says it in its title.
+	if rows := m.layout().queueH - m.st.Pane.Border.GetVerticalFrameSize() - 1; rows < 3 && len(v) > rows {
+		first, n, _, _ := listWindow(m.selected, len(v), rows)
+		if first > 0 {
+			t += fmt.Sprintf(" · ↑%d", first)
+		}
+		if below := len(v) - first - n; below > 0 {
+			t += fmt.Sprintf(" · ↓%d more", below)
+		}
+	}
+	return t
 }
 
 // queueLines: one row per pending request, oldest first, scrolled so the
@@ -34,13 +45,13 @@ func (m *Model) queueLines(w, h int) []string {
 		}
 		return out
 	}
-	first := 0
-	if m.selected >= h {
-		first = m.selected - h + 1
-	}
+	first, n, above, below := listWindow(m.selected, len(v), h)
 	now := m.d.now()
 	var out []string
-	for i := first; i < len(v) && len(out) < h; i++ {
+	if above {
+		out = append(out, m.st.App.Flag.Render(fmt.Sprintf("↑ %d more", first)))
+	}
+	for i := first; i < first+n; i++ {
 		it := v[i]
 		badge := m.st.BadgeFor(string(it.verdict.Action)).Render(strings.ToUpper(string(it.verdict.Action)))
 		left := badge + " " + m.st.Queue.Age.Render(fmt.Sprintf("%4s", age(now.Sub(it.arrived))))
@@ -49,7 +60,7 @@ func (m *Model) queueLines(w, h int) []string {
 				left += " " + m.st.Queue.Countdown.Render("⏳"+age(max(rem, 0)))
 			}
 		}
-		if it.hidden {
+		if it.hidden || it.tricks != "" {
 			left += " " + m.st.App.Flag.Render("!")
 		}
 		left += " " + m.st.Queue.Agent.Render(plainText(it.req.Agent))
@@ -62,7 +73,27 @@ func (m *Model) queueLines(w, h int) []string {
 		}
 		out = append(out, row)
 	}
+	if below {
+		out = append(out, m.st.App.Flag.Render(fmt.Sprintf("↓ %d more", len(v)-first-n)))
+	}
 	return out
+}
+
+// listWindow is the rows of a list of total rows shown in h lines with
+// sel visible: the first, how many, and whether a "more" marker line goes
+// above or below them.
+func listWindow(sel, total, h int) (first, n int, above, below bool) {
+	switch {
+	case total <= h:
+		return 0, total, false, false
+	case h < 3: // no room for markers
+		return min(max(sel-h+1, 0), total-h), h, false, false
+	case sel < h-1:
+		return 0, h - 1, false, true
+	case sel >= total-(h-1):
+		return total - (h - 1), h - 1, true, false
+	}
+	return sel - (h - 2) + 1, h - 2, true, true
 }
 
 func (m *Model) historyTitle() string { return fmt.Sprintf("History (%d)", len(m.history)) }
@@ -72,12 +103,12 @@ func (m *Model) historyLines(w, h int) []string {
 	if len(m.history) == 0 {
 		return []string{m.st.Queue.Empty.Render("nothing has run yet")}
 	}
-	first := 0
-	if m.histSel >= h {
-		first = m.histSel - h + 1
-	}
+	first, n, above, below := listWindow(m.histSel, len(m.history), h)
 	var out []string
-	for i := first; i < len(m.history) && len(out) < h; i++ {
+	if above {
+		out = append(out, m.st.App.Flag.Render(fmt.Sprintf("↑ %d newer", first)))
+	}
+	for i := first; i < first+n; i++ {
 		r := m.history[len(m.history)-1-i]
 		status, code, dur := r.state(), "", ""
 		if r.res != nil {
@@ -94,6 +125,9 @@ func (m *Model) historyLines(w, h int) []string {
 			row = m.st.Queue.Selected.Render(ansi.Strip(row))
 		}
 		out = append(out, row)
+	}
+	if below {
+		out = append(out, m.st.App.Flag.Render(fmt.Sprintf("↓ %d older", len(m.history)-first-n)))
 	}
 	return out
 }
@@ -127,7 +161,13 @@ func runHeading(r *run) string {
 func (m *Model) detailTitle() string {
 	if m.focus == focusQueue {
 		if it := m.current(); it != nil {
-			return "Request " + it.req.ID
+			t := "Request " + it.req.ID
+			if left := m.graceLeft(); left > 0 {
+				// In the title, not the body: the layout does not jump
+				// when the wait ends.
+				t += fmt.Sprintf(" · approve keys wait %.1fs", left.Seconds())
+			}
+			return t
 		}
 		return "Request"
 	}
@@ -137,9 +177,20 @@ func (m *Model) detailTitle() string {
 	return "Request"
 }
 
-// detailLines: the selected request in full: command (escaped, wrapped),
-// cwd, agent, note, verdict with each part, and the diff for file kinds.
+// detailLines: the selected request in full. What decides the request
+// comes first, before any text an agent could pad: flags, the verdict
+// with each part and its reasons, the sandbox; then the command (escaped,
+// wrapped, blank runs folded), or the path and the diff; then cwd, agent,
+// note and, for History, the result.
 func (m *Model) detailLines(w, h int) []string {
+	lines, _ := m.detail(w)
+	return lines
+}
+
+// detail lays out the detail and says at which line the command ends (-1
+// when there is none): approve keys wait until that line has been shown.
+func (m *Model) detail(w int) (out []string, cmdEnd int) {
+	cmdEnd = -1
 	var req *queue.Request
 	var it *item
 	var r *run
@@ -151,10 +202,9 @@ func (m *Model) detailLines(w, h int) []string {
 		req = r.req
 	}
 	if req == nil {
-		return []string{m.st.Queue.Empty.Render("select a request")}
+		return []string{m.st.Queue.Empty.Render("select a request")}, -1
 	}
 	d := m.st.Detail
-	var out []string
 	label := func(name string) string { return d.Label.Render(fmt.Sprintf("%-8s", name)) }
 	field := func(name, value string) {
 		if value == "" {
@@ -171,29 +221,22 @@ func (m *Model) detailLines(w, h int) []string {
 			}
 		}
 	}
-	hidden := false
-	if it != nil {
-		hidden = it.hidden
-	} else {
-		hidden = hasHidden(req)
-	}
-	if hidden {
-		out = append(out, m.st.App.Flag.Render("⚠ hidden characters: escaped below, read with care"))
-	}
-	if it != nil {
-		if left := m.graceLeft(); left > 0 {
-			out = append(out, m.st.App.Subtle.Render(fmt.Sprintf("approve keys wait %.1fs", left.Seconds())))
+	prose := func(style lipgloss.Style, indent, text string) {
+		for _, l := range strings.Split(ansi.Wrap(plainText(text), max(1, w-len(indent)), ""), "\n") {
+			out = append(out, indent+style.Render(l))
 		}
 	}
-	switch req.Kind {
-	case queue.KindExec:
-		out = append(out, label("command"))
-		out = append(out, m.commandLines(it, req, w)...)
-	case queue.KindTool:
-		field("tool", req.Tool)
-		field("input", string(req.Input))
-	default:
-		field("path", req.Path)
+	hidden, tricks := false, ""
+	if it != nil {
+		hidden, tricks = it.hidden, it.tricks
+	} else {
+		hidden, tricks = hasHidden(req), layoutTricks(req.Command)
+	}
+	if hidden {
+		prose(m.st.App.Flag, "", "⚠ hidden characters: escaped below, read with care")
+	}
+	if tricks != "" {
+		prose(m.st.App.Flag, "", "⚠ "+tricks+": folded below, marked ⟨…⟩")
 	}
 	v := queue.Verdict{}
 	if it != nil {
@@ -202,22 +245,72 @@ func (m *Model) detailLines(w, h int) []string {
 		v = r.verdict
 	}
 	if v.Action != "" {
-		out = append(out, label("verdict")+" "+m.st.BadgeFor(string(v.Action)).Render(strings.ToUpper(string(v.Action)))+" "+
-			d.Category.Render(v.Category)+" "+d.Label.Render("risk ")+d.Value.Render(v.Risk))
-		for _, p := range v.Parts {
+		vline := len(out)
+		out = append(out, wrap([]string{label("verdict") + " " + m.st.BadgeFor(string(v.Action)).Render(strings.ToUpper(string(v.Action))) + " " +
+			d.Category.Render(v.Category) + " " + d.Label.Render("risk ") + d.Value.Render(v.Risk)}, max(1, w))...)
+		for _, reason := range v.Reasons {
+			prose(d.Reason, "  ", "· "+reason)
+		}
+		parts := v.Parts
+		if len(parts) == 1 && (req.Kind != queue.KindExec || parts[0].Command == strings.Join(strings.Fields(req.Command), " ")) {
+			// One path, or a command of one part: its rule beside the
+			// verdict, not a list of one.
+			if rule := parts[0].Rule; rule != "" {
+				line := out[vline] + d.Rule.Render(" · "+plainText(rule))
+				if ansi.StringWidth(line) <= w {
+					out[vline] = line
+				} else {
+					prose(d.Rule, "  ", rule)
+				}
+			}
+			parts = nil
+		}
+		for _, p := range parts {
 			row := "  " + m.st.BadgeFor(string(p.Action)).Render(string(p.Action)) + " " + d.Category.Render(p.Category) + " " + plainText(p.Command)
 			out = append(out, wrap([]string{row}, max(1, w))...)
 			if p.Rule != "" {
-				out = append(out, wrap([]string{"    " + d.Rule.Render(plainText(p.Rule))}, max(1, w))...)
+				prose(d.Rule, "    ", p.Rule)
 			}
-		}
-		for _, reason := range v.Reasons {
-			out = append(out, wrap([]string{"  " + d.Reason.Render("· "+plainText(reason))}, max(1, w))...)
 		}
 	}
 	if req.Kind == queue.KindExec {
 		if s := m.sandboxText(v, r); s != "" {
 			out = append(out, wrap([]string{label("sandbox") + " " + s}, max(1, w))...)
+		}
+	}
+	switch req.Kind {
+	case queue.KindExec:
+		cl := m.commandLines(it, req, w)
+		if n := strings.Count(req.Command, "\n") + 1; n > 1 || len(cl) > 1 || ansi.StringWidth(cl[0]) > w-7 {
+			title := "command"
+			if n > 1 {
+				title = fmt.Sprintf("command (%d lines)", n)
+			}
+			out = append(out, d.Label.Render(title))
+			out = append(out, cl...)
+		} else {
+			// One short line: beside its label, like the other fields.
+			out = append(out, label("command")+cl[0][1:])
+		}
+		cmdEnd = len(out) - 1
+	case queue.KindTool:
+		field("tool", req.Tool)
+		field("input", string(req.Input))
+	default:
+		pathAt := len(out)
+		field("path", shortPath(req))
+		if it != nil && isFile(req) {
+			// The diff comes right after the path: it is what a file
+			// request asks to change.
+			diff, n := m.diffLines(it, w)
+			if it.diffOK && it.diffErr == nil {
+				// The diff's size on the path's line, when it fits there.
+				note := d.Label.Render(fmt.Sprintf(" · %d-line diff · [ ] hunks", n))
+				if last := len(out) - 1; last == pathAt && ansi.StringWidth(out[last]+note) <= w {
+					out[last] += note
+				}
+			}
+			out = append(out, diff...)
 		}
 	}
 	field("cwd", req.Cwd)
@@ -239,37 +332,104 @@ func (m *Model) detailLines(w, h int) []string {
 		field("reason", res.Reason)
 		field("ran", res.Command)
 	}
-	if it != nil && isFile(req) {
-		out = append(out, m.diffLines(it, w)...)
+	return out, cmdEnd
+}
+
+// shortPath is a file request's path, relative to its cwd when inside it.
+func shortPath(r *queue.Request) string {
+	if r.Cwd != "" {
+		if rel, ok := strings.CutPrefix(r.Path, strings.TrimSuffix(r.Cwd, "/")+"/"); ok && rel != "" {
+			return rel
+		}
+	}
+	return r.Path
+}
+
+// detailWindow is the detail from where the person scrolled to, with a
+// marker line at either end when more lies beyond it.
+func (m *Model) detailWindow(w, h int) []string {
+	lines := m.detailLines(w, h)
+	top, n := detailView(m.detailTop, len(lines), h)
+	out := make([]string, 0, h)
+	marks := h >= 3
+	if top > 0 && marks {
+		out = append(out, m.st.App.Flag.Render(fmt.Sprintf("↑ %d more lines above (pgup, home)", top)))
+	}
+	out = append(out, lines[top:top+n]...)
+	if below := len(lines) - top - n; below > 0 && marks {
+		out = append(out, m.st.App.Flag.Render(fmt.Sprintf("↓ %d more lines (pgdn, end)", below)))
 	}
 	return out
 }
 
-// detailWindow is the detail from where the person scrolled to, with a
-// marker when more follows.
-func (m *Model) detailWindow(w, h int) []string {
-	lines := m.detailLines(w, h)
-	top := min(m.detailTop, max(len(lines)-1, 0))
-	lines = lines[top:]
-	if len(lines) > h && h > 0 {
-		more := len(lines) - h + 1
-		lines = append(lines[:h-1], m.st.App.Subtle.Render(fmt.Sprintf("↓ %d more lines (pgdn)", more)))
+// detailView is the first line and the count of lines shown of a detail
+// of total lines in h rows, scrolled to top: a row is kept for each
+// "more" marker needed, and the last page is a full one.
+func detailView(top, total, h int) (first, n int) {
+	switch {
+	case h < 1 || total == 0:
+		return 0, 0
+	case total <= h:
+		return 0, total
+	case h < 3: // no room for markers
+		return min(max(top, 0), total-h), h
 	}
-	return lines
+	maxTop := total - (h - 1)
+	top = min(max(top, 0), maxTop)
+	if top == 0 || top == maxTop {
+		return top, h - 1
+	}
+	return top, h - 2
+}
+
+// detailSize is the detail pane's inner width and the rows its lines get.
+func (m *Model) detailSize() (w, h int) {
+	l := m.layout()
+	fw := m.st.Pane.Border.GetHorizontalFrameSize()
+	fh := m.st.Pane.Border.GetVerticalFrameSize()
+	return max(1, l.rightW-fw), max(1, l.detailH-fh-1)
+}
+
+// commandSeen reports whether the selected request's command has been
+// shown to its end in the detail as it is laid out now.
+func (m *Model) commandSeen() bool {
+	w, h := m.detailSize()
+	lines, end := m.detail(w)
+	if end < 0 {
+		return true
+	}
+	top, n := detailView(m.detailTop, len(lines), h)
+	return end < top+n
 }
 
 // diffLines is the coloured diff preview, from the hunk the person
 // scrolled to.
-func (m *Model) diffLines(it *item, w int) []string {
+func (m *Model) diffLines(it *item, w int) (out []string, n int) {
 	switch {
 	case !it.diffOK:
-		return []string{m.st.App.Subtle.Render("computing the diff…")}
+		return []string{m.st.App.Subtle.Render("computing the diff…")}, 0
 	case it.diffErr != nil:
-		return []string{m.st.App.Error.Render(plainText("cannot apply: " + it.diffErr.Error()))}
+		return []string{m.st.App.Error.Render(plainText("cannot apply: " + it.diffErr.Error()))}, 0
 	}
 	ds := m.st.Diff
 	lines := strings.Split(strings.TrimRight(it.diff, "\n"), "\n")
-	out := []string{m.st.Detail.Label.Render(fmt.Sprintf("diff (%d lines; [ ] hunks, pgup/pgdn scroll)", len(lines)))}
+	if it.req.Kind != queue.KindPatch {
+		// One file, named on the path line: its diff --git and ---/+++
+		// header says nothing more, and the changed lines need the rows.
+		var body []string
+		for i, l := range lines {
+			if strings.HasPrefix(l, "@@") {
+				body = append(body, lines[i:]...)
+				break
+			}
+			if !strings.HasPrefix(l, "diff --git ") && !strings.HasPrefix(l, "--- ") && !strings.HasPrefix(l, "+++ ") {
+				body = append(body, l) // "new file mode": worth its row
+			}
+		}
+		if len(body) > 0 {
+			lines = body
+		}
+	}
 	for _, l := range lines {
 		st := ds.Context
 		switch {
@@ -286,7 +446,7 @@ func (m *Model) diffLines(it *item, w int) []string {
 		styled, _ := styledText(strings.ReplaceAll(l, "\t", "    "), st, m.st.Detail.Escaped)
 		out = append(out, wrap(styled[:1], max(1, w))...)
 	}
-	return out
+	return out, len(lines)
 }
 
 // sandboxText says how a request runs, or ran: "confined: read-only, no
@@ -371,7 +531,7 @@ func (m *Model) outputLines(w, h int) []string {
 	if r.screen.Following() {
 		// The newest lines that hold something: a pane shorter than the
 		// pty still shows the last output, not the empty row under it.
-		_, rows := m.outputInner()
+		_, rows := m.ptySize()
 		lines = strings.Split(r.screen.Render(max(rows, h)), "\n")
 		for len(lines) > 0 && strings.TrimSpace(ansi.Strip(lines[len(lines)-1])) == "" {
 			lines = lines[:len(lines)-1]
@@ -401,16 +561,17 @@ func shortSummary(r *queue.Request) string {
 	return r.Summary()
 }
 
-// commandLines is the command, escaped and wrapped to the pane; for a
+// commandLines is the command, escaped and wrapped to the pane, with
+// runs of blank lines and of spaces folded into a marked ⟨…⟩ line or
+// span, so padding cannot push the rest of a command out of sight; for a
 // pending request it is laid out once per width, not on every frame.
 func (m *Model) commandLines(it *item, req *queue.Request, w int) []string {
 	if it != nil && it.cmdWidth == w && it.cmdStyles == m.st && it.cmdLines != nil {
 		return it.cmdLines
 	}
 	d := m.st.Detail
-	styled, _ := styledText(req.Command, d.Command, d.Escaped)
 	var out []string
-	for _, l := range wrap(styled, max(1, w-2)) {
+	for _, l := range wrap(foldedText(req.Command, d.Command, d.Escaped), max(1, w-2)) {
 		out = append(out, "  "+l)
 	}
 	if it != nil {
