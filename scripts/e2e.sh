@@ -78,4 +78,46 @@ waitfor "console-exited=0"
 "$sluice" audit verify >/dev/null || fail "audit chain does not verify"
 n=$("$sluice" audit tail -n 100 --json | grep -c '"event":"approved"')
 [ "$n" -eq 1 ] || fail "audit log has $n approved events, want 1"
-echo "e2e: ok (auto-allow, approve with output, deny with reason, quit, audit verify)"
+# Restart: History comes back from the audit log.
+tm kill-session -t e2e
+tm new-session -d -s e2e -x 100 -y 30 -e SLUICE_SPOOL="$SLUICE_SPOOL" -e SLUICE_AUDIT="$SLUICE_AUDIT" \
+	-e HOME="$HOME" -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" -e SLUICE_POLICY="$SLUICE_POLICY" -e TERM=xterm-256color \
+	"cd $work/project && $sluice console; echo console-exited=\$?; sleep 30"
+waitfor "Queue (0)"
+tm send-keys -t e2e Tab
+waitfor "History (3)"
+waitfor "denied"
+waitfor "rm -rf build"
+waitfor "echo passes-alone"
+
+# Approved from another terminal with 'sluice approve': it shows in History.
+tm send-keys -t e2e Tab Tab # back to the queue
+(cd "$work/project" && "$sluice" run -- "printf 'from-elsewhere\n'") > "$work/else.out" 2>&1 &
+elsewhere=$!
+waitfor "from-elsewhere"
+id=$("$sluice" ls --json | grep -o '"id": "[0-9A-Z]*"' | head -1 | cut -d'"' -f4)
+[ -n "$id" ] || fail "sluice ls does not list the pending request"
+"$sluice" approve --yes "$id" > "$work/approve.out" 2>&1 || fail "sluice approve: $(cat "$work/approve.out")"
+waitexit $elsewhere
+tm send-keys -t e2e Tab
+waitfor "History (4)"
+waitfor "printf 'from-elsewhere"
+
+# A policy edit takes effect without a restart: printf is now denied.
+tm send-keys -t e2e Tab Tab
+cat > "$SLUICE_POLICY" <<'TOML'
+[[rule]]
+action = "deny"
+command = "printf *"
+TOML
+(cd "$work/project" && "$sluice" run -- "printf 'after-edit\n'") > "$work/edit.out" 2>&1 &
+edited=$!
+waitexit $edited
+[ "$rc" -eq 126 ] || fail "after the policy edit, printf exited $rc, want 126 (denied)"
+tm send-keys -t e2e Tab
+waitfor "History (5)"
+screen | grep -q "denied.*printf 'after-edit" || fail "History does not show the denial by the edited policy"
+tm send-keys -t e2e q
+waitfor "console-exited=0"
+"$sluice" audit verify >/dev/null || fail "audit chain does not verify after the restart"
+echo "e2e: ok (auto-allow, approve with output, deny with reason, quit, audit verify, restart keeps History, approve from another terminal in History, policy edit without restart)"
