@@ -156,7 +156,7 @@ type confinement struct {
 // tty. It never fails: what cannot be confined runs unconfined, and the
 // label says why.
 func (r *Runner) confine(dir, tty string, opt Options) *confinement {
-	c := r.Confine
+	c := r.now().Confine
 	switch {
 	case c == nil || c.Mode == SandboxOff:
 		return &confinement{label: nonePrefix + "sandbox = off"}

@@ -102,8 +102,8 @@ func (r *Runner) limit(pid int) {
 }
 
 func (r *Runner) maxProcs() int {
-	if r.Confine != nil && r.Confine.MaxProcs > 0 {
-		return r.Confine.MaxProcs
+	if c := r.now().Confine; c != nil && c.MaxProcs > 0 {
+		return c.MaxProcs
 	}
 	return DefaultMaxProcs
 }

@@ -30,7 +30,7 @@ const (
 // that left the group (setsid, a double fork) die too; without one, the
 // leader's process tree is swept while its parent links still hold.
 func (r *Runner) stop(pgid int, exited <-chan struct{}, cg *sandbox.Cgroup) {
-	grace := r.Grace
+	grace := r.now().Grace
 	if grace <= 0 {
 		grace = DefaultGrace
 	}

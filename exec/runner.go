@@ -9,6 +9,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,7 +27,8 @@ const (
 
 // Runner runs approved exec requests under a pty. Its zero value is usable
 // (with an empty base environment); set the fields before the first Run and
-// do not change them afterwards. Its methods are safe for concurrent use.
+// do not change them afterwards: Reconfigure replaces the ones a reloaded
+// configuration may change. Its methods are safe for concurrent use.
 type Runner struct {
 	BaseEnv        []string      // the environment to start from (os.Environ() in production)
 	SecretPatterns []string      // env names to strip, globs like "*_TOKEN"; nil means DefaultSecretPatterns
@@ -43,13 +45,52 @@ type Runner struct {
 	mu      sync.Mutex
 	running map[string]*os.File // request id → pty master, for Resize
 
-	baseOnce sync.Once
-	base     []string // BaseEnv filtered once: about 0.2 ms a run saved
+	first sync.Once
+	init  *settings                // the fields above, as first read
+	live  atomic.Pointer[settings] // set by Reconfigure
 
 	cgroupsOnce sync.Once
 	cgroups     sandbox.Cgroups // reused between runs
 	tmps        tmpDirs         // the runs' private TMPDIRs
 }
+
+// Settings are what a reloaded configuration may change while the runner
+// serves: each run takes them as they are when it starts.
+type Settings struct {
+	SecretPatterns []string
+	DefaultTimeout time.Duration
+	Grace          time.Duration
+	Confine        *Confine
+}
+
+// settings are Settings with the base environment filtered by their
+// secret patterns (about 0.2 ms a run saved).
+type settings struct {
+	Settings
+	base []string
+}
+
+// Reconfigure replaces the runner's settings for the runs that start from
+// now on; runs under way keep theirs.
+func (r *Runner) Reconfigure(s Settings) {
+	r.live.Store(&settings{Settings: s, base: FilterEnv(r.BaseEnv, s.SecretPatterns, nil, "")})
+}
+
+// now is the settings in force: the last Reconfigure's, else the fields.
+func (r *Runner) now() *settings {
+	if s := r.live.Load(); s != nil {
+		return s
+	}
+	r.first.Do(func() {
+		r.init = &settings{Settings: Settings{SecretPatterns: r.SecretPatterns, DefaultTimeout: r.DefaultTimeout,
+			Grace: r.Grace, Confine: r.Confine}}
+		r.init.base = FilterEnv(r.BaseEnv, r.SecretPatterns, nil, "")
+	})
+	return r.init
+}
+
+// Confinement is the confinement in force for new runs.
+func (r *Runner) Confinement() *Confine { return r.now().Confine }
 
 // Options for one run.
 type Options struct {
@@ -179,7 +220,7 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		close(exited)
 	}()
 
-	timeout := r.DefaultTimeout
+	timeout := r.now().DefaultTimeout
 	if req.TimeoutS > 0 {
 		timeout = time.Duration(req.TimeoutS) * time.Second
 	}
@@ -282,13 +323,13 @@ func (r *Runner) untrack(id string, master *os.File) {
 // env is the child's environment: the filtered base and request env, PWD
 // matching the directory it starts in, and a TERM if the base had none.
 func (r *Runner) env(req *queue.Request, dir string) []string {
-	r.baseOnce.Do(func() { r.base = FilterEnv(r.BaseEnv, r.SecretPatterns, nil, "") })
+	s := r.now()
 	// The base is filtered already; only the request's own env is
 	// filtered here, and FilterEnv sets the request id last.
-	base := r.base[:len(r.base)-1] // without the empty SLUICE_REQUEST_ID
+	base := s.base[:len(s.base)-1] // without the empty SLUICE_REQUEST_ID
 	env := FilterEnv(base, emptyPatterns, nil, req.ID)
 	if len(req.Env) > 0 {
-		env = FilterEnv(base, r.SecretPatterns, req.Env, req.ID)
+		env = FilterEnv(base, s.SecretPatterns, req.Env, req.ID)
 	}
 	out := env[:0]
 	term := false

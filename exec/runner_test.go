@@ -744,3 +744,26 @@ func TestFanoutSkipsAhead(t *testing.T) {
 		t.Errorf("after the stuck call got %d bytes, want at most %d ending the stream", len(rest), fanoutSize)
 	}
 }
+
+// TestReconfigure: a reloaded configuration reaches the runs that start
+// after it: a secret pattern added keeps the variable from the next
+// command, and a shorter default timeout stops it.
+func TestReconfigure(t *testing.T) {
+	t.Parallel()
+	r := testRunner()
+	r.BaseEnv = append(r.BaseEnv, "DEPLOY_KEY=hunter2")
+	ctx := context.Background()
+	out := run(ctx, t, r, execReq(t, `echo "key=$DEPLOY_KEY"`), Options{}, 30*time.Second)
+	if !bytes.Contains(out.log, []byte("key=hunter2")) {
+		t.Fatalf("before the reload the variable should pass (no pattern names it): %q", out.log)
+	}
+	r.Reconfigure(Settings{SecretPatterns: []string{"DEPLOY_*"}, DefaultTimeout: 300 * time.Millisecond})
+	out = run(ctx, t, r, execReq(t, `echo "key=$DEPLOY_KEY"`), Options{}, 30*time.Second)
+	if bytes.Contains(out.log, []byte("hunter2")) {
+		t.Errorf("after DEPLOY_* was added the run still sees the secret: %q", out.log)
+	}
+	out = run(ctx, t, r, execReq(t, "sleep 30"), Options{}, 30*time.Second)
+	if out.res.Status != queue.StatusTimeout {
+		t.Errorf("after default_timeout = 300ms, sleep 30 ended %s, want timeout", out.res.Status)
+	}
+}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +113,26 @@ func squeeze(s string) string {
 		lines[i] = strings.Join(strings.Fields(l), " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestConfigReload: a broken config.toml is named in the header until it
+// loads again; a good one changes the console's settings and says so.
+func TestConfigReload(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.m.ConfigProblem(errors.New("line 3: expected '='"))
+	f.drain()
+	if v := ansi.Strip(f.m.View().Content); !strings.Contains(v, "CONFIG NOT RELOADED: line 3: expected '='") {
+		t.Fatalf("the header does not name the broken configuration:\n%s", v)
+	}
+	f.m.ConfigProblem(nil)
+	f.m.Reconfigured(Settings{Bell: false, Notify: true, Grace: 800 * time.Millisecond, Sandbox: "Landlock ABI 7 and seccomp"}, "configuration reloaded from ~/.config/sluice/config.toml")
+	f.drain()
+	v := ansi.Strip(f.m.View().Content)
+	if strings.Contains(v, "CONFIG NOT RELOADED") || !strings.Contains(v, "configuration reloaded") || !strings.Contains(v, "confined by Landlock ABI 7") {
+		t.Fatalf("after a good reload:\n%s", v)
+	}
+	if f.m.d.opt.Bell || !f.m.d.opt.Notify || f.m.d.opt.Grace != 800*time.Millisecond {
+		t.Errorf("settings after the reload: bell %v notify %v grace %s", f.m.d.opt.Bell, f.m.d.opt.Notify, f.m.d.opt.Grace)
+	}
 }

@@ -170,6 +170,7 @@ type Model struct {
 	detailTop             int // first detail line shown
 	status                string
 	statusErr             bool
+	configProblem         string // why config.toml, changed, does not load
 	quitting              bool
 }
 
@@ -217,6 +218,32 @@ func New(opt Options) *Model {
 // Observer is the engine observer the console listens to (already set on
 // Options.Engine when one was given).
 func (m *Model) Observer() queue.Observer { return m.feed }
+
+// Settings are the console's options a reloaded configuration changes.
+type Settings struct {
+	Bell, Notify bool
+	Grace        time.Duration // 0: the default
+	// Sandbox and SandboxOff as in Options.
+	Sandbox    string
+	SandboxOff bool
+}
+
+// Reconfigured tells the console that its configuration was read again:
+// s is applied; text is said in the status line. Safe from any goroutine.
+func (m *Model) Reconfigured(s Settings, text string) {
+	m.feed.push(reconfigured{settings: &s, text: text})
+}
+
+// ConfigProblem tells the console why its configuration file, changed,
+// does not load (the last good one stays in force), or, with err nil,
+// that it loads again. Safe from any goroutine.
+func (m *Model) ConfigProblem(err error) {
+	p := ""
+	if err != nil {
+		p = err.Error()
+	}
+	m.feed.push(reconfigured{problem: p})
+}
 
 // Logged hands the console events read from the audit log, in log order,
 // for History: the last ones at start, then each as it lands. Safe from

@@ -38,6 +38,14 @@ type runFinished struct {
 // loggedEvents: audit log lines, in log order (inside engineMsg).
 type loggedEvents struct{ events []queue.Event }
 
+// reconfigured: config.toml was read again (inside engineMsg); problem
+// says why it did not load ("" when it did), text what the reload did.
+type reconfigured struct {
+	settings *Settings // nil when it did not load
+	problem  string
+	text     string
+}
+
 // tickMsg redraws while a grace period counts down or output arrives.
 type tickMsg time.Time
 

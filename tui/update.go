@@ -159,6 +159,18 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 				m.dropRun(old) // its log line came first; the live run replaces it
 			}
 			m.addRun(ev.run)
+		case reconfigured:
+			m.configProblem = ev.problem
+			if s := ev.settings; s != nil {
+				m.d.opt.Bell, m.d.opt.Notify = s.Bell, s.Notify
+				if s.Grace > 0 {
+					m.d.opt.Grace = s.Grace
+				}
+				m.d.opt.Sandbox, m.d.opt.SandboxOff = s.Sandbox, s.SandboxOff
+			}
+			if ev.text != "" {
+				m.setStatus(ev.text)
+			}
 		case loggedEvents:
 			for i := range ev.events {
 				m.applyLogged(&ev.events[i])

@@ -208,6 +208,9 @@ func (m *Model) header() string {
 			s += "  " + m.st.App.Error.Render("POLICY NOT RELOADED: "+plainText(p))
 		}
 	}
+	if m.configProblem != "" {
+		s += "  " + m.st.App.Error.Render("CONFIG NOT RELOADED: "+plainText(m.configProblem))
+	}
 	switch {
 	case m.d.opt.SandboxOff:
 		s += "  " + m.st.App.Error.Render("UNCONFINED: "+plainText(m.d.opt.Sandbox))

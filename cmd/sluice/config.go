@@ -75,7 +75,11 @@ func (c consoleConfig) history() int {
 
 const configHelp = `Configuration is --config FILE, else $SLUICE_CONFIG, else
 $XDG_CONFIG_HOME/sluice/config.toml (~/.config/sluice/config.toml), which
-may be absent. Every key is optional:
+may be absent. A running console or 'sluice serve' reads it again when it
+changes (within a second): new runs get the new settings; a broken edit is
+reported (the console's header says CONFIG NOT RELOADED) and the last good
+configuration stays in force; max_auto and [console] theme and history wait
+for the next start. Every key is optional:
 
   max_auto = 4                     # auto-allowed runs at once
   default_timeout = "10m"          # for requests without timeout_s
@@ -149,18 +153,23 @@ func defaultConfigFile() string {
 	return filepath.Join(filepath.Dir(p), "config.toml")
 }
 
+// configPath is the configuration file flagValue, $SLUICE_CONFIG or the
+// default names, and whether it must exist.
+func configPath(flagValue string) (p string, required bool) {
+	if flagValue != "" {
+		return flagValue, true
+	}
+	if env := os.Getenv("SLUICE_CONFIG"); env != "" {
+		return env, true
+	}
+	return defaultConfigFile(), false
+}
+
 // loadConfig reads the configuration from flagValue, else $SLUICE_CONFIG,
 // else the default file. A file named by the flag or the environment must
 // exist; the default one may be absent.
 func loadConfig(flagValue string) (*config, error) {
-	p, required := flagValue, flagValue != ""
-	if p == "" {
-		if env := os.Getenv("SLUICE_CONFIG"); env != "" {
-			p, required = env, true
-		} else {
-			p = defaultConfigFile()
-		}
-	}
+	p, required := configPath(flagValue)
 	if p == "" {
 		return &config{}, nil
 	}

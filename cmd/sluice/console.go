@@ -133,6 +133,16 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		eng.Serve(serveCtx)
 	}()
 	go followHistory(serveCtx, log.Path(), cfg.Console.history(), m.Logged)
+	cw := &configWatch{flagValue: g.config,
+		apply: func(old, nw *config) {
+			ef.reconfigure(nw)
+			sb, off := sandboxStatus(actor.Runner.Confinement())
+			m.Reconfigured(tui.Settings{Bell: nw.Console.Bell == nil || *nw.Console.Bell,
+				Notify: nw.Console.Notify == nil || *nw.Console.Notify, Grace: nw.Console.Grace,
+				Sandbox: sb, SandboxOff: off}, reloadedText(nw.path, old, nw))
+		},
+		problem: m.ConfigProblem}
+	cw.start(serveCtx, cfg)
 	if *demo {
 		go func() {
 			_, _ = demoAgent(serveCtx, sp, filepath.Join(demoDir, "project"), 1500*time.Millisecond)

@@ -10,7 +10,12 @@ import (
 // requireSandbox is the judge under sandbox = "require": where the kernel
 // cannot confine a run, nothing runs without a person, so what the policy
 // would allow alone asks instead.
-type requireSandbox struct{ inner queue.Judge }
+// The mode is read at each verdict, from the runner's settings in force,
+// so a reloaded config.toml changes it.
+type requireSandbox struct {
+	inner  queue.Judge
+	runner *exec.Runner
+}
 
 // policyJudge is the policy's judge under j (which may be wrapped in
 // requireSandbox).
@@ -37,11 +42,14 @@ func sandboxStatus(conf *exec.Confine) (text string, off bool) {
 // Judge implements queue.Judge.
 func (r requireSandbox) Judge(req *queue.Request) queue.Verdict {
 	v := r.inner.Judge(req)
-	if v.Action != "allow" || req.Kind != queue.KindExec {
+	if v.Action != queue.ActionAllow || req.Kind != queue.KindExec {
+		return v
+	}
+	if c := r.runner.Confinement(); c == nil || c.Mode != exec.SandboxRequire {
 		return v
 	}
 	if _, err := sandbox.Available(); err != nil {
-		v.Action = "ask"
+		v.Action = queue.ActionAsk
 		v.Reasons = append(v.Reasons, "sandbox = \"require\" and this machine cannot confine runs: "+err.Error())
 	}
 	return v

@@ -31,6 +31,9 @@ answered "killed"; nothing is left claimed.
 type engineFlags struct {
 	policyFlags
 	audit string
+	// reconfigure applies a reloaded configuration to the engine built
+	// last (set by engine).
+	reconfigure func(*config)
 }
 
 func (ef *engineFlags) register(fs *flagSet) {
@@ -80,9 +83,12 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	protectProcess()
 	r := cfg.runner(sp.Dir(), user, path, stateDir(path))
 	runner := &exec.Actor{Runner: r, Jail: policy.Roots}
-	var judge queue.Judge = &policy.Judge{Options: opts}
-	if r.Confine.Mode == exec.SandboxRequire {
-		judge = requireSandbox{judge}
+	judge := requireSandbox{inner: &policy.Judge{Options: opts}, runner: r}
+	// A reloaded configuration changes what new runs get.
+	ef.reconfigure = func(c *config) {
+		nr := c.runner(sp.Dir(), user, path, stateDir(path))
+		r.Reconfigure(exec.Settings{SecretPatterns: nr.SecretPatterns, DefaultTimeout: nr.DefaultTimeout,
+			Grace: nr.Grace, Confine: nr.Confine})
 	}
 	return &queue.Engine{Spool: sp, Judge: judge, Runner: runner, Recorder: log, AuditPath: log.Path(),
 		MaxAuto: cfg.maxAuto(), Logf: logf}, log, nil
@@ -154,6 +160,17 @@ func cmdServe(args []string, std stdio, g *globals) int {
 	} else {
 		logf("commands run confined by %s", text)
 	}
+	cw := &configWatch{flagValue: g.config,
+		apply: func(old, nw *config) {
+			ef.reconfigure(nw)
+			logf("%s", reloadedText(nw.path, old, nw))
+		},
+		problem: func(err error) {
+			if err != nil {
+				logf("configuration NOT reloaded, the last good one stays in force: %v", err)
+			}
+		}}
+	cw.start(ctx, cfg)
 	eng.Serve(ctx)
 	logf("stopped")
 	return exitOK
