@@ -72,18 +72,56 @@ type Engine struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // ids being run, for Kill
+	killers map[string]string             // who killed a run, for its audit line
 }
 
 // Kill stops request id if this engine is running it (status killed) and
 // reports whether it was.
-func (e *Engine) Kill(id string) bool {
+func (e *Engine) Kill(id string) bool { return e.KillAs(id, "") }
+
+// KillAs is Kill for actor, the person the audit log names as having
+// stopped the run ("" leaves it to the run's decider).
+func (e *Engine) KillAs(id, actor string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	stop, ok := e.running[id]
 	if ok {
+		if actor != "" {
+			if e.killers == nil {
+				e.killers = map[string]string{}
+			}
+			e.killers[id] = actor
+		}
 		stop()
 	}
 	return ok
+}
+
+// KillAllAs stops every run this engine is carrying out, for actor (a
+// console quitting); it returns how many it stopped.
+func (e *Engine) KillAllAs(actor string) int {
+	e.mu.Lock()
+	ids := make([]string, 0, len(e.running))
+	for id := range e.running {
+		ids = append(ids, id)
+	}
+	e.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if e.KillAs(id, actor) {
+			n++
+		}
+	}
+	return n
+}
+
+// killer is who killed request id's run, once: "" if nobody named.
+func (e *Engine) killer(id string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := e.killers[id]
+	delete(e.killers, id)
+	return k
 }
 
 // track makes a run killable by id; the returned func forgets it.
@@ -438,6 +476,7 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 	opt.LogPath, opt.Verdict = e.Spool.LogPath(req.ID), v
 	runCtx, done := e.track(ctx, req.ID)
 	res, sum := e.Runner.Run(runCtx, req, opt)
+	killer := e.killer(req.ID)
 	done()
 	res.Decision, res.DecidedBy, res.Verdict, res.Command = Allow, by, &v, ranAs
 	name := EventFinished
@@ -446,6 +485,12 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 		name = EventTimeout
 	case StatusKilled:
 		name = EventKilled
+		if killer != "" {
+			actor = killer
+			if res.Reason == "" {
+				res.Reason = "killed by " + killer
+			}
+		}
 	}
 	if err := e.record(name, req, actor, func(x *Event) {
 		x.Status, x.Reason, x.ExitCode, x.DurationMS, x.OutputSHA256 = res.Status, res.Reason, res.ExitCode, res.DurationMS, sum

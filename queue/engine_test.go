@@ -145,11 +145,16 @@ func TestEngineObserverEditKillDeny(t *testing.T) {
 		done <- res
 	}()
 	expectLine(t, obs.ch, seen, "started "+long.ID+" human")
-	for !e.Kill(long.ID) {
+	// Approved by alice, stopped by bob (a console quitting, or x): the
+	// audit line names bob.
+	for e.KillAllAs("bob") == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	if res := <-done; res.Status != StatusKilled {
-		t.Errorf("killed run answered %s", res.Status)
+	if res := <-done; res.Status != StatusKilled || res.Reason != "killed by bob" {
+		t.Errorf("killed run answered %s (%q)", res.Status, res.Reason)
+	}
+	if ev, ok := rec.find(long.ID, EventKilled); !ok || ev.Actor != "bob" {
+		t.Errorf("killed event %+v, want bob as its actor", ev)
 	}
 	if e.Kill(long.ID) {
 		t.Error("Kill of a finished run reported true")

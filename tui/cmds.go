@@ -109,8 +109,9 @@ func (m *Model) killCmd(id string) tea.Cmd {
 	if eng == nil {
 		return nil
 	}
+	actor := m.d.opt.Actor
 	return func() tea.Msg {
-		if !eng.Kill(id) {
+		if !eng.KillAs(id, actor) {
 			return errMsg{fmt.Errorf("%s is not running here", shortID(id))}
 		}
 		return nil

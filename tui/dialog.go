@@ -51,7 +51,7 @@ func (m *Model) dialog() string {
 		body = []string{
 			ds.Text.Render("  [[rule]] action = \"allow\"  command = " + fmt.Sprintf("%q", plainText(m.rule.pattern))),
 			ds.Text.Render(fmt.Sprintf("It would have matched %d past request(s) in the audit log.", m.rule.matches)),
-			ds.Text.Render("It goes into your policy file; comments there are kept."),
+			ds.Text.Render(policyFileText(m.d.opt.PolicyFile)),
 			"", ds.Button.Render("y: approve and add the rule") + "  " + no,
 		}
 	case modeConfirmUnconfined:
@@ -62,6 +62,15 @@ func (m *Model) dialog() string {
 			ds.Text.Render("To run it confined instead, press Esc and use a."),
 			"", ds.Button.Render("y: run it unconfined") + "  " + no,
 		}
+	case modeConfirmKill:
+		title = "Kill " + shortID(m.killID) + "?"
+		what := ""
+		if r := m.byID[m.killID]; r != nil {
+			what = plainText(r.req.Summary())
+		}
+		body = []string{ds.Text.Render(what),
+			ds.Text.Render("It gets SIGTERM, then SIGKILL if it has not exited; the agent is told it was killed."),
+			"", ds.Button.Render("y: kill it") + "  " + no}
 	case modeConfirmQuit:
 		title = "Quit?"
 		body = []string{ds.Text.Render(fmt.Sprintf("%d command(s) still running: quitting kills them.", m.Running())),
@@ -85,6 +94,14 @@ func (m *Model) dialog() string {
 		lines[i] = fit(l, inner)
 	}
 	return ds.Box.Render(strings.Join(lines, "\n"))
+}
+
+// policyFileText says where an added rule goes.
+func policyFileText(file string) string {
+	if file == "" {
+		return "It goes into your policy file; comments there are kept."
+	}
+	return "It is added to " + plainText(file) + " (comments there are kept)."
 }
 
 // keyGrid lays every key out in as few columns as fit rows lines, each

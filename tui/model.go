@@ -29,6 +29,8 @@ type Options struct {
 	ProposeRule  func(command string) (string, bool)
 	CountMatches func(pattern string) (int, error)
 	AddRule      func(pattern, command string) error
+	// PolicyFile is the file AddRule writes to, as a person reads it.
+	PolicyFile string
 
 	Styles *themes.Styles
 	// AutoTheme picks the dark or light built-in theme from the
@@ -113,10 +115,11 @@ const (
 	modeFilter
 	modeHelp
 	modeConfirmUnconfined
+	modeConfirmKill
 )
 
 func (m mode) String() string {
-	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help", "confirm-unconfined"}[m]
+	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help", "confirm-unconfined", "confirm-kill"}[m]
 }
 
 // item is a pending request as the queue shows it.
@@ -163,6 +166,7 @@ type Model struct {
 	input       lineInput
 	editVerdict queue.Verdict // the edited command's, for modeConfirmEdit
 	rule        ruleProposedMsg
+	killID      string // the run modeConfirmKill asks about
 
 	graceFrom, graceUntil time.Time
 	lastChange            time.Time // the last arrival or selection change

@@ -10,6 +10,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -383,7 +384,19 @@ func TestKillAndQuitWhileRunning(t *testing.T) {
 	if f.m.mode != modeNormal || f.m.quitting {
 		t.Fatal("answering no still quits")
 	}
-	f.run(f.press(f.m.keys.Kill))
+	// x asks first; anything but y leaves the run alone.
+	if cmd := f.press(f.m.keys.Kill); cmd != nil || f.m.mode != modeConfirmKill {
+		t.Fatalf("x while running: mode %s, want a question", f.m.mode)
+	}
+	if !strings.Contains(ansi.Strip(f.m.View().Content), "Kill "+shortID(req.ID)+"?") {
+		t.Errorf("the kill dialog does not name the run:\n%s", ansi.Strip(f.m.View().Content))
+	}
+	f.press(f.m.keys.No)
+	if f.m.Running() != 1 || f.m.mode != modeNormal {
+		t.Fatal("answering no killed the run")
+	}
+	f.press(f.m.keys.Kill)
+	f.run(f.press(f.m.keys.Yes))
 	f.update(<-done)
 	f.drain()
 	if res := f.result(req.ID); res.Status != queue.StatusKilled {

@@ -61,8 +61,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 			return m, nil
 		}
-		m.setStatus(fmt.Sprintf("rule added: allow %q", msg.pattern))
-		return m, m.approveCmd(msg.id, "")
+		verb := "approved, rule added"
+		if f := m.d.opt.PolicyFile; f != "" {
+			verb = "approved, rule added to " + plainText(f) + ","
+		}
+		return m, m.approveAs(msg.id, queue.Approval{}, verb)
 	case logLoadedMsg:
 		if r := m.byID[msg.id]; r != nil && msg.err == nil {
 			r.screen = newLogScreen(msg.data, m.d)

@@ -25,6 +25,13 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		m.mode = modeNormal // anything else, Esc included, means no
 		return nil
+	case modeConfirmKill:
+		m.mode = modeNormal
+		if key.Matches(msg, k.Yes) {
+			return m.killCmd(m.killID)
+		}
+		m.setStatus("not killed")
+		return nil
 	case modeConfirmEdit, modeConfirmRule, modeConfirmUnconfined:
 		return m.confirmKey(msg)
 	case modeDenyReason, modeEdit, modeFilter:
@@ -69,7 +76,9 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.openInput(modeFilter, m.filter, "filter: ")
 	case key.Matches(msg, k.Kill):
 		if r := m.shownRun(); r != nil && r.running() {
-			return m.killCmd(r.req.ID)
+			m.killID = r.req.ID
+			m.mode = modeConfirmKill
+			return nil
 		}
 		m.setErr(fmt.Errorf("nothing running is selected"))
 	case key.Matches(msg, k.Approve), key.Matches(msg, k.Deny), key.Matches(msg, k.Edit), key.Matches(msg, k.ApproveRule),

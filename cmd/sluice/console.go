@@ -106,6 +106,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		ProposeRule:  policy.Propose,
 		CountMatches: matchCounter(judge, log.Path()),
 		AddRule:      ruleAdder(judge, ef.userPolicyFile()),
+		PolicyFile:   homeShort(ef.userPolicyFile()),
 		Styles:       styles,
 		AutoTheme:    auto,
 		Actor:        loginName(),
@@ -154,6 +155,8 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	defer stopSig()
 	p := tea.NewProgram(m, tea.WithContext(sigCtx))
 	_, runErr := p.Run()
+	// Quitting kills what runs; the audit log names the person who quit.
+	eng.KillAllAs(loginName())
 	killRuns()
 	stopServe()
 	<-served
