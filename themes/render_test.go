@@ -2,6 +2,8 @@ package themes
 
 import (
 	"fmt"
+	"image/color"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -138,4 +140,38 @@ func TestNewSetsEveryStyle(t *testing.T) {
 			t.Errorf("dark %s is an empty style", name)
 		}
 	})
+}
+
+// contrast is the WCAG 2 contrast ratio of two colours.
+func contrast(a, b color.Color) float64 {
+	lum := func(c color.Color) float64 {
+		r, g, bl, _ := c.RGBA()
+		ch := func(v uint32) float64 {
+			x := float64(v) / 0xffff
+			if x <= 0.03928 {
+				return x / 12.92
+			}
+			return math.Pow((x+0.055)/1.055, 2.4)
+		}
+		return 0.2126*ch(r) + 0.7152*ch(g) + 0.0722*ch(bl)
+	}
+	la, lb := lum(a), lum(b)
+	if la < lb {
+		la, lb = lb, la
+	}
+	return (la + 0.05) / (lb + 0.05)
+}
+
+// TestTextContrast: every colour text is written in, labels and help
+// included, reads at WCAG AA (4.5:1) on the background its theme is for.
+func TestTextContrast(t *testing.T) {
+	for _, name := range []string{"dark", "light", "high-contrast"} {
+		p := mustBuiltin(name)
+		bg := p.Bg // the terminal background the theme is for
+		for what, c := range map[string]color.Color{"fg": p.Fg, "fg_subtle": p.FgSubtle, "fg_muted": p.FgMuted} {
+			if r := contrast(c, bg); r < 4.5 {
+				t.Errorf("%s: %s has contrast %.2f:1 on its background, want 4.5:1", name, what, r)
+			}
+		}
+	}
 }

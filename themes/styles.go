@@ -85,7 +85,7 @@ func New(p Palette) *Styles {
 	s.Badge.Expired = word(p.FgMuted)
 	s.Badge.Invalid = solid(p.Danger)
 
-	s.Detail.Label = muted
+	s.Detail.Label = subtle
 	s.Detail.Value = text
 	s.Detail.Command = text
 	s.Detail.Escaped = fg(base, p.Danger).Bold(true).Underline(true)
