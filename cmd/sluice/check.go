@@ -101,7 +101,7 @@ func defaultPolicyFile() string {
 }
 
 func cmdCheck(args []string, std stdio, g *globals) int {
-	fs := newFlags("check", "[--policy FILE] [--cwd DIR] [--json] -- COMMAND...", checkHelp, std, g)
+	fs := newFlags("check", "[--policy FILE] [--cwd DIR] [--json] -- COMMAND...", checkHelp, std, g).unused("config")
 	var pf policyFlags
 	pf.register(fs)
 	asJSON := fs.Bool("json", false, "print the verdict as one JSON object")

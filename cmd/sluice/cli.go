@@ -175,6 +175,19 @@ type flagSet struct {
 	*flag.FlagSet
 	name, synopsis, help string
 	std                  stdio
+	hidden               map[string]bool // accepted, but not listed by --help
+}
+
+// unused marks global flags the subcommand has no use for: still
+// accepted (scripts pass them to every command), but not listed by --help.
+func (fs *flagSet) unused(names ...string) *flagSet {
+	if fs.hidden == nil {
+		fs.hidden = map[string]bool{}
+	}
+	for _, n := range names {
+		fs.hidden[n] = true
+	}
+	return fs
 }
 
 // newFlags makes a subcommand's flag set with the global flags on it.
@@ -193,9 +206,14 @@ func newFlags(name, synopsis, help string, std stdio, g *globals) *flagSet {
 func (fs *flagSet) printHelp() {
 	w := fs.std.out
 	fmt.Fprintf(w, "Usage: sluice %s %s\n\n%s\nFlags:\n", fs.name, fs.synopsis, fs.help)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(fs.std.err)
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !fs.hidden[f.Name] {
+			shown.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	shown.SetOutput(w)
+	shown.PrintDefaults()
 }
 
 // parse parses the flags. With interspersed set, flags may also follow the

@@ -36,6 +36,10 @@ what was just drawn.
 
 --demo starts on a temporary spool and audit log with a built-in agent
 that submits a realistic mix of requests: nothing of yours is touched.
+
+Exit status: 0 when quit (q, SIGTERM or SIGHUP); 1 when the spool, the
+audit log or the terminal cannot be used; 2 for bad flags, a configuration,
+policy or theme that does not load, or an unsafe path.
 `
 
 func cmdConsole(args []string, std stdio, g *globals) int {

@@ -14,10 +14,13 @@ reason (for 'sluice run', exit status 126). ID may be any unique prefix of
 at least 4 characters of a pending request's id, as 'sluice ls' shows it.
 Each denial is recorded in the audit log (durably) before the agent is
 answered.
+
+Exit status: 0 when every request was denied; 1 when one was not pending
+(already decided, or no such id) or the audit log failed; 2 for bad flags.
 `
 
 func cmdDeny(args []string, std stdio, g *globals) int {
-	fs := newFlags("deny", "[--reason TEXT] ID...", denyHelp, std, g)
+	fs := newFlags("deny", "[--reason TEXT] ID...", denyHelp, std, g).unused("config")
 	reason := fs.String("reason", "", "tell the agent why (it sees this text)")
 	auditFile := fs.String("audit", "", auditFlagHelp)
 	ids, code, ok := fs.parse(args, true)

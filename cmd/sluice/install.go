@@ -35,6 +35,9 @@ sluice shows the diff of each file and asks before writing (--yes does
 not ask; --dry-run only shows it). Each file is backed up first
 (FILE.sluice-backup-TIME). Running it again changes nothing; 'sluice
 uninstall AGENT' takes out what it wrote and leaves the rest.
+
+Exit status: 0 when written, or nothing needed changing, or with --dry-run;
+1 when not confirmed or a file cannot be read or written; 2 for bad flags.
 `
 
 const uninstallHelp = `Take sluice's hook, MCP server and permissions out of an agent's

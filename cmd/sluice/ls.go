@@ -17,6 +17,9 @@ shown with control characters and invisible Unicode escaped.
 States: pending (waiting for a decision), running, orphaned (its actor died;
 the next console answers it interrupted), bad (unreadable; the next console
 moves it to bad/).
+
+Exit status: 0; 1 when the spool cannot be read; 2 for bad flags or a
+configuration that does not load.
 `
 
 // lsEntry is one line of 'sluice ls --json'.

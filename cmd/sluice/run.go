@@ -46,7 +46,7 @@ Exit status:
 
 func cmdRun(args []string, std stdio, g *globals) int {
 	ctx, signalsReady := signalContext()
-	fs := newFlags("run", "[flags] -- COMMAND...", runHelp, std, g)
+	fs := newFlags("run", "[flags] -- COMMAND...", runHelp, std, g).unused("config")
 	cwd := fs.String("cwd", "", "run in `DIR` (default: the current directory)")
 	timeout := fs.Duration("timeout", 0, "kill the command after `DUR` (default: the console's configured default)")
 	expires := fs.Duration("expires", 10*time.Minute, "give up if nobody decides within `DUR`")

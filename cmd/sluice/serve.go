@@ -25,6 +25,10 @@ the audit log before it happens. Logs go to stderr.
 
 SIGINT or SIGTERM stops it cleanly: the commands it started are killed and
 answered "killed"; nothing is left claimed.
+
+Exit status: 0 when stopped; 1 when the spool or the audit log cannot be
+used; 2 for bad flags, a configuration or policy file that does not load,
+or an unsafe path.
 `
 
 // engineFlags choose the policy and audit log an engine uses.

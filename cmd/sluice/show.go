@@ -25,7 +25,7 @@ Exit status: 0, 1 when there is no such request.
 `
 
 func cmdShow(args []string, std stdio, g *globals) int {
-	fs := newFlags("show", "[--policy FILE] ID", showHelp, std, g)
+	fs := newFlags("show", "[--policy FILE] ID", showHelp, std, g).unused("config", "cwd")
 	var pf policyFlags
 	pf.register(fs)
 	ids, code, ok := fs.parse(args, true)

@@ -41,7 +41,7 @@ status), 1 the request was refused or the spool is unusable, 2 usage.
 `
 
 func cmdSubmit(args []string, std stdio, g *globals) int {
-	fs := newFlags("submit", "[--wait] < request.json", submitHelp, std, g)
+	fs := newFlags("submit", "[--wait] < request.json", submitHelp, std, g).unused("config")
 	wait := fs.Bool("wait", false, "wait for the result and print it as JSON")
 	pos, code, ok := fs.parse(args, true)
 	if !ok {
