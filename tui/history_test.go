@@ -136,3 +136,23 @@ func TestConfigReload(t *testing.T) {
 		t.Errorf("settings after the reload: bell %v notify %v grace %s", f.m.d.opt.Bell, f.m.d.opt.Notify, f.m.d.opt.Grace)
 	}
 }
+
+// TestDemoHints: in the demo the header says so, and the empty status
+// line says what the keys do with what is selected.
+func TestDemoHints(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.m.d.opt.Demo = true
+	if v := ansi.Strip(f.m.View().Content); !strings.Contains(v, "DEMO") || !strings.Contains(v, "about to ask") {
+		t.Fatalf("the demo's first screen:\n%s", v)
+	}
+	f.submit("sudo make install")
+	if v := ansi.Strip(f.m.View().Content); !strings.Contains(v, "demo: the policy denies this one") {
+		t.Errorf("a denied request's hint:\n%s", v)
+	}
+	f.submit("make test")
+	f.press(f.m.keys.Down)
+	if v := ansi.Strip(f.m.View().Content); !strings.Contains(v, "demo: a approves and runs it") {
+		t.Errorf("an asking command's hint:\n%s", v)
+	}
+}

@@ -31,6 +31,9 @@ type Options struct {
 	AddRule      func(pattern, command string) error
 	// PolicyFile is the file AddRule writes to, as a person reads it.
 	PolicyFile string
+	// Demo marks the console as sluice console --demo: the header says
+	// so, and an empty status line says which key does what.
+	Demo bool
 
 	Styles *themes.Styles
 	// AutoTheme picks the dark or light built-in theme from the

@@ -8,6 +8,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sluice-dev/sluice/queue"
 )
 
 // wideAt is the width from which panes sit side by side.
@@ -81,18 +83,15 @@ func (m *Model) rightSplit(height int) (detailH, outH int) {
 		return detailH, max(1, height-detailH)
 	}
 	it := m.current()
-	if m.focus == focusQueue && it != nil && isFile(it.req) {
-		if w, wide := m.detailWidth(); !wide && w > 0 && m.Running() == 0 {
-			// Narrow: no output pane at all; the diff is what matters.
-			return height, 0
-		}
+	_, wide := m.detailWidth()
+	if wide && m.focus == focusQueue && it != nil && isFile(it.req) {
 		return height - minOut, minOut
 	}
 	frame := m.st.Pane.Border.GetVerticalFrameSize() + 1 // borders, title
 	w, _ := m.detailWidth()
 	need := len(m.detailLines(w, 0)) + frame
 	if m.focus == focusQueue && it != nil {
-		if _, wide := m.detailWidth(); !wide && need > height-minOut && m.Running() == 0 {
+		if !wide && need > height-minOut && m.Running() == 0 {
 			// Narrow, and the request does not fit beside the output
 			// of what ran before: the request gets the height.
 			return height, 0
@@ -107,10 +106,11 @@ func (m *Model) rightSplit(height int) (detailH, outH int) {
 // detailWidth is the detail pane's inner width.
 func (m *Model) detailWidth() (int, bool) {
 	w := max(m.width, 20)
-	if w >= wideAt {
+	wide := w >= wideAt
+	if wide {
 		w -= w * 2 / 5
 	}
-	return max(1, w-m.st.Pane.Border.GetHorizontalFrameSize()), w >= wideAt
+	return max(1, w-m.st.Pane.Border.GetHorizontalFrameSize()), wide
 }
 
 // ptySize is the terminal size runs get: the output pane's inner size
@@ -197,7 +197,11 @@ func (m *Model) pane(title string, lines func(w, h int) []string, w, h int, focu
 
 func (m *Model) header() string {
 	running := m.Running()
-	s := m.st.App.Title.Render("sluice") + m.st.App.Subtle.Render(fmt.Sprintf("  %d pending · %d running", len(m.pending), running))
+	s := m.st.App.Title.Render("sluice")
+	if m.d.opt.Demo {
+		s += " " + m.st.App.Flag.Render("DEMO") + m.st.App.Subtle.Render(" built-in agent, temporary files")
+	}
+	s += m.st.App.Subtle.Render(fmt.Sprintf("  %d pending · %d running", len(m.pending), running))
 	if m.d.opt.Spool != "" {
 		// Which spool: what an agent must write to for this console to
 		// see it.
@@ -225,6 +229,9 @@ func (m *Model) header() string {
 
 func (m *Model) statusLine() string {
 	if m.status == "" {
+		if m.d.opt.Demo && m.mode == modeNormal {
+			return fit(m.st.App.Subtle.Render(m.demoHint()), m.width)
+		}
 		return fit("", m.width)
 	}
 	st := m.st.App.Status
@@ -236,6 +243,25 @@ func (m *Model) statusLine() string {
 
 // helpLine is the key bar. When it does not fit, keys go from the middle:
 // "? help" and "q quit" always show.
+// demoHint says, in the demo, what the keys do with what is on screen.
+func (m *Model) demoHint() string {
+	if r := m.shownRun(); r != nil && r.running() {
+		return "demo: x stops the running command (it asks first); tab moves between the panes"
+	}
+	it := m.current()
+	switch {
+	case it == nil && len(m.history) == 0:
+		return "demo: a built-in agent is about to ask for things; watch the queue"
+	case it == nil:
+		return "demo: nothing waits; tab shows History (j/k to pick one), q quits"
+	case it.verdict.Action == queue.ActionDeny:
+		return "demo: the policy denies this one; no key can approve it, d answers the agent now"
+	case isFile(it.req):
+		return "demo: a applies this change (its diff is above), d denies it, ] and [ jump between hunks"
+	}
+	return "demo: a approves and runs it, d denies it, e edits it first, j/k moves, ? lists every key"
+}
+
 func (m *Model) helpLine() string {
 	m.help.SetWidth(0)
 	keys := m.keys.ShortHelp()

@@ -80,6 +80,13 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		defer os.RemoveAll(demoDir)
 		g.spool = filepath.Join(demoDir, "spool")
 		ef.audit = filepath.Join(demoDir, "audit.jsonl")
+		// A rule added with A goes here, not into the person's own
+		// policy file.
+		ef.file = filepath.Join(demoDir, "policy.toml")
+		if err := os.WriteFile(ef.file, []byte("# sluice console --demo: rules added with A land here, and go with the demo\n"), 0o600); err != nil {
+			fmt.Fprintf(std.err, "sluice console: demo: %v\n", err)
+			return exitFail
+		}
 		if err := demoProject(filepath.Join(demoDir, "project")); err != nil {
 			fmt.Fprintf(std.err, "sluice console: demo: %v\n", err)
 			return exitFail
@@ -111,6 +118,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		CountMatches: matchCounter(judge, log.Path()),
 		AddRule:      ruleAdder(judge, ef.userPolicyFile()),
 		PolicyFile:   homeShort(ef.userPolicyFile()),
+		Demo:         *demo,
 		Styles:       styles,
 		AutoTheme:    auto,
 		Actor:        loginName(),

@@ -31,6 +31,17 @@ const demoSession = "demo"
 // keeps it passing.
 var demoProjectFiles = []struct{ path, content string }{
 	{"go.mod", "module example.com/hello\n\ngo 1.21\n"},
+	{"scripts/integration.sh", `#!/bin/sh
+# The slow suite: a minute of steps, so there is time to watch it, or to
+# stop it with x.
+i=1
+while [ "$i" -le 60 ]; do
+	echo "integration: step $i of 60"
+	sleep 1
+	i=$((i + 1))
+done
+echo "integration: all steps passed"
+`},
 	{"main.go", `// Command hello prints a greeting.
 package main
 
@@ -151,6 +162,9 @@ func demoRequests(dir string) []*queue.Request {
 		// build tools' progress bars do
 		sh("claude-code", `printf 'build [          ]   0%%'; sleep 1; printf '\rbuild [=====     ]  50%%'; sleep 1; printf '\rbuild [==========] 100%%\n'`,
 			"Build it and watch the progress"),
+		// ask, unknown, medium: a project script sluice cannot see into;
+		// it runs a minute, long enough to try x
+		sh("claude-code", "sh scripts/integration.sh", "Run the slow integration suite (a minute; x stops it)"),
 	}
 	for _, r := range reqs {
 		r.Version = queue.Version
