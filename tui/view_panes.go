@@ -154,6 +154,10 @@ func runHeading(r *run) string {
 		return "Allowed"
 	case queue.StatusFailed:
 		return "Failed to start"
+	case queue.StatusKilled:
+		return "Killed"
+	case queue.StatusTimeout:
+		return "Timed out"
 	}
 	return "Ran"
 }
