@@ -36,6 +36,31 @@ func TestFilterHidesAll(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(ansi.Strip(lines[0]), "nothing matches the filter (1 pending; Esc clears it)") {
 		t.Fatalf("got %q", lines)
 	}
+	// Esc does what it says, also after the filter was set with Enter.
+	f.update(keyMsg("esc"))
+	if f.m.filter != "" || f.m.current() == nil {
+		t.Fatalf("Esc left the filter %q", f.m.filter)
+	}
+}
+
+// TestFilterTyped: / opens a prompt, Enter keeps the filter, Esc clears it.
+func TestFilterTyped(t *testing.T) {
+	f := newFixture(t)
+	f.submit("make test")
+	f.submit("git status")
+	f.press(f.m.keys.Filter)
+	if v := ansi.Strip(f.m.View().Content); !strings.Contains(v, "filter: ") {
+		t.Fatalf("no filter prompt:\n%s", v)
+	}
+	f.typeText("git")
+	f.press(f.m.keys.Submit)
+	if len(f.m.visible()) != 1 || f.m.mode != modeNormal {
+		t.Fatalf("after Enter: %d visible, mode %s", len(f.m.visible()), f.m.mode)
+	}
+	f.update(keyMsg("esc"))
+	if len(f.m.visible()) != 2 {
+		t.Errorf("Esc after Enter left %d of 2 visible", len(f.m.visible()))
+	}
 }
 
 // TestOutcomeText: the status line says what a decision came to, once.

@@ -39,6 +39,12 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 
 	switch {
+	case msg.String() == "esc" && m.filter != "":
+		// Esc clears a filter set with Enter, as it clears one typed.
+		m.filter = ""
+		m.clampSelection()
+		m.startGrace()
+		m.setStatus("filter cleared")
 	case key.Matches(msg, k.Quit):
 		if n := m.Running(); n > 0 {
 			m.mode = modeConfirmQuit
