@@ -293,3 +293,9 @@ func foldSpaceRuns(line string, base, esc lipgloss.Style) string {
 	b.WriteString(seg[0])
 	return b.String()
 }
+
+// wordWrap wraps one styled line of sluice's own words (not agent text,
+// which wrap keeps exact) at spaces where it can, to width cells.
+func wordWrap(line string, width int) []string {
+	return strings.Split(ansi.Wrap(line, max(1, width), ""), "\n")
+}

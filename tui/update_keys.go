@@ -118,7 +118,7 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 	if m.noteSeen(); !it.seenEnd {
 		// A command longer than the pane could hide its payload below
 		// what the person read (80 newlines, then curl … | sh).
-		m.setErr(fmt.Errorf("scroll to the end of the command first (pgdn or end): it has more than the pane shows"))
+		m.setErr(fmt.Errorf("%s (pgdn or end): it has more than the pane shows", scrollFirst))
 		return nil
 	}
 	if it.verdict.Action == queue.ActionDeny {
@@ -355,11 +355,17 @@ func (m *Model) scrollEnd(d int) {
 	}
 }
 
+// scrollFirst starts the status line that says why approve did nothing.
+const scrollFirst = "scroll to the end of the command first"
+
 // noteSeen records that the selected request's command has been shown to
 // its end, which approving it waits for.
 func (m *Model) noteSeen() {
 	if it := m.current(); it != nil && m.focus == focusQueue && !it.seenEnd && m.commandSeen() {
 		it.seenEnd = true
+		if m.statusErr && strings.HasPrefix(m.status, scrollFirst) {
+			m.status = "" // what it asked for is done
+		}
 	}
 }
 

@@ -250,8 +250,8 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 	}
 	if v.Action != "" {
 		vline := len(out)
-		out = append(out, wrap([]string{label("verdict") + " " + m.st.BadgeFor(string(v.Action)).Render(strings.ToUpper(string(v.Action))) + " " +
-			d.Category.Render(v.Category) + " " + d.Label.Render("risk ") + d.Value.Render(v.Risk)}, max(1, w))...)
+		out = append(out, wordWrap(label("verdict")+" "+m.st.BadgeFor(string(v.Action)).Render(strings.ToUpper(string(v.Action)))+" "+
+			d.Category.Render(v.Category)+" "+d.Label.Render("risk ")+d.Value.Render(v.Risk), w)...)
 		for _, reason := range v.Reasons {
 			prose(d.Reason, "  ", "· "+reason)
 		}
@@ -279,7 +279,7 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 	}
 	if req.Kind == queue.KindExec {
 		if s := m.sandboxText(v, r); s != "" {
-			out = append(out, wrap([]string{label("sandbox") + " " + s}, max(1, w))...)
+			out = append(out, wordWrap(label("sandbox")+" "+s, w)...)
 		}
 	}
 	switch req.Kind {
