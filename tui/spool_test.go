@@ -94,3 +94,27 @@ func TestPolicyProblemShown(t *testing.T) {
 		t.Fatalf("the header does not say the policy did not reload:\n%s", out)
 	}
 }
+
+// TestQueueOldestFirst: requests judged out of order (the engine judges
+// several at once) still queue oldest first, and the selection stays on
+// the request it was on.
+func TestQueueOldestFirst(t *testing.T) {
+	f := newFixture(t)
+	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	mk := func(id string, age time.Duration) requestPending {
+		return requestPending{req: &queue.Request{ID: id, Kind: queue.KindExec, Command: "make " + id, Cwd: "/tmp", CreatedAt: at.Add(-age)},
+			verdict: queue.Verdict{Action: "ask"}, at: at}
+	}
+	f.update(engineMsg{events: []any{mk("01JDC", time.Second)}})
+	f.update(engineMsg{events: []any{mk("01JDA", 3 * time.Second), mk("01JDB", 2 * time.Second)}})
+	var got []string
+	for _, it := range f.m.pending {
+		got = append(got, it.req.ID)
+	}
+	if strings.Join(got, " ") != "01JDA 01JDB 01JDC" {
+		t.Errorf("queue %v, want oldest first", got)
+	}
+	if it := f.m.current(); it == nil || it.req.ID != "01JDC" {
+		t.Errorf("the selection moved to %v", it)
+	}
+}

@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -147,7 +148,7 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 				continue
 			}
 			it := &item{req: ev.req, verdict: ev.verdict, arrived: ev.at, hidden: hasHidden(ev.req), tricks: layoutTricks(ev.req.Command)}
-			m.pending = append(m.pending, it)
+			m.insert(it)
 			m.queued[it.req.ID] = it
 			needsPerson++
 			last = ev.req
@@ -280,6 +281,44 @@ func (m *Model) dropRun(r *run) {
 		r.screen.Close()
 	}
 	m.histSel = min(m.histSel, max(len(m.history)-1, 0))
+}
+
+// insert puts a pending item in the queue, oldest first by when it was
+// written (its id is a ULID: time first), whatever order the engine's
+// concurrent verdicts came in; the selected request stays selected.
+func (m *Model) insert(it *item) {
+	i := len(m.pending)
+	for i > 0 && older(it.req, m.pending[i-1].req) {
+		i--
+	}
+	if i == len(m.pending) {
+		m.pending = append(m.pending, it) // the usual case: it is the newest
+		return
+	}
+	sel := m.current()
+	m.pending = slices.Insert(m.pending, i, it)
+	switch {
+	case sel == nil:
+	case m.filter == "":
+		if i <= m.selected {
+			m.selected++
+		}
+	default:
+		for j, v := range m.visible() {
+			if v == sel {
+				m.selected = j
+				break
+			}
+		}
+	}
+}
+
+// older reports whether a was written before b.
+func older(a, b *queue.Request) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) && !a.CreatedAt.IsZero() && !b.CreatedAt.IsZero() {
+		return a.CreatedAt.Before(b.CreatedAt)
+	}
+	return a.ID < b.ID
 }
 
 // find returns the pending item with id.
