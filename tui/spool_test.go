@@ -106,7 +106,7 @@ func TestQueueOldestFirst(t *testing.T) {
 			verdict: queue.Verdict{Action: "ask"}, at: at}
 	}
 	f.update(engineMsg{events: []any{mk("01JDC", time.Second)}})
-	f.update(engineMsg{events: []any{mk("01JDA", 3 * time.Second), mk("01JDB", 2 * time.Second)}})
+	f.update(engineMsg{events: []any{mk("01JDA", 3*time.Second), mk("01JDB", 2*time.Second)}})
 	var got []string
 	for _, it := range f.m.pending {
 		got = append(got, it.req.ID)
