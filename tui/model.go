@@ -57,6 +57,9 @@ type Options struct {
 	// Spool is the spool the console watches, as a person reads it
 	// (~/… for the home directory).
 	Spool string
+	// Shared: another console or sluice serve was serving the spool when
+	// this one started (either may act on a request).
+	Shared bool
 	// PolicyProblem says why the policy files do not load as they are
 	// now (the last good policy stays in force); "" when they do.
 	PolicyProblem func() string

@@ -118,3 +118,13 @@ func TestQueueOldestFirst(t *testing.T) {
 		t.Errorf("the selection moved to %v", it)
 	}
 }
+
+// TestHeaderShared: the header says when another engine serves the spool.
+func TestHeaderShared(t *testing.T) {
+	f := newFixture(t)
+	f.m.d.opt.Spool, f.m.d.opt.Shared = "/run/user/1000/sluice", true
+	f.update(tea.WindowSizeMsg{Width: 140, Height: 30})
+	if out := ansi.Strip(f.m.render()); !strings.Contains(out, "spool /run/user/1000/sluice (shared with another engine)") {
+		t.Fatalf("header:\n%s", strings.SplitN(out, "\n", 2)[0])
+	}
+}

@@ -206,6 +206,9 @@ func (m *Model) header() string {
 		// Which spool: what an agent must write to for this console to
 		// see it.
 		s += m.st.App.Subtle.Render("  · spool " + plainText(m.d.opt.Spool))
+		if m.d.opt.Shared {
+			s += m.st.App.Subtle.Render(" (shared with another engine)")
+		}
 	}
 	if f := m.d.opt.PolicyProblem; f != nil {
 		if p := f(); p != "" {

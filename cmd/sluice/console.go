@@ -96,6 +96,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	if err != nil {
 		return spoolErr(std, "console", err)
 	}
+	shared := sp.Serving() // before this console's own engine joins
 	eng, log, err := ef.engine(sp, cfg, nil)
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice console: %v\n", err)
@@ -130,6 +131,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		Sandbox:      sbText,
 		SandboxOff:   sbOff,
 		Spool:        homeShort(sp.Dir()),
+		Shared:       shared,
 		PolicyProblem: func() string {
 			if judge == nil {
 				return ""
