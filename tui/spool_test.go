@@ -78,9 +78,12 @@ func TestOutcomeText(t *testing.T) {
 		{"approved", queue.Result{Status: queue.StatusDone, ExitCode: &seven}, "approved X: ran, exit 7"},
 		{"approved", queue.Result{Status: queue.StatusTimeout}, "approved X: timeout"},
 	} {
-		if got := outcomeText(tt.verb, "X", tt.res); got != tt.want {
+		if got := outcomeText(tt.verb, "X", queue.KindExec, tt.res); got != tt.want {
 			t.Errorf("%s %+v: got %q, want %q", tt.verb, tt.res, got, tt.want)
 		}
+	}
+	if got := outcomeText("approved", "X", queue.KindEdit, queue.Result{Status: queue.StatusDone, ExitCode: new(int)}); got != "approved X: the change is made" {
+		t.Errorf("an edit applied: %q", got)
 	}
 }
 

@@ -389,19 +389,28 @@ func (m *Model) afterAct(msg actedMsg) tea.Cmd {
 	case msg.err != nil:
 		m.setErr(fmt.Errorf("%s %s: %w", msg.verb, msg.id, msg.err))
 	default:
-		m.setStatus(outcomeText(msg.verb, shortID(msg.id), msg.res))
+		kind := queue.KindExec
+		if r := m.byID[msg.id]; r != nil {
+			kind = r.req.Kind
+		}
+		m.setStatus(outcomeText(msg.verb, shortID(msg.id), kind, msg.res))
 	}
 	return nil
 }
 
 // outcomeText says what a person's decision came to, without repeating
 // it ("denied X: denied").
-func outcomeText(verb, id string, res queue.Result) string {
+func outcomeText(verb, id string, kind queue.Kind, res queue.Result) string {
+	file := kind == queue.KindWrite || kind == queue.KindEdit || kind == queue.KindPatch
 	switch {
+	case res.Status == queue.StatusDecided && res.Decision == queue.Allow && file:
+		return verb + " " + id + ": the agent makes the change"
 	case res.Status == queue.StatusDecided && res.Decision == queue.Allow:
 		return verb + " " + id + ": the agent runs it"
 	case res.Status == queue.StatusDecided, res.Status == queue.StatusDenied:
 		return verb + " " + id
+	case res.Status == queue.StatusDone && file:
+		return verb + " " + id + ": the change is made"
 	case res.Status == queue.StatusDone && res.ExitCode != nil:
 		return fmt.Sprintf("%s %s: ran, exit %d", verb, id, *res.ExitCode)
 	}
