@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/sluice-dev/sluice/checkpoint"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -18,17 +19,109 @@ type Actor struct {
 	Runner *Runner
 	// Jail returns the directories a request in cwd may touch.
 	Jail func(cwd string) []string
+	// Checkpoints, when set, snapshots the jail's roots before and after
+	// every run that may change files, so that the result lists the
+	// files it changed and 'sluice undo' can restore them.
+	Checkpoints *checkpoint.Store
 }
 
 var _ queue.Runner = (*Actor)(nil)
 
 // Run implements queue.Runner.
 func (a *Actor) Run(ctx context.Context, req *queue.Request, ro queue.RunOptions) (queue.Result, string) {
-	logPath, output := ro.LogPath, ro.Output
 	var jail []string
 	if a.Jail != nil && req.Cwd != "" {
 		jail = a.Jail(req.Cwd)
 	}
+	var pre []checkpoint.Snapshot
+	cp := a.checkpointed(req, ro)
+	// Checkpoints outlive a killed run: what it changed is still listed.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
+	defer cancel()
+	if cp != nil {
+		pre = a.snapshot(cctx, req, jail, "pre", cp)
+	}
+	res, sum := a.run(ctx, req, ro, jail)
+	if cp != nil {
+		res.Checkpoint = cp
+		a.changes(cctx, req, jail, pre, &res)
+	}
+	return res, sum
+}
+
+// checkpointTimeout bounds the snapshots of one run (the first one of a
+// large project copies every file into its shadow repository).
+const checkpointTimeout = 5 * time.Minute
+
+// checkpointed says whether req's run is checkpointed: any run that may
+// change files (a file request, a command not confined read-only), when
+// there is a store. Its Checkpoint is filled in as the snapshots are taken.
+func (a *Actor) checkpointed(req *queue.Request, ro queue.RunOptions) *queue.Checkpoint {
+	if a.Checkpoints == nil {
+		return nil
+	}
+	if req.Kind == queue.KindExec && !ro.Unconfined && ro.Verdict.Profile == "read_only" {
+		return nil
+	}
+	return &queue.Checkpoint{}
+}
+
+// roots are the directories checkpointed for req: its jail, else its cwd.
+func roots(req *queue.Request, jail []string) []string {
+	if len(jail) > 0 {
+		return jail
+	}
+	if req.Cwd != "" {
+		return []string{req.Cwd}
+	}
+	return nil
+}
+
+// snapshot takes the named snapshot (pre, post) of each root; a root that
+// cannot be snapshotted is said in cp.Error and left out.
+func (a *Actor) snapshot(ctx context.Context, req *queue.Request, jail []string, name string, cp *queue.Checkpoint) []checkpoint.Snapshot {
+	var out []checkpoint.Snapshot
+	for _, root := range roots(req, jail) {
+		s, err := a.Checkpoints.Take(ctx, root, req.ID+"/"+name)
+		if err != nil {
+			if cp.Error == "" {
+				cp.Error = err.Error()
+			}
+			continue
+		}
+		if name == "pre" {
+			cp.Roots = append(cp.Roots, root)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// changes takes the snapshots after the run and lists what changed.
+func (a *Actor) changes(ctx context.Context, req *queue.Request, jail []string, pre []checkpoint.Snapshot, res *queue.Result) {
+	if len(pre) == 0 {
+		res.Checkpoint.Roots = nil
+		return
+	}
+	post := a.snapshot(ctx, req, jail, "post", res.Checkpoint)
+	for i, p := range post {
+		if i >= len(pre) || pre[i].Root != p.Root {
+			continue
+		}
+		cs, err := a.Checkpoints.Changes(ctx, pre[i], p)
+		if err != nil {
+			res.Checkpoint.Error = err.Error()
+			continue
+		}
+		for _, c := range cs {
+			res.ChangedFiles = append(res.ChangedFiles, queue.FileChange{Path: c.Path, Change: c.Change})
+		}
+	}
+}
+
+// run carries out req: a command under the pty runner, or a file change.
+func (a *Actor) run(ctx context.Context, req *queue.Request, ro queue.RunOptions, jail []string) (queue.Result, string) {
+	logPath, output := ro.LogPath, ro.Output
 	if req.Kind == queue.KindExec {
 		return a.Runner.Run(ctx, req, Options{LogPath: logPath, Output: output, Jail: jail,
 			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined})

@@ -494,7 +494,7 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 	}
 	if err := e.record(name, req, actor, func(x *Event) {
 		x.Status, x.Reason, x.ExitCode, x.DurationMS, x.OutputSHA256 = res.Status, res.Reason, res.ExitCode, res.DurationMS, sum
-		x.Sandbox = res.Sandbox
+		x.Sandbox, x.ChangedFiles, x.Checkpoint = res.Sandbox, res.ChangedFiles, res.Checkpoint
 	}); err != nil {
 		// The command ran; its answer still goes back, and the log's gap
 		// is what verify will show.

@@ -20,6 +20,10 @@ const (
 	EventExpired     EventName = "expired"      // not decided before expires_at
 	EventInterrupted EventName = "interrupted"  // its actor died while acting on it
 	EventInvalid     EventName = "invalid"      // the request file was refused
+	// EventUndone: a person restored the files a run (or an undo)
+	// changed to its checkpoint; its id is the undo's own, Reason names
+	// what was undone, ChangedFiles what the undo changed.
+	EventUndone EventName = "undone"
 
 	// EventAuditRepaired is written by the log itself, not by the engine:
 	// the bytes named in Torn were a line cut short (a crash mid-append)
@@ -31,7 +35,7 @@ const (
 func EventNames() []EventName {
 	return []EventName{EventQueued, EventAutoAllowed, EventAutoDenied, EventApproved,
 		EventDenied, EventStarted, EventFinished, EventTimeout, EventKilled, EventExpired,
-		EventInterrupted, EventInvalid, EventAuditRepaired}
+		EventInterrupted, EventInvalid, EventUndone, EventAuditRepaired}
 }
 
 // Event is one line of the audit log. The field order is the order of the
@@ -64,6 +68,10 @@ type Event struct {
 	// Sandbox is the run's confinement (Result.Sandbox); on approved,
 	// "unconfined" when a person chose to run it without.
 	Sandbox string `json:"sandbox,omitempty"`
+	// ChangedFiles and Checkpoint are the run's (Result's), on finished,
+	// timeout and killed.
+	ChangedFiles []FileChange `json:"changed_files,omitempty"`
+	Checkpoint   *Checkpoint  `json:"checkpoint,omitempty"`
 
 	// Torn is set on EventAuditRepaired only: the bytes it skips.
 	Torn *TornSpan `json:"torn,omitempty"`

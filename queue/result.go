@@ -101,6 +101,26 @@ type Result struct {
 	Sandbox    string    `json:"sandbox,omitempty"`
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// ChangedFiles are the files the run created, changed or deleted
+	// under its project's roots, from the checkpoints taken before and
+	// after it (mutating runs only).
+	ChangedFiles []FileChange `json:"changed_files,omitempty"`
+	// Checkpoint says where the checkpoints are, for 'sluice undo'.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+}
+
+// FileChange is one file a run created, changed or deleted.
+type FileChange struct {
+	Path   string `json:"path"`   // absolute
+	Change string `json:"change"` // created, changed or deleted
+}
+
+// Checkpoint names the snapshots taken around a run: one per root, as
+// refs ID/pre and ID/post in each root's shadow repository; Error says
+// why there are none (or not all).
+type Checkpoint struct {
+	Roots []string `json:"roots,omitempty"`
+	Error string   `json:"error,omitempty"`
 }
 
 // Ran reports whether the command was started (so ExitCode, Log and the

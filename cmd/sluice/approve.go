@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/sluice-dev/sluice/exec"
@@ -127,9 +126,7 @@ func confirmFileChange(std stdio, sp *queue.Spool, id string) bool {
 			fmt.Fprintf(std.err, "sluice approve: %s: %s\n", id, show(err.Error()))
 			return true // ApproveAs refuses it the same way, and answers the agent
 		}
-		for _, l := range strings.Split(strings.TrimRight(ch.Diff(), "\n"), "\n") {
-			fmt.Fprintln(std.out, show(strings.ReplaceAll(l, "\t", "    ")))
-		}
+		printDiff(std.out, ch.Diff())
 		return confirm(std, fmt.Sprintf("Apply this %s to %s? [y/N] ", req.Kind, show(req.Path)))
 	}
 	return true

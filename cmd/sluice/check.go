@@ -75,6 +75,7 @@ func ownPaths(policyFile, spool string) []string {
 	if a, err := auditPath(""); err == nil {
 		paths = append(paths, a)
 	}
+	paths = append(paths, checkpointDir()) // undo's source: no run may rewrite it
 	var out []string
 	for _, p := range paths {
 		if p == "" {

@@ -40,6 +40,8 @@ var commands = []command{
 	{"show", "show one request: fields, verdict with its parts, diff, status", cmdShow},
 	{"approve", "approve a pending request and run it here", cmdApprove},
 	{"deny", "deny a pending request", cmdDeny},
+	{"undo", "put back the files a run changed, from its checkpoint", cmdUndo},
+	{"checkpoints", "prune the checkpoints runs leave (sluice checkpoints prune)", cmdCheckpoints},
 	{"serve", "the headless engine: act on what the policy decides alone", cmdServe},
 	{"mcp", "an MCP server (stdio) that puts run_command, write_file and edit_file behind the console", cmdMCP},
 	{"audit", "verify or read the audit log", cmdAudit},

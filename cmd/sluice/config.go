@@ -12,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/sluice-dev/sluice/checkpoint"
 	"github.com/sluice-dev/sluice/exec"
 )
 
@@ -47,6 +48,12 @@ type config struct {
 	// HookConfine wraps the shell commands a hook allows in 'sluice
 	// sandbox' (default true), so that the agent runs them confined.
 	HookConfine *bool `toml:"hook_confine"`
+	// Checkpoints: snapshot the project before and after every run that
+	// may change files (default true); CheckpointKeep and
+	// CheckpointMaxAge bound how many runs' checkpoints are kept.
+	Checkpoints      *bool         `toml:"checkpoints"`
+	CheckpointKeep   int           `toml:"checkpoint_keep"`
+	CheckpointMaxAge time.Duration `toml:"checkpoint_max_age"`
 
 	Console consoleConfig `toml:"console"`
 
@@ -106,6 +113,14 @@ for the next start. Every key is optional:
                                    # policy, audit log and spool are always
                                    # hidden
   max_procs = 1024                 # processes one run may have at once
+  checkpoints = true               # snapshot the project (a shadow git
+                                   # repository under ~/.local/state/sluice/
+                                   # checkpoints; your own repository is not
+                                   # touched) before and after every run that
+                                   # may change files: results list the files
+                                   # changed, 'sluice undo ID' restores them
+  checkpoint_keep = 200            # the newest runs whose checkpoints are kept
+  checkpoint_max_age = "720h"      # and for how long at most
   hook_confine = true              # a shell command an agent's hook allows
                                    # comes back wrapped in 'sluice sandbox
                                    # --profile P', so the agent runs it
@@ -128,11 +143,12 @@ var knownConfigKeys = map[string]bool{"max_auto": true, "default_timeout": true,
 	"secret_patterns": true, "extra_secret_patterns": true, "console": true,
 	"sandbox": true, "sandbox_writable": true, "extra_sandbox_writable": true,
 	"sandbox_hidden": true, "extra_sandbox_hidden": true, "max_procs": true, "hook_confine": true,
+	"checkpoints": true, "checkpoint_keep": true, "checkpoint_max_age": true,
 	"console.theme": true, "console.bell": true, "console.notify": true, "console.grace": true, "console.history": true}
 
 // knownKeysText lists the keys for an error message.
 const knownKeysText = "max_auto, default_timeout, kill_grace, secret_patterns, extra_secret_patterns, " +
-	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, max_procs, hook_confine, " +
+	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, max_procs, hook_confine, checkpoints, checkpoint_keep, checkpoint_max_age, " +
 	"[console] theme, bell, notify, grace, history"
 
 // Limits a config must stay within.
@@ -229,6 +245,10 @@ func parseConfig(data []byte) (*config, error) {
 		return nil, fmt.Errorf("max_procs = %d: must be between 16 and %d (a shell and the programs it starts need a few)", c.MaxProcs, maxMaxProcs)
 	case c.Console.Grace != 0 && (c.Console.Grace < minGrace || c.Console.Grace > maxGrace):
 		return nil, fmt.Errorf("[console] grace = %s: must be between %s and %s", c.Console.Grace, minGrace, maxGrace)
+	case c.CheckpointKeep < 0 || c.CheckpointKeep == 0 && md.IsDefined("checkpoint_keep"):
+		return nil, fmt.Errorf("checkpoint_keep = %d: must be 1 or more (checkpoints = false turns them off)", c.CheckpointKeep)
+	case c.CheckpointMaxAge < 0 || c.CheckpointMaxAge == 0 && md.IsDefined("checkpoint_max_age"):
+		return nil, fmt.Errorf("checkpoint_max_age = %s: must be positive", c.CheckpointMaxAge)
 	case c.Console.History != nil && (*c.Console.History < 0 || *c.Console.History > maxHistory):
 		return nil, fmt.Errorf("[console] history = %d: must be between 0 and %d", *c.Console.History, maxHistory)
 	}
@@ -270,6 +290,36 @@ func (c *config) runner(spool string, own ...string) *exec.Runner {
 		Grace:          c.KillGrace,
 		Confine:        c.confine(spool, own...),
 	}
+}
+
+// checkpointStore is where runs are checkpointed, or nil when
+// checkpoints = false.
+func (c *config) checkpointStore() *checkpoint.Store {
+	if c.Checkpoints != nil && !*c.Checkpoints {
+		return nil
+	}
+	return &checkpoint.Store{Dir: checkpointDir()}
+}
+
+// checkpointRetention is checkpoint_keep and checkpoint_max_age, defaulted.
+func (c *config) checkpointRetention() (keep int, maxAge time.Duration) {
+	keep, maxAge = 200, 30*24*time.Hour
+	if c.CheckpointKeep > 0 {
+		keep = c.CheckpointKeep
+	}
+	if c.CheckpointMaxAge > 0 {
+		maxAge = c.CheckpointMaxAge
+	}
+	return keep, maxAge
+}
+
+// checkpointDir is $XDG_STATE_HOME/sluice/checkpoints (~/.local/state/...).
+func checkpointDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "sluice", "checkpoints")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "sluice", "checkpoints")
 }
 
 // hookConfine reports whether hooks wrap the shell commands they allow in

@@ -74,6 +74,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("SLUICE_SPOOL", filepath.Join(env.WorkDir, "spool"))
 			env.Setenv("XDG_RUNTIME_DIR", "")
 			env.Setenv("SLUICE_AUDIT", filepath.Join(env.WorkDir, "audit.jsonl"))
+			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, "state")) // checkpoints
 			// Under -race every process sleeps a second at exit, waiting
 			// for reports from other goroutines; sluice's are short-lived.
 			if gorace := os.Getenv("GORACE"); !strings.Contains(gorace, "atexit_sleep_ms") {

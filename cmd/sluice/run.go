@@ -142,6 +142,9 @@ func runExit(res *queue.Result, std stdio) int { return exitFor("run", res, std)
 
 // exitFor is runExit for command name (run, approve).
 func exitFor(name string, res *queue.Result, std stdio) int {
+	if s := changedText(res); s != "" {
+		fmt.Fprintf(std.err, "sluice %s: %s\n", name, s)
+	}
 	reason := ""
 	if res.Reason != "" {
 		reason = ": " + show(res.Reason)
@@ -174,6 +177,24 @@ func exitFor(name string, res *queue.Result, std stdio) int {
 	}
 	fmt.Fprintf(std.err, "sluice %s: not run: %s%s\n", name, show(string(res.Status)), reason)
 	return exitNotRun
+}
+
+// changedText says which files a run changed and how to put them back;
+// "" when it changed none.
+func changedText(res *queue.Result) string {
+	n := len(res.ChangedFiles)
+	if n == 0 {
+		return ""
+	}
+	var parts []string
+	for i, c := range res.ChangedFiles {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("and %d more", n-10))
+			break
+		}
+		parts = append(parts, show(c.Path)+" ("+c.Change+")")
+	}
+	return fmt.Sprintf("changed %d file(s): %s; 'sluice undo %s' puts them back", n, strings.Join(parts, ", "), res.ID)
 }
 
 func absDir(dir string) (string, error) {

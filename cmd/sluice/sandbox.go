@@ -114,7 +114,7 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 	if policyFile == "" {
 		policyFile = defaultPolicyFile()
 	}
-	conf := cfg.confine(spool, policyFile, auditFile, stateDir(auditFile))
+	conf := cfg.confine(spool, policyFile, auditFile, stateDir(auditFile), checkpointDir())
 
 	cmd := osexec.Command(path, words[1:]...)
 	cmd.Args[0] = words[0]

@@ -85,12 +85,12 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	// Nothing this process runs may read its memory or environment
 	// through /proc, nor attach to it.
 	protectProcess()
-	r := cfg.runner(sp.Dir(), user, path, stateDir(path))
-	runner := &exec.Actor{Runner: r, Jail: policy.Roots}
+	r := cfg.runner(sp.Dir(), user, path, stateDir(path), checkpointDir())
+	runner := &exec.Actor{Runner: r, Jail: policy.Roots, Checkpoints: cfg.checkpointStore()}
 	judge := requireSandbox{inner: &policy.Judge{Options: opts}, runner: r}
 	// A reloaded configuration changes what new runs get.
 	ef.reconfigure = func(c *config) {
-		nr := c.runner(sp.Dir(), user, path, stateDir(path))
+		nr := c.runner(sp.Dir(), user, path, stateDir(path), checkpointDir())
 		r.Reconfigure(exec.Settings{SecretPatterns: nr.SecretPatterns, DefaultTimeout: nr.DefaultTimeout,
 			Grace: nr.Grace, Confine: nr.Confine})
 	}

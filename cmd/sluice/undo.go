@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/checkpoint"
+	"github.com/sluice-dev/sluice/queue"
+)
+
+const undoHelp = `Put back the files a run changed: each file the run created, changed or
+deleted (its result's changed_files) is restored to the checkpoint taken
+just before the run. ID is the request's id (or a prefix of 8 or more
+characters), or an earlier undo's id: an undo can be undone.
+
+It shows the diff that undoing would apply and asks [y/N] (--yes does not
+ask). A file that changed again since the run is a conflict: the undo is
+refused and the conflicts are shown, unless --force, which overwrites them
+too. The undo is checkpointed and recorded in the audit log ("undone").
+
+Checkpoints live in a shadow git repository per project under
+$XDG_STATE_HOME/sluice/checkpoints (your own repository, index, branches and
+stash are never touched); files your .gitignore ignores are not
+checkpointed. 'sluice checkpoints prune' drops old ones.
+
+Exit status: 0 undone (or nothing to undo); 1 refused (a conflict, not
+confirmed, no checkpoint); 2 usage.
+`
+
+// undoPlan is what undoing a run would do.
+type undoPlan struct {
+	id        string   // the run (or undo) being undone
+	cwd       string   // its cwd, for the undo's audit line
+	roots     []string // checkpointed roots
+	paths     []string // the files it changed, absolute
+	conflicts []string // of paths, those changed again since
+	diff      string   // what undoing applies (now → before the run)
+	conflict  string   // how the conflicts changed since the run
+}
+
+// findRun reads the audit log for the last line that names what run id
+// changed (finished, timeout, killed or undone, with its checkpoint).
+func findRun(logPath, id string) (*queue.Event, error) {
+	if len(id) < 8 {
+		return nil, fmt.Errorf("give at least 8 characters of the id (see 'sluice audit tail')")
+	}
+	f, err := os.Open(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("read the audit log: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	lines, _, err := audit.Last(f, fi.Size(), 1, audit.Filter{ID: id,
+		Events: []queue.EventName{queue.EventFinished, queue.EventTimeout, queue.EventKilled, queue.EventUndone}})
+	if err != nil {
+		return nil, err
+	}
+	if len(lines) == 0 || lines[0].Event == nil {
+		return nil, fmt.Errorf("no run %s in %s that changed files (see 'sluice audit tail')", show(id), logPath)
+	}
+	ev := lines[0].Event
+	if ev.Checkpoint == nil || len(ev.Checkpoint.Roots) == 0 {
+		why := "it was not checkpointed"
+		if ev.Checkpoint != nil && ev.Checkpoint.Error != "" {
+			why += ": " + ev.Checkpoint.Error
+		}
+		return nil, fmt.Errorf("cannot undo %s: %s", ev.ID, why)
+	}
+	return ev, nil
+}
+
+// planUndo works out what undoing ev's run does now, taking the undo's
+// own "before" checkpoint (undoID/pre) on the way.
+func planUndo(ctx context.Context, st *checkpoint.Store, ev *queue.Event, undoID string) (*undoPlan, map[string][3]checkpoint.Snapshot, error) {
+	p := &undoPlan{id: ev.ID, cwd: ev.Cwd, roots: ev.Checkpoint.Roots}
+	snaps := map[string][3]checkpoint.Snapshot{} // root → pre, post, now
+	for _, c := range ev.ChangedFiles {
+		p.paths = append(p.paths, c.Path)
+	}
+	slices.Sort(p.paths)
+	if len(p.paths) == 0 {
+		return p, snaps, nil
+	}
+	for _, root := range p.roots {
+		under := pathsUnder(root, p.paths)
+		if len(under) == 0 {
+			continue
+		}
+		pre, err := st.Ref(ctx, root, ev.ID+"/pre")
+		if err != nil {
+			return nil, nil, err
+		}
+		post, err := st.Ref(ctx, root, ev.ID+"/post")
+		if err != nil {
+			return nil, nil, err
+		}
+		now, err := st.Take(ctx, root, undoID+"/pre")
+		if err != nil {
+			return nil, nil, err
+		}
+		snaps[root] = [3]checkpoint.Snapshot{pre, post, now}
+		since, err := st.Changes(ctx, post, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		var conflicts []string
+		for _, c := range since {
+			if slices.Contains(under, c.Path) {
+				conflicts = append(conflicts, c.Path)
+			}
+		}
+		p.conflicts = append(p.conflicts, conflicts...)
+		if len(conflicts) > 0 {
+			d, err := st.Diff(ctx, post, now, conflicts)
+			if err != nil {
+				return nil, nil, err
+			}
+			p.conflict += d
+		}
+		d, err := st.Diff(ctx, now, pre, under)
+		if err != nil {
+			return nil, nil, err
+		}
+		p.diff += d
+	}
+	return p, snaps, nil
+}
+
+// pathsUnder are the paths that lie under root.
+func pathsUnder(root string, paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if strings.HasPrefix(p, strings.TrimSuffix(root, string(filepath.Separator))+string(filepath.Separator)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// applyUndo restores plan's files, checkpoints the result (undoID/post)
+// and records the undo in the audit log; it returns what the undo changed.
+func applyUndo(ctx context.Context, st *checkpoint.Store, rec queue.Recorder, plan *undoPlan,
+	snaps map[string][3]checkpoint.Snapshot, undoID, actor string) ([]queue.FileChange, error) {
+	var changed []queue.FileChange
+	var roots []string
+	for _, root := range plan.roots {
+		s, ok := snaps[root]
+		if !ok {
+			continue
+		}
+		if err := st.Restore(ctx, s[0], pathsUnder(root, plan.paths)); err != nil {
+			return nil, err
+		}
+		after, err := st.Take(ctx, root, undoID+"/post")
+		if err != nil {
+			return nil, err
+		}
+		cs, err := st.Changes(ctx, s[2], after)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			changed = append(changed, queue.FileChange{Path: c.Path, Change: c.Change})
+		}
+		roots = append(roots, root)
+	}
+	ev := queue.Event{ID: undoID, Event: queue.EventUndone, Actor: actor, Cwd: plan.cwd,
+		Status: queue.StatusDone, Reason: "undid " + plan.id, ChangedFiles: changed,
+		Checkpoint: &queue.Checkpoint{Roots: roots}}
+	if err := rec.Record(ev); err != nil {
+		return changed, fmt.Errorf("the files were restored, but the audit log did not take the undo: %w", err)
+	}
+	return changed, nil
+}
+
+func cmdUndo(args []string, std stdio, g *globals) int {
+	fs := newFlags("undo", "[--yes] [--force] ID", undoHelp, std, g).unused("spool")
+	auditFile := fs.String("audit", "", auditFlagHelp)
+	yes := fs.Bool("yes", false, "do not ask before restoring")
+	force := fs.Bool("force", false, "restore files that changed again since the run too (overwriting those changes)")
+	pos, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageErr(std, "undo", "which run? give its ID (see 'sluice audit tail')")
+	}
+	cfg, err := loadConfig(g.config)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice undo: %v\n", err)
+		return exitUsage
+	}
+	st := cfg.checkpointStore()
+	if st == nil {
+		st = &checkpoint.Store{Dir: checkpointDir()} // off for new runs; old ones can still be undone
+	}
+	logPath, err := auditPath(*auditFile)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice undo: %v\n", err)
+		return exitFail
+	}
+	ev, err := findRun(logPath, pos[0])
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice undo: %s\n", show(err.Error()))
+		return exitFail
+	}
+	ctx := context.Background()
+	undoID := queue.NewID()
+	plan, snaps, err := planUndo(ctx, st, ev, undoID)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice undo: %s\n", show(err.Error()))
+		return exitFail
+	}
+	if len(plan.paths) == 0 {
+		fmt.Fprintf(std.out, "%s changed no files: nothing to undo\n", ev.ID)
+		return exitOK
+	}
+	if len(plan.conflicts) > 0 {
+		fmt.Fprintf(std.err, "sluice undo: %d file(s) changed again since %s ran:\n", len(plan.conflicts), ev.ID)
+		for _, c := range plan.conflicts {
+			fmt.Fprintf(std.err, "  %s\n", show(c))
+		}
+		printDiff(std.err, plan.conflict)
+		if !*force {
+			fmt.Fprintln(std.err, "sluice undo: refused; --force restores them too, losing those changes")
+			return exitFail
+		}
+	}
+	printDiff(std.out, plan.diff)
+	if !*yes && !confirm(std, fmt.Sprintf("Restore %d file(s) to before %s? [y/N] ", len(plan.paths), ev.ID)) {
+		fmt.Fprintln(std.err, "nothing restored")
+		return exitFail
+	}
+	log, err := audit.Open(logPath)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice undo: %v\n", err)
+		return exitFail
+	}
+	defer log.Close()
+	changed, err := applyUndo(ctx, st, log, plan, snaps, undoID, loginName())
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice undo: %s\n", show(err.Error()))
+		return exitFail
+	}
+	fmt.Fprintf(std.out, "undone: %d file(s) restored to before %s (undo it with 'sluice undo %s')\n", len(changed), ev.ID, undoID)
+	return exitOK
+}
+
+// printDiff writes a diff of files an agent wrote, line by line, as
+// text: what a terminal would act on is shown escaped.
+func printDiff(w io.Writer, diff string) {
+	if diff == "" {
+		return
+	}
+	for _, l := range strings.Split(strings.TrimRight(diff, "\n"), "\n") {
+		fmt.Fprintln(w, show(strings.ReplaceAll(l, "\t", "    ")))
+	}
+}
