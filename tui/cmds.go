@@ -43,6 +43,26 @@ func (m *Model) approveCmd(id, command string) tea.Cmd {
 	return m.approveAs(id, queue.Approval{Command: command}, verb)
 }
 
+// planUndoCmd works out, off the UI goroutine, what undoing run id does.
+func (m *Model) planUndoCmd(id string) tea.Cmd {
+	plan := m.d.opt.PlanUndo
+	return func() tea.Msg {
+		p, err := plan(id)
+		return undoPlannedMsg{plan: p, err: err}
+	}
+}
+
+// applyUndoCmd carries an undo out.
+func (m *Model) applyUndoCmd(p *UndoPlan, force bool) tea.Cmd {
+	apply := m.d.opt.ApplyUndo
+	m.d.wg.Add(1)
+	return func() tea.Msg {
+		defer m.d.wg.Done()
+		text, err := apply(p, force)
+		return undoneMsg{text: text, err: err}
+	}
+}
+
 // judgeEditCmd judges the command a person edited request req into, off
 // the UI goroutine (a verdict reads policy files and walks the project).
 // Without an engine's judge the edit asks, like any unknown line.

@@ -62,6 +62,23 @@ func (m *Model) dialog() string {
 			ds.Text.Render("To run it confined instead, press Esc and use a."),
 			"", ds.Button.Render("y: run it unconfined") + "  " + no,
 		}
+	case modeConfirmUndo:
+		p := m.undo
+		title = fmt.Sprintf("Undo %s: restore %d file(s) to before it ran?", shortID(p.ID), len(p.Files))
+		rows := max(3, m.height-ds.Box.GetVerticalFrameSize()-8)
+		if len(p.Conflicts) > 0 {
+			body = append(body, m.st.App.Error.Render(fmt.Sprintf("%d file(s) changed again since; undoing overwrites those changes:", len(p.Conflicts))))
+			for _, c := range p.Conflicts {
+				body = append(body, "  "+plainText(c))
+			}
+			body = append(body, "")
+		}
+		body = append(body, m.undoDiff(p.Diff, rows-len(body), inner)...)
+		if len(p.Conflicts) > 0 {
+			body = append(body, "", ds.Button.Render("F: overwrite and undo")+"  "+no)
+		} else {
+			body = append(body, "", ds.Button.Render("y: undo")+"  "+no)
+		}
 	case modeConfirmKill:
 		title = "Kill " + shortID(m.killID) + "?"
 		what := ""
@@ -94,6 +111,34 @@ func (m *Model) dialog() string {
 		lines[i] = fit(l, inner)
 	}
 	return ds.Box.Render(strings.Join(lines, "\n"))
+}
+
+// undoDiff is a diff for the undo dialog, coloured, at most rows lines
+// (a marker says how many more: sluice undo ID shows it all).
+func (m *Model) undoDiff(diff string, rows, width int) []string {
+	ds := m.st.Diff
+	lines := strings.Split(strings.TrimRight(diff, "\n"), "\n")
+	var out []string
+	for i, l := range lines {
+		if len(out) >= rows-1 && i < len(lines)-1 {
+			out = append(out, m.st.App.Flag.Render(fmt.Sprintf("… %d more lines ('sluice undo' in a terminal shows them all)", len(lines)-i)))
+			break
+		}
+		st := ds.Context
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"), strings.HasPrefix(l, "diff "):
+			st = ds.File
+		case strings.HasPrefix(l, "@@"):
+			st = ds.Hunk
+		case strings.HasPrefix(l, "+"):
+			st = ds.Add
+		case strings.HasPrefix(l, "-"):
+			st = ds.Del
+		}
+		styled, _ := styledText(strings.ReplaceAll(l, "\t", "    "), st, m.st.Detail.Escaped)
+		out = append(out, ansi.Truncate(styled[0], width, "…"))
+	}
+	return out
 }
 
 // policyFileText says where an added rule goes.

@@ -156,3 +156,60 @@ func TestDemoHints(t *testing.T) {
 		t.Errorf("an asking command's hint:\n%s", v)
 	}
 }
+
+// TestUndoKey: u on a History entry shows what undoing would restore and
+// undoes on y; with files changed again since, y refuses and F forces.
+func TestUndoKey(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var applied []bool
+	conflicts := []string{}
+	f.m.d.opt.PlanUndo = func(id string) (*UndoPlan, error) {
+		return &UndoPlan{ID: id, Files: []string{"/home/me/app/a.txt"}, Conflicts: conflicts,
+			Diff: "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-ONE two\n+one two\n"}, nil
+	}
+	f.m.d.opt.ApplyUndo = func(p *UndoPlan, force bool) (string, error) {
+		applied = append(applied, force)
+		return "undone " + p.ID, nil
+	}
+	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	f.m.Logged(logged("01JDUNDO000000000000000001", "sed -i s/one/ONE/ a.txt", at,
+		queue.Event{Event: queue.EventApproved, Actor: "bob"},
+		queue.Event{Event: queue.EventFinished, Status: queue.StatusDone, ExitCode: new(int),
+			ChangedFiles: []queue.FileChange{{Path: "/home/me/app/a.txt", Change: "changed"}},
+			Checkpoint:   &queue.Checkpoint{Roots: []string{"/home/me/app"}}}))
+	f.drain()
+	f.press(f.m.keys.Tab)
+	if v := squeeze(ansi.Strip(f.m.View().Content)); !strings.Contains(v, "1 file(s) · u undoes it") || !strings.Contains(v, "changed a.txt") {
+		t.Fatalf("the entry does not list what it changed:\n%s", v)
+	}
+	f.run(f.press(f.m.keys.Undo))
+	if f.m.mode != modeConfirmUndo {
+		t.Fatalf("u: mode %s, status %q", f.m.mode, f.m.status)
+	}
+	v := ansi.Strip(f.m.View().Content)
+	for _, want := range []string{"restore 1 file(s)", "-ONE two", "+one two", "y: undo"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the undo dialog lacks %q:\n%s", want, v)
+		}
+	}
+	f.run(f.press(f.m.keys.Yes))
+	if len(applied) != 1 || applied[0] || !strings.Contains(f.m.status, "undone 01JDUNDO") {
+		t.Fatalf("y: applied %v, status %q", applied, f.m.status)
+	}
+
+	conflicts = []string{"/home/me/app/a.txt"}
+	f.run(f.press(f.m.keys.Undo))
+	if v := ansi.Strip(f.m.View().Content); !strings.Contains(v, "changed again since") || !strings.Contains(v, "F: overwrite") {
+		t.Fatalf("the conflict is not shown:\n%s", v)
+	}
+	f.run(f.press(f.m.keys.Yes))
+	if len(applied) != 1 || !strings.Contains(f.m.status, "F overwrites") {
+		t.Fatalf("y with a conflict: applied %v, status %q", applied, f.m.status)
+	}
+	f.run(f.press(f.m.keys.Undo))
+	f.run(f.press(f.m.keys.Force))
+	if len(applied) != 2 || !applied[1] {
+		t.Fatalf("F: applied %v", applied)
+	}
+}

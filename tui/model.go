@@ -31,6 +31,11 @@ type Options struct {
 	AddRule      func(pattern, command string) error
 	// PolicyFile is the file AddRule writes to, as a person reads it.
 	PolicyFile string
+	// PlanUndo works out what undoing run id would do (taking the
+	// undo's own checkpoint); ApplyUndo carries the plan out, overwriting
+	// files changed since the run only with force. nil disables u.
+	PlanUndo  func(id string) (*UndoPlan, error)
+	ApplyUndo func(plan *UndoPlan, force bool) (string, error)
 	// Demo marks the console as sluice console --demo: the header says
 	// so, and an empty status line says which key does what.
 	Demo bool
@@ -122,10 +127,11 @@ const (
 	modeHelp
 	modeConfirmUnconfined
 	modeConfirmKill
+	modeConfirmUndo
 )
 
 func (m mode) String() string {
-	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help", "confirm-unconfined", "confirm-kill"}[m]
+	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help", "confirm-unconfined", "confirm-kill", "confirm-undo"}[m]
 }
 
 // item is a pending request as the queue shows it.
@@ -172,7 +178,8 @@ type Model struct {
 	input       lineInput
 	editVerdict queue.Verdict // the edited command's, for modeConfirmEdit
 	rule        ruleProposedMsg
-	killID      string // the run modeConfirmKill asks about
+	killID      string    // the run modeConfirmKill asks about
+	undo        *UndoPlan // the plan modeConfirmUndo asks about
 
 	graceFrom, graceUntil time.Time
 	lastChange            time.Time // the last arrival or selection change
@@ -228,6 +235,18 @@ func New(opt Options) *Model {
 // Observer is the engine observer the console listens to (already set on
 // Options.Engine when one was given).
 func (m *Model) Observer() queue.Observer { return m.feed }
+
+// UndoPlan is what undoing a run would do, as the console shows it.
+type UndoPlan struct {
+	ID        string   // the run (or undo) undone
+	Files     []string // the files it would restore, absolute
+	Diff      string   // what undoing applies
+	Conflicts []string // files changed again since the run
+	// Since is how the conflicting files changed since the run.
+	Since string
+	// Token is the caller's, for ApplyUndo.
+	Token any
+}
 
 // Settings are the console's options a reloaded configuration changes.
 type Settings struct {

@@ -105,5 +105,17 @@ type editJudgedMsg struct {
 	verdict queue.Verdict
 }
 
+// undoPlannedMsg carries what undoing a run would do.
+type undoPlannedMsg struct {
+	plan *UndoPlan
+	err  error
+}
+
+// undoneMsg reports how an undo ended.
+type undoneMsg struct {
+	text string
+	err  error
+}
+
 // errMsg is an error for the status bar.
 type errMsg struct{ err error }

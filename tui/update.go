@@ -39,6 +39,23 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			it.diff, it.diffErr, it.diffOK = msg.diff, msg.err, true
 		}
 		return m, nil
+	case undoPlannedMsg:
+		switch {
+		case msg.err != nil:
+			m.setErr(msg.err)
+		case len(msg.plan.Files) == 0:
+			m.setStatus(shortID(msg.plan.ID) + " changed no files: nothing to undo")
+		case m.mode == modeNormal:
+			m.undo, m.mode = msg.plan, modeConfirmUndo
+		}
+		return m, nil
+	case undoneMsg:
+		if msg.err != nil {
+			m.setErr(msg.err)
+		} else {
+			m.setStatus(msg.text)
+		}
+		return m, nil
 	case editJudgedMsg:
 		// The person may have moved on while it was judged: the dialog
 		// opens only on the request and the text it was judged for.
@@ -244,6 +261,11 @@ func (m *Model) applyLogged(ev *queue.Event) {
 	if r == nil {
 		req := &queue.Request{ID: ev.ID, Kind: ev.Kind, Command: ev.Command, Path: ev.Path, Tool: ev.Tool,
 			Cwd: ev.Cwd, Agent: ev.Agent}
+		if ev.Event == queue.EventUndone {
+			// An undo: not a request, but in History like one (and
+			// undoable like one).
+			req.Kind, req.Command = queue.KindExec, ev.Reason
+		}
 		r = &run{req: req, started: ev.TS, fromLog: true}
 		m.addRun(r)
 	}
@@ -260,7 +282,7 @@ func (m *Model) applyLogged(ev *queue.Event) {
 	}
 	if ev.Status != "" {
 		res := &queue.Result{ID: ev.ID, Status: ev.Status, ExitCode: ev.ExitCode, DurationMS: ev.DurationMS,
-			Reason: ev.Reason, Sandbox: ev.Sandbox, DecidedBy: r.by}
+			Reason: ev.Reason, Sandbox: ev.Sandbox, DecidedBy: r.by, ChangedFiles: ev.ChangedFiles, Checkpoint: ev.Checkpoint}
 		if ev.EditedFrom != "" {
 			res.Command = ev.Command
 		}

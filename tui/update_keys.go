@@ -25,6 +25,21 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		m.mode = modeNormal // anything else, Esc included, means no
 		return nil
+	case modeConfirmUndo:
+		p := m.undo
+		m.mode, m.undo = modeNormal, nil
+		switch {
+		case p == nil:
+		case len(p.Conflicts) > 0 && key.Matches(msg, k.Force):
+			return m.applyUndoCmd(p, true)
+		case len(p.Conflicts) > 0 && key.Matches(msg, k.Yes):
+			m.setErr(fmt.Errorf("not undone: %d file(s) changed again since; F overwrites them", len(p.Conflicts)))
+		case key.Matches(msg, k.Yes):
+			return m.applyUndoCmd(p, false)
+		default:
+			m.setStatus("not undone")
+		}
+		return nil
 	case modeConfirmKill:
 		m.mode = modeNormal
 		if key.Matches(msg, k.Yes) {
@@ -80,6 +95,21 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.hunk(-1)
 	case key.Matches(msg, k.Filter):
 		m.openInput(modeFilter, m.filter, "filter: ")
+	case key.Matches(msg, k.Undo):
+		r := m.selectedRun()
+		switch {
+		case m.focus == focusQueue || r == nil:
+			m.setErr(fmt.Errorf("select a run in History (tab) to undo what it changed"))
+		case m.d.opt.PlanUndo == nil:
+			m.setErr(fmt.Errorf("undo is not available here"))
+		case r.running():
+			m.setErr(fmt.Errorf("%s is still running", shortID(r.req.ID)))
+		case r.res == nil || r.res.Checkpoint == nil || len(r.res.Checkpoint.Roots) == 0:
+			m.setErr(fmt.Errorf("%s was not checkpointed: nothing to undo", shortID(r.req.ID)))
+		default:
+			m.setStatus("working out the undo…")
+			return m.planUndoCmd(r.req.ID)
+		}
 	case key.Matches(msg, k.Kill):
 		if r := m.shownRun(); r != nil && r.running() {
 			m.killID = r.req.ID

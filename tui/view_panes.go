@@ -118,6 +118,9 @@ func (m *Model) historyLines(w, h int) []string {
 			if r.res.DurationMS > 0 || r.res.Ran() {
 				dur = fmt.Sprintf(" %.1fs", float64(r.res.DurationMS)/1000)
 			}
+			if n := len(r.res.ChangedFiles); n > 0 {
+				dur += fmt.Sprintf(" %d file(s)", n)
+			}
 		}
 		row := m.st.BadgeFor(status).Render(status) + m.st.Queue.Age.Render(code+dur) + " " + plainText(r.req.Summary())
 		row = fit(row, max(1, w-m.st.Queue.Item.GetHorizontalFrameSize()))
@@ -134,6 +137,9 @@ func (m *Model) historyLines(w, h int) []string {
 
 // runHeading names what happened to a History entry, for its detail.
 func runHeading(r *run) string {
+	if r.last == queue.EventUndone {
+		return "Undo"
+	}
 	if r.res == nil {
 		if r.running() || r.last == queue.EventStarted {
 			return "Running"
@@ -335,6 +341,18 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 		out = append(out, label("result")+" "+s)
 		field("reason", res.Reason)
 		field("ran", res.Command)
+		if n := len(res.ChangedFiles); n > 0 {
+			out = append(out, label("changed")+" "+d.Value.Render(fmt.Sprintf("%d file(s) · u undoes it", n)))
+			for _, c := range res.ChangedFiles {
+				p := c.Path
+				if rel, ok := strings.CutPrefix(p, strings.TrimSuffix(req.Cwd, "/")+"/"); ok && req.Cwd != "" {
+					p = rel
+				}
+				out = append(out, wrap([]string{"  " + d.Category.Render(fmt.Sprintf("%-7s", c.Change)) + " " + plainText(p)}, max(1, w))...)
+			}
+		} else if res.Checkpoint != nil && res.Checkpoint.Error != "" {
+			field("checkpt", "none: "+res.Checkpoint.Error)
+		}
 	}
 	return out, cmdEnd
 }

@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
 
+	"github.com/sluice-dev/sluice/checkpoint"
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
@@ -108,6 +109,10 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	judge := policyJudge(eng.Judge)
 	sbText, sbOff := sandboxStatus(actor.Runner.Confine)
 
+	undoer := &consoleUndo{st: cfg.checkpointStore(), logPath: log.Path(), rec: log, actor: loginName()}
+	if undoer.st == nil {
+		undoer.st = &checkpoint.Store{Dir: checkpointDir()} // off for new runs; old ones can still be undone
+	}
 	runCtx, killRuns := context.WithCancel(context.Background())
 	defer killRuns()
 	m := tui.New(tui.Options{
@@ -119,6 +124,8 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		CountMatches: matchCounter(judge, log.Path()),
 		AddRule:      ruleAdder(judge, ef.userPolicyFile()),
 		PolicyFile:   homeShort(ef.userPolicyFile()),
+		PlanUndo:     undoer.plan,
+		ApplyUndo:    undoer.apply,
 		Demo:         *demo,
 		Styles:       styles,
 		AutoTheme:    auto,

@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/checkpoint"
 	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/tui"
 )
 
 const undoHelp = `Put back the files a run changed: each file the run created, changed or
@@ -253,6 +254,51 @@ func cmdUndo(args []string, std stdio, g *globals) int {
 	}
 	fmt.Fprintf(std.out, "undone: %d file(s) restored to before %s (undo it with 'sluice undo %s')\n", len(changed), ev.ID, undoID)
 	return exitOK
+}
+
+// consoleUndo gives the console its u key: plans and undos against the
+// audit log the console's engine writes.
+type consoleUndo struct {
+	st      *checkpoint.Store
+	logPath string
+	rec     queue.Recorder
+	actor   string
+}
+
+// undoToken is what ApplyUndo needs of a plan.
+type undoToken struct {
+	plan   *undoPlan
+	snaps  map[string][3]checkpoint.Snapshot
+	undoID string
+}
+
+func (u *consoleUndo) plan(id string) (*tui.UndoPlan, error) {
+	ev, err := findRun(u.logPath, id)
+	if err != nil {
+		return nil, err
+	}
+	undoID := queue.NewID()
+	p, snaps, err := planUndo(context.Background(), u.st, ev, undoID)
+	if err != nil {
+		return nil, err
+	}
+	return &tui.UndoPlan{ID: ev.ID, Files: p.paths, Diff: p.diff, Conflicts: p.conflicts, Since: p.conflict,
+		Token: undoToken{plan: p, snaps: snaps, undoID: undoID}}, nil
+}
+
+func (u *consoleUndo) apply(p *tui.UndoPlan, force bool) (string, error) {
+	tok, ok := p.Token.(undoToken)
+	if !ok {
+		return "", fmt.Errorf("undo: not a plan of this console")
+	}
+	if len(tok.plan.conflicts) > 0 && !force {
+		return "", fmt.Errorf("not undone: %d file(s) changed again since", len(tok.plan.conflicts))
+	}
+	changed, err := applyUndo(context.Background(), u.st, u.rec, tok.plan, tok.snaps, tok.undoID, u.actor)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("undone %s: %d file(s) restored (History shows the undo; u on it redoes)", p.ID, len(changed)), nil
 }
 
 // printDiff writes a diff of files an agent wrote, line by line, as
