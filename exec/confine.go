@@ -155,8 +155,7 @@ type confinement struct {
 // confine prepares the confinement of one run in dir, whose terminal is
 // tty. It never fails: what cannot be confined runs unconfined, and the
 // label says why.
-func (r *Runner) confine(dir, tty string, opt Options) *confinement {
-	c := r.now().Confine
+func (r *Runner) confine(dir, tty string, opt Options, c *Confine) *confinement {
 	switch {
 	case c == nil || c.Mode == SandboxOff:
 		return &confinement{label: nonePrefix + "sandbox = off"}

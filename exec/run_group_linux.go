@@ -66,7 +66,7 @@ func procInGroup(path string, pgid int, buf []byte) bool {
 // kill then sweeps the process group and tree). The run gives it back
 // with uncgroup.
 func (r *Runner) cgroup() *sandbox.Cgroup {
-	r.cgroupsOnce.Do(func() { r.cgroups.MaxProcs = r.maxProcs() })
+	r.cgroupsOnce.Do(func() { r.cgroups.MaxProcs = maxProcs(r.now().Confine) })
 	g, err := r.cgroups.Get()
 	if err != nil {
 		return nil
@@ -92,17 +92,17 @@ func (r *Runner) Close() error {
 // holds a fork bomb for sure, and sluice's engines run with core dumps off
 // altogether (cmd/sluice). Root is exempt from RLIMIT_NPROC: pids.max
 // alone holds it.
-func (r *Runner) limit(pid int) {
+func (r *Runner) limit(pid int, c *Confine) {
 	_ = unix.Prlimit(pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil)
 	if os.Geteuid() == 0 {
 		return
 	}
-	n := uint64(r.maxProcs()) + uint64(procCount.get())
+	n := uint64(maxProcs(c)) + uint64(procCount.get())
 	_ = unix.Prlimit(pid, unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}, nil)
 }
 
-func (r *Runner) maxProcs() int {
-	if c := r.now().Confine; c != nil && c.MaxProcs > 0 {
+func maxProcs(c *Confine) int {
+	if c != nil && c.MaxProcs > 0 {
 		return c.MaxProcs
 	}
 	return DefaultMaxProcs

@@ -23,7 +23,7 @@ func (r *Runner) Close() error {
 }
 
 // limit does nothing here: a process's limits are set from inside it.
-func (r *Runner) limit(int) {}
+func (r *Runner) limit(int, *Confine) {}
 
 // sweep does nothing here: without /proc the process tree is not read.
 func sweep(int) {}

@@ -29,8 +29,7 @@ const (
 // With a cgroup, SIGKILL goes to every process in it as well, so members
 // that left the group (setsid, a double fork) die too; without one, the
 // leader's process tree is swept while its parent links still hold.
-func (r *Runner) stop(pgid int, exited <-chan struct{}, cg *sandbox.Cgroup) {
-	grace := r.now().Grace
+func (r *Runner) stop(pgid int, exited <-chan struct{}, cg *sandbox.Cgroup, grace time.Duration) {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}

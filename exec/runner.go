@@ -137,6 +137,9 @@ type Options struct {
 // after the child exits even if they keep it open.
 func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queue.Result, string) {
 	start := time.Now()
+	// One reading of the settings for the whole run: a reload meanwhile
+	// does not mix old and new (nor change a kill grace under way).
+	set := r.now()
 	res := queue.Result{Version: queue.Version, ID: req.ID, StartedAt: start}
 	fail := func(err error) (queue.Result, string) {
 		res.Status = queue.StatusFailed
@@ -180,14 +183,14 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		res.Log = ""
 		return fail(err)
 	}
-	box := r.confine(dir, tty.Name(), opt)
+	box := r.confine(dir, tty.Name(), opt, set.Confine)
 	defer box.close()
 	res.Sandbox = box.label
 	cg := r.cgroup()
 	defer r.uncgroup(cg)
 	cmd := osexec.Command(Shell(), "-c", req.Command)
 	cmd.Dir = dir
-	cmd.Env = r.env(req, dir)
+	cmd.Env = r.env(req, dir, set)
 	if box.tmp != "" {
 		cmd.Env = append(cmd.Env, "TMPDIR="+box.tmp)
 	}
@@ -205,7 +208,7 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		return fail(fmt.Errorf("exec: start: %w", err))
 	}
 	pgid := cmd.Process.Pid
-	r.limit(pgid)
+	r.limit(pgid, set.Confine)
 
 	r.track(req.ID, master)
 	var fan *fanout
@@ -220,7 +223,7 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		close(exited)
 	}()
 
-	timeout := r.now().DefaultTimeout
+	timeout := set.DefaultTimeout
 	if req.TimeoutS > 0 {
 		timeout = time.Duration(req.TimeoutS) * time.Second
 	}
@@ -235,11 +238,11 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	case <-timer.C:
 		res.Status = queue.StatusTimeout
 		res.Reason = fmt.Sprintf("exec: timed out after %s", timeout)
-		r.stop(pgid, exited, cg)
+		r.stop(pgid, exited, cg, set.Grace)
 	case <-ctx.Done():
 		res.Status = queue.StatusKilled
 		res.Reason = "exec: killed"
-		r.stop(pgid, exited, cg)
+		r.stop(pgid, exited, cg, set.Grace)
 	}
 	// Nothing the run started outlives it: what it left behind, in its
 	// session or out of it, goes now.
@@ -322,8 +325,7 @@ func (r *Runner) untrack(id string, master *os.File) {
 
 // env is the child's environment: the filtered base and request env, PWD
 // matching the directory it starts in, and a TERM if the base had none.
-func (r *Runner) env(req *queue.Request, dir string) []string {
-	s := r.now()
+func (r *Runner) env(req *queue.Request, dir string, s *settings) []string {
 	// The base is filtered already; only the request's own env is
 	// filtered here, and FilterEnv sets the request id last.
 	base := s.base[:len(s.base)-1] // without the empty SLUICE_REQUEST_ID

@@ -256,7 +256,7 @@ func benchConfinedParts(b *testing.B) {
 		add("tmpdir", t0)
 
 		t0 = time.Now()
-		c := r.confine(project, tty.Name(), Options{Profile: string(sandbox.ReadOnly)})
+		c := r.confine(project, tty.Name(), Options{Profile: string(sandbox.ReadOnly)}, r.Confinement())
 		c.close()
 		add("confine", t0)
 		if c.box == nil {

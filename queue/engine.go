@@ -476,8 +476,8 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 	opt.LogPath, opt.Verdict = e.Spool.LogPath(req.ID), v
 	runCtx, done := e.track(ctx, req.ID)
 	res, sum := e.Runner.Run(runCtx, req, opt)
+	done() // first: no KillAs can name a killer after this
 	killer := e.killer(req.ID)
-	done()
 	res.Decision, res.DecidedBy, res.Verdict, res.Command = Allow, by, &v, ranAs
 	name := EventFinished
 	switch res.Status {

@@ -189,7 +189,11 @@ func (m *Model) keyGrid(width, rows int) []string {
 }
 
 func (m *Model) selectedSummary() string {
-	if it := m.current(); it != nil {
+	it := m.find(m.dialogID)
+	if it == nil {
+		it = m.current()
+	}
+	if it != nil {
 		return shortID(it.req.ID) + ": " + plainText(it.req.Summary())
 	}
 	return ""

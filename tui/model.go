@@ -142,6 +142,7 @@ type item struct {
 	hidden  bool   // the request holds hidden characters
 	tricks  string // how its command's layout could mislead (layoutTricks)
 	seenEnd bool   // its command has been shown to its last line
+	clipped bool   // its command or tool input is longer than the console shows
 	diff    string // file requests: the preview as shown
 	diffErr error
 	diffOK  bool // diff computed
@@ -179,6 +180,7 @@ type Model struct {
 	editVerdict queue.Verdict // the edited command's, for modeConfirmEdit
 	rule        ruleProposedMsg
 	killID      string    // the run modeConfirmKill asks about
+	dialogID    string    // the request a deny, edit or unconfined dialog is about
 	undo        *UndoPlan // the plan modeConfirmUndo asks about
 
 	graceFrom, graceUntil time.Time

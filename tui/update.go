@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -61,7 +62,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		// opens only on the request and the text it was judged for.
 		if it := m.current(); it != nil && it.req.ID == msg.id && m.mode == modeNormal && m.input.Value() == msg.command {
 			m.editVerdict = msg.verdict
-			m.mode = modeConfirmEdit
+			m.mode, m.dialogID = modeConfirmEdit, msg.id
 			m.status = ""
 		}
 		return m, nil
@@ -164,7 +165,8 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 			if m.find(ev.req.ID) != nil {
 				continue
 			}
-			it := &item{req: ev.req, verdict: ev.verdict, arrived: ev.at, hidden: hasHidden(ev.req), tricks: layoutTricks(ev.req.Command)}
+			it := &item{req: ev.req, verdict: ev.verdict, arrived: ev.at, hidden: hasHidden(ev.req), tricks: layoutTricks(ev.req.Command),
+				clipped: utf8.RuneCountInString(ev.req.Command) > maxShown || utf8.RuneCount(ev.req.Input) > maxShown}
 			m.insert(it)
 			m.queued[it.req.ID] = it
 			needsPerson++
@@ -268,6 +270,7 @@ func (m *Model) applyLogged(ev *queue.Event) {
 		}
 		r = &run{req: req, started: ev.TS, fromLog: true}
 		m.addRun(r)
+		m.placeByTime(r)
 	}
 	r.last = ev.Event
 	if ev.Verdict != nil {
@@ -287,6 +290,27 @@ func (m *Model) applyLogged(ev *queue.Event) {
 			res.Command = ev.Command
 		}
 		r.res, r.ended = res, ev.TS
+	}
+}
+
+// placeByTime moves r, just added last, back to its place by start time:
+// the log's past entries can arrive after runs this console saw start.
+// The selection stays on its entry.
+func (m *Model) placeByTime(r *run) {
+	n := len(m.history)
+	i := n - 1
+	for i > 0 && m.history[i-1].started.After(r.started) {
+		i--
+	}
+	if i == n-1 {
+		return
+	}
+	copy(m.history[i+1:], m.history[i:n-1])
+	m.history[i] = r
+	// histSel counts from the newest: entries older than r moved one
+	// further from it.
+	if sel := n - 1 - m.histSel; sel < n-1 && sel >= i {
+		m.histSel++
 	}
 }
 
@@ -360,9 +384,20 @@ func (m *Model) remove(id string) {
 			break
 		}
 	}
-	if sel != nil && sel.req.ID == id {
+	switch {
+	case sel == nil:
+	case sel.req.ID == id:
 		m.clampSelection()
 		m.startGrace()
+	default:
+		// Another request left: the selection stays on the request it
+		// was on, wherever that now is in the list.
+		for j, v := range m.visible() {
+			if v == sel {
+				m.selected = j
+				break
+			}
+		}
 	}
 }
 

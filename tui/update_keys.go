@@ -136,6 +136,7 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 	if it.busy {
 		return nil
 	}
+	m.dialogID = it.req.ID
 	if key.Matches(msg, k.Deny) {
 		// Denying is always allowed: no grace needed to say no.
 		m.openInput(modeDenyReason, "", "reason (optional): ")
@@ -143,6 +144,10 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	if left := m.graceLeft(); left > 0 {
 		m.setStatus(fmt.Sprintf("approve keys wait %.1fs: look at what changed", left.Seconds()))
+		return nil
+	}
+	if it.clipped && !key.Matches(msg, k.Edit) {
+		m.setErr(fmt.Errorf("%s is too long to review here: deny it, or read it whole with 'sluice show %s' and decide with sluice approve or deny", shortID(it.req.ID), it.req.ID))
 		return nil
 	}
 	if m.noteSeen(); !it.seenEnd {
@@ -242,8 +247,18 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.setStatus("not approved")
 		return nil
 	}
-	it := m.current()
-	if it == nil || it.busy {
+	// The dialog answers for the request it was opened on, wherever the
+	// selection is now; if that request left the queue, nothing is done.
+	id := m.dialogID
+	if mode == modeConfirmRule {
+		id = m.rule.id
+	}
+	it := m.find(id)
+	if it == nil {
+		m.setErr(fmt.Errorf("%s left the queue meanwhile; nothing was done", shortID(id)))
+		return nil
+	}
+	if it.busy {
 		return nil
 	}
 	switch mode {
@@ -254,9 +269,6 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.approveCmd(it.req.ID, m.input.Value())
 	case modeConfirmRule:
-		if m.rule.id != it.req.ID {
-			return nil
-		}
 		return m.approveSelected(it, m.rule.pattern)
 	case modeConfirmUnconfined:
 		return m.approveUnconfinedCmd(it.req.ID)
@@ -291,7 +303,11 @@ func (m *Model) inputKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.mode = modeNormal
 		m.input.Blur()
 		val := m.input.Value()
-		it := m.current()
+		it := m.find(m.dialogID)
+		if md != modeFilter && it == nil {
+			m.setErr(fmt.Errorf("%s left the queue meanwhile; nothing was done", shortID(m.dialogID)))
+			return nil
+		}
 		switch md {
 		case modeFilter:
 			m.filter = strings.TrimSpace(val)
@@ -370,6 +386,13 @@ func (m *Model) scrollEnd(d int) {
 		if d > 0 {
 			w, h := m.detailSize()
 			m.detailTop, _ = detailView(1<<30, len(m.detailLines(w, h)), h)
+			// A command not yet read to its end: End stops there first
+			// (its end is what approving waits for), then the bottom.
+			if it := m.current(); it != nil && m.focus == focusQueue && !it.seenEnd {
+				if top, ok := m.commandEndTop(); ok {
+					m.detailTop = top
+				}
+			}
 		}
 		m.noteSeen()
 		return

@@ -306,6 +306,7 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 	case queue.KindTool:
 		field("tool", req.Tool)
 		field("input", string(req.Input))
+		cmdEnd = len(out) - 1 // read to its end before approving, like a command
 	default:
 		pathAt := len(out)
 		field("path", shortPath(req))
@@ -409,7 +410,9 @@ func (m *Model) detailSize() (w, h int) {
 	l := m.layout()
 	fw := m.st.Pane.Border.GetHorizontalFrameSize()
 	fh := m.st.Pane.Border.GetVerticalFrameSize()
-	return max(1, l.rightW-fw), max(1, l.detailH-fh-1)
+	// As pane draws it: the inner height less the title (0 rows when
+	// the pane is too short to show any).
+	return max(1, l.rightW-fw), max(1, l.detailH-fh) - 1
 }
 
 // commandSeen reports whether the selected request's command has been
@@ -420,8 +423,27 @@ func (m *Model) commandSeen() bool {
 	if end < 0 {
 		return true
 	}
+	if h < 1 {
+		return false // nothing of it is on screen
+	}
 	top, n := detailView(m.detailTop, len(lines), h)
-	return end < top+n
+	return top <= end && end < top+n
+}
+
+// commandEndTop is the scroll position that shows the selected request's
+// command (or tool input) to its last line, and whether there is one.
+func (m *Model) commandEndTop() (int, bool) {
+	w, h := m.detailSize()
+	lines, end := m.detail(w)
+	if end < 0 || h < 1 {
+		return 0, false
+	}
+	for t := max(0, end-h+1); t <= end; t++ {
+		if top, n := detailView(t, len(lines), h); top <= end && end < top+n {
+			return top, true
+		}
+	}
+	return 0, false
 }
 
 // diffLines is the coloured diff preview, from the hunk the person

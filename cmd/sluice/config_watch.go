@@ -39,6 +39,7 @@ func (w *configWatch) run(ctx context.Context, path string, last stamp, cur *con
 		every = time.Second
 	}
 	broken := false
+	pending := last // the changed stamp seen at the last tick
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -49,6 +50,15 @@ func (w *configWatch) run(ctx context.Context, path string, last stamp, cur *con
 		}
 		st := statStamp(path)
 		if st == last {
+			continue
+		}
+		// Read only a file that has held still for a whole tick: an
+		// editor's save (truncate then write, or write then rename) is
+		// not caught half done, and a file that vanished for an instant
+		// does not put the defaults in force (sandbox = "require" would
+		// fall back to "prefer").
+		if st != pending {
+			pending = st
 			continue
 		}
 		last = st
