@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 
