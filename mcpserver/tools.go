@@ -34,6 +34,8 @@ type runCommandOut struct {
 	DecidedBy   string `json:"decided_by,omitempty" jsonschema:"policy or human"`
 	Command     string `json:"command,omitempty" jsonschema:"the command that ran, when the person edited it before approving"`
 	Log         string `json:"log,omitempty" jsonschema:"the file holding the whole output"`
+	// ChangedFiles: what the command created, changed or deleted.
+	ChangedFiles []queue.FileChange `json:"changed_files,omitempty" jsonschema:"the files the command created, changed or deleted in the project (a person can undo them)"`
 }
 
 // writeFileIn is write_file's arguments.
@@ -83,7 +85,8 @@ func (m *Server) runCommand(ctx context.Context, call *mcp.CallToolRequest, in r
 		return nil, runCommandOut{}, err
 	}
 	out := runCommandOut{ID: req.ID, Status: string(res.Status), ExitCode: res.ExitCode, OutputTail: res.OutputTail,
-		OutputBytes: res.OutputBytes, Reason: res.Reason, DecidedBy: string(res.DecidedBy), Command: res.Command}
+		OutputBytes: res.OutputBytes, Reason: res.Reason, DecidedBy: string(res.DecidedBy), Command: res.Command,
+		ChangedFiles: res.ChangedFiles}
 	if res.Ran() && res.Log != "" {
 		out.Log = filepath.Join(m.Spool.Dir(), filepath.FromSlash(res.Log))
 	}

@@ -76,6 +76,14 @@ func describeRun(res *queue.Result, logPath string) (string, bool) {
 	default:
 		fmt.Fprintf(&b, "not run: %s%s\n", res.Status, reasonSuffix(res.Reason))
 	}
+	if n := len(res.ChangedFiles); n > 0 {
+		// What the command did to the project, for the model to know.
+		fmt.Fprintf(&b, "changed %d file(s):", n)
+		for _, c := range res.ChangedFiles {
+			fmt.Fprintf(&b, " %s (%s);", c.Path, c.Change)
+		}
+		b.WriteString("\n")
+	}
 	if res.Ran() {
 		if res.OutputBytes > int64(len(res.OutputTail)) {
 			fmt.Fprintf(&b, "(output: the last %d of %d bytes", len(res.OutputTail), res.OutputBytes)
