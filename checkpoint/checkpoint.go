@@ -194,6 +194,26 @@ func (s *Store) Take(ctx context.Context, root, ref string) (Snapshot, error) {
 	return Snapshot{Root: root, Commit: c}, nil
 }
 
+// Warm reads root's files into its shadow repository without taking a
+// snapshot, so that the first checkpoint of a project (which copies every
+// file) is paid while a person reads the request, not when the run starts.
+func (s *Store) Warm(ctx context.Context, root string) error {
+	r, err := s.shadow(ctx, root)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "sluice-index")); err == nil {
+		return nil // warm already: later snapshots only look at what changed
+	}
+	unlock, err := s.lock(r)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	_, err = r.git(ctx, nil, "add", "--all", "--ignore-errors", "--", ".")
+	return err
+}
+
 // Changes lists the files that differ between two snapshots of one root,
 // sorted by path.
 func (s *Store) Changes(ctx context.Context, from, to Snapshot) ([]Change, error) {

@@ -274,3 +274,38 @@ func TestCheckpointNoUserConfig(t *testing.T) {
 		t.Errorf("restored %q", got)
 	}
 }
+
+// TestWarm: warming reads the project in without a snapshot; the first
+// checkpoint after it holds the files as they are then.
+func TestWarm(t *testing.T) {
+	needGit(t)
+	t.Parallel()
+	ctx := context.Background()
+	dir := project(t)
+	s := &Store{Dir: t.TempDir()}
+	if err := s.Warm(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ref(ctx, dir, "any/pre"); err == nil {
+		t.Fatal("warming took a snapshot")
+	}
+	write(t, filepath.Join(dir, "main.go"), "package main // after warming\n", 0o644)
+	pre, err := s.Take(ctx, dir, "w/pre")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "main.go"), "package main // run\n", 0o644)
+	post, err := s.Take(ctx, dir, "w/post")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restore(ctx, pre, []string{filepath.Join(dir, "main.go")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "main.go")); string(got) != "package main // after warming\n" {
+		t.Errorf("restored %q, want the file as it was at the checkpoint", got)
+	}
+	if cs, err := s.Changes(ctx, pre, post); err != nil || len(cs) != 1 {
+		t.Errorf("changes %v, %v", cs, err)
+	}
+}

@@ -49,6 +49,27 @@ func (a *Actor) Run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 	return res, sum
 }
 
+var _ queue.Warmer = (*Actor)(nil)
+
+// Warm implements queue.Warmer: a request that will be checkpointed if
+// approved has its project read into the checkpoint store now, in the
+// background, so that approving it does not wait for a first checkpoint
+// (seconds for a large project). Errors show at the run.
+func (a *Actor) Warm(req *queue.Request, v queue.Verdict) {
+	if a.checkpointed(req, queue.RunOptions{Verdict: v}) == nil {
+		return
+	}
+	var jail []string
+	if a.Jail != nil && req.Cwd != "" {
+		jail = a.Jail(req.Cwd)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
+	defer cancel()
+	for _, root := range roots(req, jail) {
+		_ = a.Checkpoints.Warm(ctx, root)
+	}
+}
+
 // checkpointTimeout bounds the snapshots of one run (the first one of a
 // large project copies every file into its shadow repository).
 const checkpointTimeout = 5 * time.Minute

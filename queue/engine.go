@@ -9,6 +9,13 @@ import (
 	"time"
 )
 
+// Warmer is a Runner that can prepare for a request a person is about to
+// decide (exec.Actor reads the project into its checkpoint store, so that
+// the run's first checkpoint is quick).
+type Warmer interface {
+	Warm(req *Request, v Verdict)
+}
+
 // Judge gives the policy's verdict on a request; Verdict.Action is
 // "allow", "ask" or "deny".
 type Judge interface {
@@ -331,6 +338,9 @@ func (e *Engine) decided(ctx context.Context, req *Request, v Verdict, work chan
 		e.logf("ask %s: %s (%s, %s)", req.ID, req.Summary(), v.Category, v.Risk)
 		if e.Observer != nil {
 			e.Observer.Pending(req, v)
+		}
+		if w, ok := e.Runner.(Warmer); ok && req.EffectiveMode() == ModeExecute {
+			go w.Warm(req, v) // while the person reads it
 		}
 	}
 }
