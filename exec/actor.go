@@ -41,6 +41,15 @@ func (a *Actor) Run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 	if cp != nil {
 		pre = a.snapshot(cctx, req, jail, "pre", cp)
 	}
+	if ro.Verdict.Action == queue.ActionAllowWithCheckpoint && len(pre) == 0 {
+		// Allowed only with a checkpoint: without one it does not run.
+		why := "checkpoints are off"
+		if cp != nil && cp.Error != "" {
+			why = cp.Error
+		}
+		return queue.Result{ID: req.ID, Status: queue.StatusFailed, Checkpoint: cp,
+			Reason: "not run: the policy allows it only with a checkpoint, and none could be taken: " + why}, ""
+	}
 	res, sum := a.run(ctx, req, ro, jail)
 	if cp != nil {
 		res.Checkpoint = cp
@@ -81,7 +90,8 @@ func (a *Actor) checkpointed(req *queue.Request, ro queue.RunOptions) *queue.Che
 	if a.Checkpoints == nil {
 		return nil
 	}
-	if req.Kind == queue.KindExec && !ro.Unconfined && ro.Verdict.Profile == "read_only" {
+	if req.Kind == queue.KindExec && !ro.Unconfined && ro.Verdict.Profile == "read_only" &&
+		ro.Verdict.Action != queue.ActionAllowWithCheckpoint {
 		return nil
 	}
 	return &queue.Checkpoint{}

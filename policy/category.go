@@ -51,14 +51,18 @@ func (c *Category) UnmarshalText(b []byte) error {
 // asked, or it is refused.
 type Action int
 
-// Actions, in rising strictness: deny beats ask beats allow.
+// Actions, in rising strictness: deny beats ask beats allow with a
+// checkpoint beats allow. AllowWithCheckpoint runs without asking, like
+// allow, but only where sluice runs it confined and can checkpoint the
+// project first (so a person can undo it); elsewhere it asks.
 const (
 	Allow Action = iota
+	AllowWithCheckpoint
 	Ask
 	Deny
 )
 
-var actionNames = [...]string{"allow", "ask", "deny"}
+var actionNames = [...]string{"allow", "allow_with_checkpoint", "ask", "deny"}
 
 func (a Action) String() string {
 	if a >= 0 && int(a) < len(actionNames) {
@@ -74,7 +78,7 @@ func ParseAction(s string) (Action, error) {
 			return Action(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown action %q (want allow, ask or deny)", s)
+	return 0, fmt.Errorf("unknown action %q (want allow, allow_with_checkpoint, ask or deny)", s)
 }
 
 // MarshalText implements encoding.TextMarshaler.

@@ -136,7 +136,24 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 		v.Category = max(v.Category, pv.Category)
 		v.floor(pv.Action, r, pv.Reasons...)
 	}
+	if v.Action == AllowWithCheckpoint && !inProject(env.Cwd, env.Home) {
+		v.floor(Ask, Medium, "allow_with_checkpoint applies inside a project (a git repository other than your home): here its changes could reach anything")
+	}
 	return v
+}
+
+// inProject reports whether cwd lies in a project a run may be let loose
+// in with a checkpoint: a git repository whose top is not the home
+// directory or the file system's root.
+func inProject(cwd, home string) bool {
+	if cwd == "" {
+		return false
+	}
+	root := ProjectRoot(cwd)
+	if _, err := os.Lstat(filepath.Join(root, ".git")); err != nil {
+		return false
+	}
+	return root != "/" && filepath.Clean(root) != filepath.Clean(home)
 }
 
 // salvage judges what can be read of a line the parser refused, which
@@ -232,6 +249,19 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 			act = max(act, p.defaults[pv.Category], Ask)
 			pv.Rule = "an allow rule does not cover " + pt.loaded
 		}
+		switch {
+		case act != AllowWithCheckpoint:
+		case p.defaults[pv.Category] == Allow:
+			// A checkpoint rule loosens what would ask; it never makes
+			// what passes on its own wait for a checkpoint.
+			act = Allow
+		case pv.Category != Mutating && pv.Category != Unknown:
+			// Nor does it cover what reaches past the project: the
+			// network, destruction, the host (go build -toolexec=X,
+			// npm test --script-shell=X): the category's default holds.
+			act = p.defaults[pv.Category]
+			pv.Rule = fmt.Sprintf("default: %s → %s (a checkpoint does not cover it)", pv.Category, act)
+		}
 	}
 	risk := baseRisk(pv.Category)
 	check := func(ref pathRef, access string) {
@@ -287,7 +317,19 @@ func (p *Policy) commandRule(pt *part) (Action, *Rule) {
 	var best *Rule
 	try := func(rs []*Rule) {
 		for _, r := range rs {
-			if (best == nil || r.Action > best.Action) && matchWords(r.words, argv) {
+			if !matchWords(r.words, argv) {
+				continue
+			}
+			// The strictest matching rule wins, except that the embedded
+			// default's allow_with_checkpoint rules give way to a rule of
+			// the person's own: their "allow go test *" means allow.
+			switch {
+			case best == nil:
+				best = r
+			case best.Action == AllowWithCheckpoint && best.Origin == OriginDefault && r.Origin != OriginDefault:
+				best = r
+			case r.Action == AllowWithCheckpoint && r.Origin == OriginDefault && best.Origin != OriginDefault:
+			case r.Action > best.Action:
 				best = r
 			}
 		}

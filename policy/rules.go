@@ -252,8 +252,8 @@ func (p *Policy) layer(src, origin, file string) error {
 		if err := p.compile(rule); err != nil {
 			return &LoadError{File: file, Line: line, Msg: err.Error()}
 		}
-		if origin == originProject && rule.Action == Allow {
-			p.warnings = append(p.warnings, fmt.Sprintf("%s: allow rule ignored: a project policy may only add deny and ask rules (the agent can write it)", where))
+		if origin == originProject && rule.Action < Ask {
+			p.warnings = append(p.warnings, fmt.Sprintf("%s: %s rule ignored: a project policy may only add deny and ask rules (the agent can write it)", where, rule.Action))
 			continue
 		}
 		p.rules = append(p.rules, rule)

@@ -327,7 +327,7 @@ func (e *Engine) endJudging(id string) (gone bool) {
 // waits for a person.
 func (e *Engine) decided(ctx context.Context, req *Request, v Verdict, work chan<- *Request) {
 	switch v.Action {
-	case ActionAllow:
+	case ActionAllow, ActionAllowWithCheckpoint:
 		select {
 		case work <- req:
 		case <-ctx.Done():
@@ -419,7 +419,7 @@ func (e *Engine) autoRun(ctx context.Context, req *Request) {
 	// The verdict is taken again when a worker is free: the request may
 	// have waited behind others.
 	v := e.Judge.Judge(req)
-	if v.Action != ActionAllow {
+	if !v.Action.Allows() {
 		return
 	}
 	c, v, ok := e.claimAs(req, v)

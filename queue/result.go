@@ -47,12 +47,18 @@ type Action string
 // The policy's actions (protocol section 4).
 const (
 	ActionAllow Action = "allow" // carried out without asking
-	ActionAsk   Action = "ask"   // a person decides
-	ActionDeny  Action = "deny"  // refused without asking
+	// ActionAllowWithCheckpoint: carried out without asking, confined,
+	// with the project checkpointed first, so a person can undo it.
+	ActionAllowWithCheckpoint Action = "allow_with_checkpoint"
+	ActionAsk                 Action = "ask"  // a person decides
+	ActionDeny                Action = "deny" // refused without asking
 )
 
+// Allows reports whether the action lets a request run without a person.
+func (a Action) Allows() bool { return a == ActionAllow || a == ActionAllowWithCheckpoint }
+
 // Decides reports whether the action settles a request without a person.
-func (a Action) Decides() bool { return a == ActionAllow || a == ActionDeny }
+func (a Action) Decides() bool { return a.Allows() || a == ActionDeny }
 
 // Verdict is the policy's judgement of a request: the one shape every
 // package passes around, worked out once per request.

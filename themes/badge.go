@@ -2,7 +2,8 @@ package themes
 
 import "charm.land/lipgloss/v2"
 
-// BadgeFor returns the badge style for a verdict ("allow", "ask", "deny") or
+// BadgeFor returns the badge style for a verdict ("allow",
+// "allow_with_checkpoint", "ask", "deny") or
 // a result status ("running", "done", "failed", "timeout", "killed",
 // "expired", "invalid", "interrupted", "denied", "decided"). An interrupted
 // request is shown as failed, a denied one as deny, and a decided one as
@@ -12,7 +13,7 @@ import "charm.land/lipgloss/v2"
 // the same name, and the Badge field holds the styles themselves.
 func (s *Styles) BadgeFor(action string) lipgloss.Style {
 	switch action {
-	case "allow":
+	case "allow", "allow_with_checkpoint":
 		return s.Badge.Allow
 	case "deny", "denied":
 		return s.Badge.Deny

@@ -210,6 +210,15 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 			}
 			res := ev.res
 			r.res, r.ended = &res, ev.at
+			if r.verdict.Action == queue.ActionAllowWithCheckpoint && res.DecidedBy == queue.ByPolicy {
+				// Allowed with a checkpoint: said quietly (no bell), with
+				// what it changed and how to take it back.
+				s := "ran with a checkpoint: " + plainText(r.req.Summary())
+				if n := len(res.ChangedFiles); n > 0 {
+					s += fmt.Sprintf(" · changed %d file(s) · u in History undoes it", n)
+				}
+				m.setStatus(s)
+			}
 		}
 	}
 	if needsPerson > 0 {

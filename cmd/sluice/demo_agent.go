@@ -131,7 +131,9 @@ func demoRequests(dir string) []*queue.Request {
 		sh("claude-code", "ls -la", "Look at the project layout"),
 		// allow, read_only, low
 		sh("claude-code", "cat go.mod", "Check the module path and Go version"),
-		// ask, mutating, medium: "compiles and runs the project's tests"
+		// allow_with_checkpoint, mutating, medium: "compiles and runs the
+		// project's tests"; it runs without asking, confined, with the
+		// project checkpointed first (a quiet line says so)
 		sh("claude-code", "go test ./...", "Run the tests before changing anything"),
 		// ask, mutating, medium: an edit in the project; the console
 		// shows its diff

@@ -235,7 +235,7 @@ func TestDemoVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The verdicts noted in demoRequests, in order.
-	want := []queue.Action{"allow", "allow", "allow", "ask", "ask", "ask", "deny", "deny", "ask", "allow", "ask"}
+	want := []queue.Action{"allow", "allow", "allow", "allow_with_checkpoint", "ask", "ask", "deny", "deny", "ask", "allow", "ask"}
 	reqs := pendingDemo(t, sp)
 	if len(reqs) != len(want) {
 		t.Fatalf("%d requests, want %d", len(reqs), len(want))

@@ -1,6 +1,9 @@
 package main
 
 import (
+	osexec "os/exec"
+	"sync"
+
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/policy"
@@ -13,8 +16,9 @@ import (
 // The mode is read at each verdict, from the runner's settings in force,
 // so a reloaded config.toml changes it.
 type requireSandbox struct {
-	inner  queue.Judge
-	runner *exec.Runner
+	inner       queue.Judge
+	runner      *exec.Runner
+	checkpoints bool // runs are checkpointed (config checkpoints)
 }
 
 // policyJudge is the policy's judge under j (which may be wrapped in
@@ -39,9 +43,44 @@ func sandboxStatus(conf *exec.Confine) (text string, off bool) {
 	return how, false
 }
 
+// cannotCheckpoint says why a request the policy allows with a checkpoint
+// cannot have one here (it then asks), or "".
+func (r requireSandbox) cannotCheckpoint(req *queue.Request) string {
+	switch {
+	case req.EffectiveMode() == queue.ModeDecide:
+		return "the agent runs it itself, so sluice cannot checkpoint the project first"
+	case req.Kind == queue.KindTool:
+		return "a tool call is the agent's to carry out"
+	case !r.checkpoints:
+		return "checkpoints = false in config.toml"
+	case !haveGit():
+		return "git is not installed, and checkpoints need it"
+	}
+	if c := r.runner.Confinement(); req.Kind == queue.KindExec && (c == nil || c.Mode == exec.SandboxOff) {
+		return `sandbox = "off": the run would not be confined`
+	}
+	if _, err := sandbox.Available(); req.Kind == queue.KindExec && err != nil {
+		return "this machine cannot confine runs: " + err.Error()
+	}
+	return ""
+}
+
+// haveGit reports whether git is installed (looked up once).
+var haveGit = sync.OnceValue(func() bool {
+	_, err := osexec.LookPath("git")
+	return err == nil
+})
+
 // Judge implements queue.Judge.
 func (r requireSandbox) Judge(req *queue.Request) queue.Verdict {
 	v := r.inner.Judge(req)
+	if v.Action == queue.ActionAllowWithCheckpoint {
+		if why := r.cannotCheckpoint(req); why != "" {
+			v.Action = queue.ActionAsk
+			v.Reasons = append(v.Reasons, "allow_with_checkpoint asks here: "+why)
+		}
+		return v
+	}
 	if v.Action != queue.ActionAllow || req.Kind != queue.KindExec {
 		return v
 	}

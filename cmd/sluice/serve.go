@@ -87,7 +87,7 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	protectProcess()
 	r := cfg.runner(sp.Dir(), user, path, stateDir(path), checkpointDir())
 	runner := &exec.Actor{Runner: r, Jail: policy.Roots, Checkpoints: cfg.checkpointStore()}
-	judge := requireSandbox{inner: &policy.Judge{Options: opts}, runner: r}
+	judge := requireSandbox{inner: &policy.Judge{Options: opts}, runner: r, checkpoints: cfg.checkpointStore() != nil}
 	// A reloaded configuration changes what new runs get.
 	ef.reconfigure = func(c *config) {
 		nr := c.runner(sp.Dir(), user, path, stateDir(path), checkpointDir())
