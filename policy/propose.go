@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -54,71 +55,151 @@ const maxSubcommands = 2
 // name of a program in a system directory (/usr/bin/make lint gives
 // "make lint *"), other paths as written ("./script.sh *").
 func Propose(line string) (pattern string, ok bool) {
-	if hiddenRunes(line) != "" || nestingTooDeep(line) {
+	ps, def := Proposals(line)
+	if len(ps) == 0 {
 		return "", false
+	}
+	return ps[def], true
+}
+
+// Proposals are the rule patterns a person may choose from for a command
+// line they approve, narrowest first, and which of them to offer first.
+// The narrowest is the command exactly as approved (its words, no *).
+// When the program has subcommands the knowledge table lists ("go test",
+// "git log", "npm run build"), the proposal stops there: "go test *".
+// Otherwise it is the command exactly: "make test unit", never "make test
+// *" (make's words are targets), "tar -czf out.tgz src", never "tar *"
+// (tar's first word decides what it does). The widest offered is the
+// program with up to two subcommand-like words and "*", where that is
+// safe. Each candidate passes the checks Propose documents; none when
+// the line is refused.
+func Proposals(line string) (patterns []string, def int) {
+	if hiddenRunes(line) != "" || nestingTooDeep(line) {
+		return nil, 0
 	}
 	pr := syntax.NewParser(syntax.Variant(syntax.LangBash))
 	parse := func(src string) (*syntax.File, error) { return pr.Parse(strings.NewReader(src), "") }
 	f, err := parse(line)
 	if err != nil || len(f.Stmts) != 1 {
-		return "", false
+		return nil, 0
 	}
 	st := f.Stmts[0]
 	call, isCall := st.Cmd.(*syntax.CallExpr)
 	if !isCall || st.Negated || st.Background || st.Coprocess || len(st.Redirs) > 0 || len(call.Assigns) > 0 || len(call.Args) == 0 {
-		return "", false
+		return nil, 0
 	}
 	// The words as written, before the walk splits brace expressions in
 	// place; the character sets below refuse braces.
 	ww := &walker{line: line}
 	prog := ww.word(call.Args[0])
 	if prog.dyn || !plainProgram(prog.val) {
-		return "", false
+		return nil, 0
 	}
-	var subs []string
+	args := make([]word, 0, len(call.Args)-1)
 	for _, a := range call.Args[1:] {
-		if len(subs) == maxSubcommands {
-			break
-		}
-		wd := ww.word(a)
-		if wd.dyn || !subcommandWord(wd.val) {
-			break
-		}
-		subs = append(subs, wd.val)
+		args = append(args, ww.word(a))
 	}
 	w := &walker{line: line}
 	w.stmts(f.Stmts, false)
 	// A substitution anywhere is a command of its own.
 	if len(w.out) != 1 || len(w.errs) > 0 {
-		return "", false
+		return nil, 0
 	}
 	tools, err := embeddedKnowledge()
 	if err != nil {
-		return "", false
+		return nil, 0
 	}
 	j := &judge{k: tools, parse: parse}
 	j.simple(&w.out[0])
 	if len(j.parts) != 1 || len(j.notes) > 0 {
-		return "", false
+		return nil, 0
 	}
 	pt := j.parts[0]
 	if pt.cat > Mutating || !judgedByTable(pt.label) {
-		return "", false
+		return nil, 0
 	}
 	name := pt.name
 	if name == "" {
 		name = prog.val // a program at a path the engine matches as written
 	}
 	if neverProposed(name) || neverProposed(path.Base(name)) {
-		return "", false
+		return nil, 0
 	}
-	words := append([]string{name}, subs...)
-	if pt.name != "" {
-		if t := tools[pt.name]; t != nil && coveredCategory(t, pt.name, words[1:]) > Mutating {
-			return "", false
+	tool := tools[pt.name]
+	safe := func(words []string) bool {
+		return pt.name == "" || tool == nil || coveredCategory(tool, pt.name, words[1:]) <= Mutating
+	}
+	add := func(p string) {
+		if !slices.Contains(patterns, p) {
+			patterns = append(patterns, p)
 		}
 	}
-	return strings.Join(append(words, "*"), " "), true
+
+	// 1. Exactly the approved command, when every word can be a pattern
+	// word as it is (no glob characters, nothing computed).
+	exact := []string{shellWord(name)}
+	for _, a := range pt.words[1:] { // as the engine sees them: braces expanded
+		if a.dyn || strings.ContainsAny(a.val, "*?[]\x00") {
+			exact = nil
+			break
+		}
+		exact = append(exact, shellWord(a.val))
+	}
+	if exact != nil {
+		add(strings.Join(exact, " "))
+	}
+
+	// 2. The program and the subcommands the table knows, then *; a
+	// package script's name counts as part of its subcommand.
+	words := []string{name}
+	t := tool
+	for _, a := range args {
+		if a.dyn || !subcommandWord(a.val) {
+			break
+		}
+		if t != nil && t.Sub[a.val] != nil {
+			words, t = append(words, a.val), t.Sub[a.val]
+			continue
+		}
+		if scriptRunners[strings.Join(words, " ")] {
+			words = append(words, a.val)
+		}
+		break
+	}
+	if len(words) > 1 && safe(words) {
+		add(strings.Join(append(words, "*"), " "))
+		def = len(patterns) - 1
+	}
+
+	// 3. The widest: up to two subcommand-like words, then *.
+	wide := []string{name}
+	for _, a := range args {
+		if len(wide) == 1+maxSubcommands || a.dyn || !subcommandWord(a.val) {
+			break
+		}
+		wide = append(wide, a.val)
+	}
+	// Never the bare program ("tar *", "make *"): at least one word of
+	// what was approved stays in the pattern.
+	if len(wide) > 1 && safe(wide) {
+		add(strings.Join(append(wide, "*"), " "))
+	}
+	if len(patterns) == 0 {
+		return nil, 0
+	}
+	return patterns, def
+}
+
+// scriptRunners run a package script named by the next word: the name is
+// part of what was approved (npm run build, not every script).
+var scriptRunners = map[string]bool{"npm run": true, "yarn run": true, "pnpm run": true, "bun run": true, "npm run-script": true}
+
+// shellWord quotes s for a pattern when it needs it.
+func shellWord(s string) string {
+	if q, err := syntax.Quote(s, syntax.LangBash); err == nil && q != s {
+		return q
+	}
+	return s
 }
 
 // judgedByTable reports a part whose category came from the knowledge

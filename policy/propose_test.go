@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -16,23 +17,23 @@ func TestPropose(t *testing.T) {
 		// The generalisations.
 		{"go test ./pkg -run X", "go test *"},
 		{"npm run build -- --watch", "npm run build *"},
-		{"make lint", "make lint *"},
-		{"pytest -x tests/", "pytest *"},
+		{"make lint", "make lint"},               // make's words are targets: exactly those
+		{"pytest -x tests/", "pytest -x tests/"}, // no subcommand: exactly as approved
 		{`git commit -m "fix"`, "git commit *"},
 		{"cargo build --release", "cargo build *"},
-		{"ls", "ls *"},
-		{"ls -la src", "ls *"},
+		{"ls", "ls"},
+		{"ls -la src", "ls -la src"},
 		{"git status", "git status *"},
 		{"npm test", "npm test *"},
-		{"cat README.md", "cat *"},               // '.' ends the subcommands
-		{"mytool a b c", "mytool a b *"},         // two subcommand words at most
-		{"make build:prod", "make build:prod *"}, // ':' is allowed
-		{"git 'commit' -m x", "git commit *"},    // quoting removed as the shell would
-		{"go test $PKG", "go test *"},            // a dynamic argument ends the subcommands
+		{"cat README.md", "cat README.md"},
+		{"mytool a b c", "mytool a b c"}, // unknown to the table: exactly
+		{"make build:prod", "make build:prod"},
+		{"git 'commit' -m x", "git commit *"}, // quoting removed as the shell would
+		{"go test $PKG", "go test *"},         // a dynamic argument ends the subcommands
 		{"go test ./... # all of it", "go test *"},
-		{"/usr/bin/make lint", "make lint *"}, // the engine matches the base name
-		{"./gradlew build --info", "./gradlew build *"},
-		{"./script.sh", "./script.sh *"},
+		{"/usr/bin/make lint", "make lint"}, // the engine matches the base name
+		{"./gradlew build --info", "./gradlew build --info"},
+		{"./script.sh", "./script.sh"},
 		{"terraform fmt", "terraform fmt *"},
 
 		// Not one simple command.
@@ -112,22 +113,22 @@ func TestPropose(t *testing.T) {
 		{"osascript -e x", ""},
 
 		// Patterns that would cover more than mutating.
-		{"git push origin main", ""},             // networked
-		{"git clean -n", ""},                     // git clean -f is destructive
-		{"git stash", ""},                        // git stash drop is destructive
-		{"git -C sub status", ""},                // "git *" covers git push
-		{"git config user.name me", ""},          // core.pager and friends run commands
-		{"go get example.com/x", ""},             // networked
-		{"go vet ./...", ""},                     // go vet -vettool, -toolexec
-		{"go test -exec ./run.sh ./...", ""},     // two parts: the rule would cover go only
-		{"npm install", ""},                      // networked
-		{"cargo publish", ""},                    // networked
-		{"find . -name '*.go'", ""},              // find -delete
-		{"code .", ""},                           // code --install-extension
-		{"kitty @ send-text x", ""},              // types into terminals
-		{"git rebase -x 'make test' main", ""},   // two parts
-		{"go test -toolexec=./evil ./...", ""},   // the line itself escalates
-		{"npm run build --script-shell=./x", ""}, // the line itself escalates
+		{"git push origin main", ""},                           // networked
+		{"git clean -n", "git clean -n"},                       // exactly; "git clean *" would cover -f
+		{"git stash", "git stash"},                             // exactly; "git stash *" would cover drop
+		{"git -C sub status", "git -C sub status"},             // exactly; never "git *"
+		{"git config user.name me", "git config user.name me"}, // exactly; not every key
+		{"go get example.com/x", ""},                           // networked
+		{"go vet ./...", "go vet ./..."},                       // exactly; not -vettool
+		{"go test -exec ./run.sh ./...", ""},                   // two parts: the rule would cover go only
+		{"npm install", ""},                                    // networked
+		{"cargo publish", ""},                                  // networked
+		{"find . -name '*.go'", ""},                            // find -delete
+		{"code .", "code ."},                                   // exactly; not --install-extension
+		{"kitty @ send-text x", ""},                            // types into terminals
+		{"git rebase -x 'make test' main", ""},                 // two parts
+		{"go test -toolexec=./evil ./...", ""},                 // the line itself escalates
+		{"npm run build --script-shell=./x", ""},               // the line itself escalates
 	}
 	for _, tt := range tests {
 		got, ok := Propose(tt.line)
@@ -392,4 +393,34 @@ func FuzzMatcherAgreesWithCheck(f *testing.F) {
 			t.Fatalf("%q: Matcher %v, Check %v", line, got, want)
 		}
 	})
+}
+
+// TestProposals: the choices a person gets, narrowest first, and the one
+// offered first: never the bare program (no "tar *", "make *"), never
+// past the targets approved (no "make test *" for make test unit).
+func TestProposals(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		line string
+		want []string
+		def  int
+	}{
+		{"make test unit", []string{"make test unit", "make test unit *"}, 0},
+		{"tar -czf out.tgz src", []string{"tar -czf out.tgz src"}, 0},
+		{"go test ./pkg -run X", []string{"go test ./pkg -run X", "go test *"}, 1},
+		{"npm run build -- --watch", []string{"npm run build -- --watch", "npm run build *"}, 1},
+		{"git log --oneline -20", []string{"git log --oneline -20", "git log *"}, 1},
+		{`pytest -k "slow and db"`, []string{`pytest -k 'slow and db'`}, 0},
+		{"rm -rf build", nil, 0},
+	} {
+		got, def := Proposals(tt.line)
+		if !slices.Equal(got, tt.want) || def != tt.def {
+			t.Errorf("Proposals(%q) = %q, %d; want %q, %d", tt.line, got, def, tt.want, tt.def)
+		}
+		for _, pat := range got {
+			if pat == "tar *" || pat == "make *" || pat == "make test *" {
+				t.Errorf("Proposals(%q) offers %q", tt.line, pat)
+			}
+		}
+	}
 }
