@@ -142,6 +142,15 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 	return v
 }
 
+// under reports whether dir is root or lies below it.
+func under(dir, root string) bool {
+	if dir == "" {
+		return false
+	}
+	dir = filepath.Clean(dir)
+	return dir == root || strings.HasPrefix(dir, strings.TrimSuffix(root, "/")+"/")
+}
+
 // inProject reports whether cwd lies in a project a run may be let loose
 // in with a checkpoint: a git repository whose top is not the home
 // directory or the file system's root.
@@ -235,7 +244,7 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 	if len(pt.writes) > 0 {
 		pv.Category = max(pv.Category, Mutating)
 	}
-	act, rule := p.commandRule(pt)
+	act, rule := p.commandRule(pt, env)
 	if rule == nil {
 		act = p.defaults[pv.Category]
 		pv.Rule = fmt.Sprintf("default: %s → %s (%s)", pv.Category, act, pt.label)
@@ -306,7 +315,7 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 }
 
 // commandRule finds the strictest user or default rule matching the part.
-func (p *Policy) commandRule(pt *part) (Action, *Rule) {
+func (p *Policy) commandRule(pt *part, env Env) (Action, *Rule) {
 	if len(pt.words) == 0 {
 		return 0, nil
 	}
@@ -317,7 +326,7 @@ func (p *Policy) commandRule(pt *part) (Action, *Rule) {
 	var best *Rule
 	try := func(rs []*Rule) {
 		for _, r := range rs {
-			if !matchWords(r.words, argv) {
+			if !matchWords(r.words, argv) || r.Project != "" && !under(env.Cwd, r.Project) {
 				continue
 			}
 			// The strictest matching rule wins, except that the embedded

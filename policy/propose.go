@@ -364,7 +364,7 @@ func (p *Policy) Matcher(pattern string) (func(line string, env Env) bool, error
 			j.simple(&w.out[i])
 		}
 		for i := range j.parts {
-			if _, rule := one.commandRule(&j.parts[i]); rule != nil {
+			if _, rule := one.commandRule(&j.parts[i], env); rule != nil {
 				return true
 			}
 		}

@@ -36,6 +36,12 @@ type Rule struct {
 	Access  string // for Path: "read", "write" or "any"
 	Reason  string
 	Origin  string // "default", or FILE:LINE
+	// Project, when set, is the directory the rule is for: it applies
+	// only to commands run in it or below (scope "this project").
+	Project string
+	// Match and NotMatch are example command lines the rule must and
+	// must not match; a rule its examples disagree with does not load.
+	Match, NotMatch []string
 
 	words []string // Command split into shell words
 	glob  string   // Path with ~ expanded; "./" kept for the jail root
@@ -58,7 +64,10 @@ type ruleFile struct {
 		Command string  `toml:"command"`
 		Path    string  `toml:"path"`
 		Access  string  `toml:"access"`
-		Reason  string  `toml:"reason"`
+		Reason   string   `toml:"reason"`
+		Project  string   `toml:"project"`
+		Match    []string `toml:"match"`
+		NotMatch []string `toml:"not_match"`
 	} `toml:"rule"`
 }
 
@@ -222,7 +231,7 @@ func (p *Policy) layer(src, origin, file string) error {
 		return &LoadError{File: file, Msg: fixTOMLMsg(err.Error())}
 	}
 	if k := unknownKey(md); k != nil {
-		return &LoadError{File: file, Line: lineOf(src, k[len(k)-1]), Msg: fmt.Sprintf("unknown key %q (a file has [defaults] and [[rule]] tables; a rule has action, command or path, access, reason)", k.String())}
+		return &LoadError{File: file, Line: lineOf(src, k[len(k)-1]), Msg: fmt.Sprintf("unknown key %q (a file has [defaults] and [[rule]] tables; a rule has action, command or path, access, reason, project, match, not_match)", k.String())}
 	}
 	for name, act := range rf.Defaults {
 		c, err := ParseCategory(name)
@@ -248,8 +257,12 @@ func (p *Policy) layer(src, origin, file string) error {
 		if r.Action == nil {
 			return &LoadError{File: file, Line: line, Msg: `rule without an action (action = "allow", "ask" or "deny")`}
 		}
-		rule := &Rule{Action: *r.Action, Command: r.Command, Path: r.Path, Access: r.Access, Reason: r.Reason, Origin: where}
+		rule := &Rule{Action: *r.Action, Command: r.Command, Path: r.Path, Access: r.Access, Reason: r.Reason, Origin: where,
+			Project: r.Project, Match: r.Match, NotMatch: r.NotMatch}
 		if err := p.compile(rule); err != nil {
+			return &LoadError{File: file, Line: line, Msg: err.Error()}
+		}
+		if err := p.checkExamples(rule); err != nil {
 			return &LoadError{File: file, Line: line, Msg: err.Error()}
 		}
 		if origin == originProject && rule.Action < Ask {
@@ -271,7 +284,7 @@ func (p *Policy) layer(src, origin, file string) error {
 }
 
 // ruleKeys are the keys a [[rule]] table may hold, spelt as documented.
-var ruleKeys = []string{"action", "command", "path", "access", "reason"}
+var ruleKeys = []string{"action", "command", "path", "access", "reason", "project", "match", "not_match"}
 
 // unknownKey returns the first key of a decoded policy file that is not
 // one of its documented keys, or nil. The TOML decoder matches keys to
@@ -292,6 +305,36 @@ func unknownKey(md toml.MetaData) toml.Key {
 	return nil
 }
 
+// checkExamples holds a rule to its match and not_match examples, judged
+// in its project (else the home directory) as Check would match it.
+func (p *Policy) checkExamples(r *Rule) error {
+	if len(r.Match)+len(r.NotMatch) == 0 {
+		return nil
+	}
+	if r.Command == "" {
+		return errors.New("match and not_match examples are for command rules")
+	}
+	m, err := p.Matcher(r.Command)
+	if err != nil {
+		return err
+	}
+	env := Env{Cwd: r.Project, Home: p.home}
+	if env.Cwd == "" {
+		env.Cwd = p.home
+	}
+	for _, ex := range r.Match {
+		if !m(ex, env) {
+			return fmt.Errorf("command %q does not match its example %q (match): fix the pattern or the example", r.Command, ex)
+		}
+	}
+	for _, ex := range r.NotMatch {
+		if m(ex, env) {
+			return fmt.Errorf("command %q matches %q, which not_match says it must not: narrow the pattern", r.Command, ex)
+		}
+	}
+	return nil
+}
+
 // compile checks a rule and prepares it for matching.
 func (p *Policy) compile(r *Rule) error {
 	switch {
@@ -299,9 +342,14 @@ func (p *Policy) compile(r *Rule) error {
 		return errors.New("a rule has a command or a path, not both (make two rules)")
 	case r.Command == "" && r.Path == "":
 		return errors.New(`a rule needs a command ("go test *") or a path ("~/.ssh/**")`)
+	case r.Project != "" && (!filepath.IsAbs(expandTilde(r.Project, p.home)) || strings.HasPrefix(expandTilde(r.Project, p.home), "~")):
+		return fmt.Errorf("project %q: must be an absolute directory (or start with ~/)", r.Project)
 	case r.Command != "":
 		if r.Access != "" {
 			return errors.New("access applies to path rules only")
+		}
+		if r.Project != "" {
+			r.Project = filepath.Clean(expandTilde(r.Project, p.home))
 		}
 		words, err := p.patternWords(r.Command)
 		if err != nil {
@@ -309,6 +357,9 @@ func (p *Policy) compile(r *Rule) error {
 		}
 		r.words = words
 	default:
+		if r.Project != "" {
+			return errors.New("project applies to command rules (a path rule names its paths itself)")
+		}
 		switch r.Access {
 		case "":
 			r.Access = "any"
