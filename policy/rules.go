@@ -60,10 +60,10 @@ type alt struct {
 type ruleFile struct {
 	Defaults map[string]Action `toml:"defaults"`
 	Rule     []struct {
-		Action  *Action `toml:"action"`
-		Command string  `toml:"command"`
-		Path    string  `toml:"path"`
-		Access  string  `toml:"access"`
+		Action   *Action  `toml:"action"`
+		Command  string   `toml:"command"`
+		Path     string   `toml:"path"`
+		Access   string   `toml:"access"`
 		Reason   string   `toml:"reason"`
 		Project  string   `toml:"project"`
 		Match    []string `toml:"match"`
