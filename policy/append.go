@@ -18,7 +18,14 @@ type NewRule struct {
 	Command string // a command pattern, as in a [[rule]] table: "go test *"
 	Reason  string // optional; shown in verdicts
 	Comment string // optional; one comment line above the rule, controls shown as Go escapes
+	Project string // optional; the rule applies in this directory and below
+	// Match are example lines the rule must match (the approved command):
+	// checked when the file loads.
+	Match []string
 }
+
+// Text is the rule as AppendRule writes it, for a person to read first.
+func (r NewRule) Text() (string, error) { return r.block() }
 
 // AppendRule adds r at the end of a policy file as a [[rule]] table, with
 // its Comment as a comment line above it. The file's own bytes, comments
@@ -90,6 +97,22 @@ func (r NewRule) block() (string, error) {
 	b.WriteString("command = " + tomlString(r.Command) + "\n")
 	if r.Reason != "" {
 		b.WriteString("reason = " + tomlString(r.Reason) + "\n")
+	}
+	if r.Project != "" {
+		b.WriteString("project = " + tomlString(r.Project) + "\n")
+	}
+	if len(r.Match) > 0 {
+		b.WriteString("match = [")
+		for i, m := range r.Match {
+			if !utf8.ValidString(m) {
+				return "", errors.New("an example is not valid UTF-8, which a TOML file cannot hold")
+			}
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(tomlString(m))
+		}
+		b.WriteString("]\n")
 	}
 	return b.String(), nil
 }

@@ -609,3 +609,32 @@ func Roots(dir string) []string {
 	}
 	return []string{dir}
 }
+
+// With returns a copy of p with allow rules added for patterns, each
+// named by origin (a trust window: "trust T1 (session s-4f2a)"), as if
+// the person's own policy file held them: they loosen what would ask, a
+// deny still wins, and path rules and the jail still apply. p is not
+// changed.
+func (p *Policy) With(patterns, origins []string) (*Policy, error) {
+	q := Policy{tools: p.tools, defaults: p.defaults, defaultOrigin: p.defaultOrigin, pathRules: p.pathRules,
+		warnings: p.warnings, home: p.home, posix: p.posix}
+	q.parsers.New = p.parsers.New
+	q.cmdRules = make(map[string][]*Rule, len(p.cmdRules)+len(patterns))
+	for k, rs := range p.cmdRules {
+		q.cmdRules[k] = slices.Clone(rs)
+	}
+	q.rules = slices.Clone(p.rules)
+	for i, pat := range patterns {
+		r := &Rule{Action: Allow, Command: pat, Origin: origins[i]}
+		if err := q.compile(r); err != nil {
+			return nil, err
+		}
+		key := r.words[0]
+		if strings.ContainsAny(key, "*?[") {
+			key = "*"
+		}
+		q.cmdRules[key] = append(q.cmdRules[key], r)
+		q.rules = append(q.rules, r)
+	}
+	return &q, nil
+}

@@ -24,6 +24,11 @@ const (
 	// changed to its checkpoint; its id is the undo's own, Reason names
 	// what was undone, ChangedFiles what the undo changed.
 	EventUndone EventName = "undone"
+	// EventTrusted: a person trusted a command pattern for one agent
+	// session for a while (id: the trust's own; command: the pattern;
+	// reason: for how long); EventTrustEnded: it expired or was revoked.
+	EventTrusted    EventName = "trusted"
+	EventTrustEnded EventName = "trust_ended"
 
 	// EventAuditRepaired is written by the log itself, not by the engine:
 	// the bytes named in Torn were a line cut short (a crash mid-append)
@@ -35,7 +40,7 @@ const (
 func EventNames() []EventName {
 	return []EventName{EventQueued, EventAutoAllowed, EventAutoDenied, EventApproved,
 		EventDenied, EventStarted, EventFinished, EventTimeout, EventKilled, EventExpired,
-		EventInterrupted, EventInvalid, EventUndone, EventAuditRepaired}
+		EventInterrupted, EventInvalid, EventUndone, EventTrusted, EventTrustEnded, EventAuditRepaired}
 }
 
 // Event is one line of the audit log. The field order is the order of the

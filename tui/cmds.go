@@ -141,22 +141,41 @@ func (m *Model) killCmd(id string) tea.Cmd {
 func (m *Model) proposeCmd(id, command string) tea.Cmd {
 	propose, count := m.d.opt.ProposeRule, m.d.opt.CountMatches
 	return func() tea.Msg {
-		pattern, ok := propose(command)
-		if !ok {
+		patterns, def := propose(command)
+		if len(patterns) == 0 {
 			return ruleProposedMsg{id: id, err: fmt.Errorf("no safe rule to propose for this command; approve it with a")}
 		}
-		n, err := 0, error(nil)
-		if count != nil {
-			n, err = count(pattern)
+		msg := ruleProposedMsg{id: id, patterns: patterns, matches: make([]int, len(patterns)), choice: def}
+		for i, p := range patterns {
+			if count != nil {
+				if msg.matches[i], msg.err = count(p); msg.err != nil {
+					break
+				}
+			}
 		}
-		return ruleProposedMsg{id: id, pattern: pattern, matches: n, err: err}
+		return msg
 	}
 }
 
-func (m *Model) addRuleCmd(id, pattern, command string) tea.Cmd {
+func (m *Model) addRuleCmd(req *queue.Request, pattern string, scope RuleScope) tea.Cmd {
 	add := m.d.opt.AddRule
 	return func() tea.Msg {
-		return ruleAddedMsg{id: id, pattern: pattern, err: add(pattern, command)}
+		where, err := add(req, pattern, scope)
+		return ruleAddedMsg{id: req.ID, where: where, err: err}
+	}
+}
+
+// trustCmd trusts the rule proposed first for req's agent session (T),
+// then the approval follows.
+func (m *Model) trustCmd(req *queue.Request) tea.Cmd {
+	propose, trust := m.d.opt.ProposeRule, m.d.opt.TrustRule
+	return func() tea.Msg {
+		patterns, def := propose(req.Command)
+		if len(patterns) == 0 {
+			return trustedMsg{id: req.ID, err: fmt.Errorf("no safe rule to trust for this command; approve it with a")}
+		}
+		text, err := trust(req, patterns[def])
+		return trustedMsg{id: req.ID, text: text, err: err}
 	}
 }
 

@@ -47,13 +47,32 @@ func (m *Model) dialog() string {
 			body = append(body, "", ds.Button.Render("y: run it")+"  "+no)
 		}
 	case modeConfirmRule:
-		title = "Approve, and allow from now on:"
-		body = []string{
-			ds.Text.Render("  [[rule]] action = \"allow\"  command = " + fmt.Sprintf("%q", plainText(m.rule.pattern))),
-			ds.Text.Render(fmt.Sprintf("It would have matched %d past request(s) in the audit log.", m.rule.matches)),
-			ds.Text.Render(policyFileText(m.d.opt.PolicyFile)),
-			"", ds.Button.Render("y: approve and add the rule") + "  " + no,
+		title = "Approve, and allow from now on (" + m.ruleScope.String() + "):"
+		r := m.rule
+		text := ""
+		if it := m.find(r.id); it != nil && m.d.opt.RuleText != nil {
+			text = m.d.opt.RuleText(it.req, r.pattern(), m.ruleScope)
 		}
+		for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+			body = append(body, m.st.Detail.Rule.Render("  "+plainText(l)))
+		}
+		var choices []string
+		for i, p := range r.patterns {
+			c := plainText(p)
+			if i == r.choice {
+				c = ds.ButtonFocused.Render(c)
+			}
+			choices = append(choices, c)
+		}
+		body = append(body, "",
+			ds.Text.Render("← narrower · wider →   ")+strings.Join(choices, "  "),
+			ds.Text.Render(fmt.Sprintf("%q would have matched %d past request(s) in the audit log.", plainText(r.pattern()), r.matches[r.choice])),
+			ds.Text.Render("s: scope: everywhere, this project, this agent session"),
+		)
+		if m.ruleScope != ScopeSession {
+			body = append(body, ds.Text.Render(policyFileText(m.d.opt.PolicyFile)))
+		}
+		body = append(body, "", ds.Button.Render("y: approve and keep the rule")+"  "+no)
 	case modeConfirmUnconfined:
 		title = "Run UNCONFINED? " + m.selectedSummary()
 		body = []string{
@@ -97,7 +116,7 @@ func (m *Model) dialog() string {
 		rows := max(1, m.height-ds.Box.GetVerticalFrameSize()-1)
 		body = m.keyGrid(inner, min(rows-1, 10))
 		body = append(body, ds.Text.Render("any key closes this"))
-		if len(body)+2 <= rows {
+		if len(body)+3 <= rows { // the sentence may wrap to two lines
 			body = append(body, "", ds.Text.Render("approve keys pause after the selection changes or a request arrives"))
 		}
 	default:

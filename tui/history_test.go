@@ -213,3 +213,47 @@ func TestUndoKey(t *testing.T) {
 		t.Fatalf("F: applied %v", applied)
 	}
 }
+
+// TestTrustKey: T trusts the rule proposed first for the request's agent
+// session, then approves it; the header shows the trust while it lasts.
+func TestTrustKey(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var granted []string
+	trusts := []string{}
+	f.m.d.opt.ProposeRule = func(cmd string) ([]string, int) { return []string{cmd, "make lint *"}, 1 }
+	f.m.d.opt.TrustRule = func(req *queue.Request, pattern string) (string, error) {
+		granted = append(granted, req.Session+" "+pattern)
+		trusts = append(trusts, pattern+" · "+req.Session+" · 15m0s left")
+		return "trusted " + pattern, nil
+	}
+	f.m.d.opt.Trusts = func() []string { return trusts }
+	req := &queue.Request{Kind: queue.KindExec, Command: "make lint", Cwd: "/home/me/app", Agent: "codex", Session: "s-77"}
+	if err := f.sp.Submit(req); err != nil {
+		t.Fatal(err)
+	}
+	list, err := f.sp.List() // shown as read from its file, as the engine does
+	if err != nil || len(list) != 1 {
+		t.Fatal(list, err)
+	}
+	req = list[0].Request
+	f.m.feed.Pending(req, testJudge{}.Judge(req))
+	f.drain()
+	f.clock.add(time.Second)
+	f.run(f.press(f.m.keys.Trust))
+	if len(granted) != 1 || granted[0] != "s-77 make lint *" {
+		t.Fatalf("granted %v", granted)
+	}
+	if res := f.result(req.ID); res.Status != queue.StatusDone {
+		t.Errorf("the trusted request was not approved: %s", res.Status)
+	}
+	if v := ansi.Strip(f.m.View().Content); !strings.Contains(v, "trusted: make lint * · s-77 · 15m0s left") {
+		t.Errorf("the header does not show the trust:\n%s", strings.SplitN(v, "\n", 2)[0])
+	}
+	// A request with no session cannot be trusted.
+	f.submit("make test")
+	f.clock.add(time.Second)
+	if cmd := f.press(f.m.keys.Trust); cmd != nil || !strings.Contains(f.m.status, "no agent session") {
+		t.Errorf("T without a session: status %q", f.m.status)
+	}
+}

@@ -437,7 +437,7 @@ func TestHostileDialogs(t *testing.T) {
 				frame(x.name + "/filtered")
 				m.filter = ""
 
-				m.rule = ruleProposedMsg{id: m.current().req.ID, pattern: "echo " + s + " *", matches: 3}
+				m.rule = ruleProposedMsg{id: m.current().req.ID, patterns: []string{"echo " + s, "echo " + s + " *"}, matches: []int{1, 3}}
 				m.mode = modeConfirmRule
 				frame(x.name + "/rule")
 				m.mode = modeNormal

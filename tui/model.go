@@ -24,11 +24,19 @@ type Options struct {
 	// Input writes to a running request's terminal; Resize resizes it.
 	Input  func(id string, p []byte)
 	Resize func(id string, rows, cols uint16)
-	// ProposeRule, CountMatches and AddRule implement "approve and
-	// remember a rule" (A); nil disables it.
-	ProposeRule  func(command string) (string, bool)
+	// ProposeRule, CountMatches, RuleText and AddRule implement "approve
+	// and remember a rule" (A); nil disables it. ProposeRule gives the
+	// patterns a person may choose, narrowest first, and the one to offer
+	// first (none: no rule is safe); RuleText is what AddRule would write
+	// (or grant) for a scope; AddRule says where it went.
+	ProposeRule  func(command string) (patterns []string, def int)
 	CountMatches func(pattern string) (int, error)
-	AddRule      func(pattern, command string) error
+	RuleText     func(req *queue.Request, pattern string, scope RuleScope) string
+	AddRule      func(req *queue.Request, pattern string, scope RuleScope) (where string, err error)
+	// TrustRule trusts pattern for req's agent session for a while (T);
+	// Trusts describes the trusts in force, for the header. nil: off.
+	TrustRule func(req *queue.Request, pattern string) (string, error)
+	Trusts    func() []string
 	// PolicyFile is the file AddRule writes to, as a person reads it.
 	PolicyFile string
 	// PlanUndo works out what undoing run id would do (taking the
@@ -179,6 +187,7 @@ type Model struct {
 	input       lineInput
 	editVerdict queue.Verdict // the edited command's, for modeConfirmEdit
 	rule        ruleProposedMsg
+	ruleScope   RuleScope
 	killID      string    // the run modeConfirmKill asks about
 	dialogID    string    // the request a deny, edit or unconfined dialog is about
 	undo        *UndoPlan // the plan modeConfirmUndo asks about
@@ -237,6 +246,20 @@ func New(opt Options) *Model {
 // Observer is the engine observer the console listens to (already set on
 // Options.Engine when one was given).
 func (m *Model) Observer() queue.Observer { return m.feed }
+
+// RuleScope is where a rule added with A applies.
+type RuleScope int
+
+// The scopes, narrowest last.
+const (
+	ScopeEverywhere RuleScope = iota // the person's policy file
+	ScopeProject                     // that file, limited to the request's project
+	ScopeSession                     // a trust for the request's agent session
+)
+
+func (s RuleScope) String() string {
+	return [...]string{"everywhere", "this project", "this agent session"}[s]
+}
 
 // UndoPlan is what undoing a run would do, as the console shows it.
 type UndoPlan struct {

@@ -182,7 +182,7 @@ func (f *fixture) run(cmd tea.Cmd) {
 		for _, c := range msg {
 			f.run(c)
 		}
-	case recheckedMsg, ruleAddedMsg:
+	case recheckedMsg, ruleAddedMsg, trustedMsg:
 		// These lead on to the approval itself.
 		f.drain()
 		f.run(f.update(msg))
@@ -480,14 +480,32 @@ func TestApproveAndRememberRule(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	var added []string
-	f.m.d.opt.ProposeRule = func(cmd string) (string, bool) { return "make lint *", cmd == "make lint" }
-	f.m.d.opt.CountMatches = func(string) (int, error) { return 3, nil }
-	f.m.d.opt.AddRule = func(pattern, command string) error { added = append(added, pattern+" <- "+command); return nil }
+	f.m.d.opt.ProposeRule = func(cmd string) ([]string, int) {
+		if cmd != "make lint" {
+			return nil, 0
+		}
+		return []string{"make lint", "make lint *"}, 0
+	}
+	f.m.d.opt.CountMatches = func(p string) (int, error) { return len(p), nil }
+	f.m.d.opt.RuleText = func(req *queue.Request, pattern string, scope RuleScope) string {
+		return "[[rule]]\naction = \"allow\"\ncommand = \"" + pattern + "\"\n# " + scope.String()
+	}
+	f.m.d.opt.AddRule = func(req *queue.Request, pattern string, scope RuleScope) (string, error) {
+		added = append(added, pattern+" <- "+req.Command+" @ "+scope.String())
+		return "~/.config/sluice/policy.toml", nil
+	}
 	req := f.submit("make lint")
 	f.clock.add(time.Second)
 	f.run(f.press(f.m.keys.ApproveRule))
-	if f.m.mode != modeConfirmRule || f.m.rule.matches != 3 || !strings.Contains(f.m.render(), "matched 3 past") {
-		t.Fatalf("mode %s rule %+v: the proposal and its count are not shown", f.m.mode, f.m.rule)
+	v := ansi.Strip(f.m.render())
+	if f.m.mode != modeConfirmRule || !strings.Contains(v, `command = "make lint"`) || !strings.Contains(v, "matched 9 past") {
+		t.Fatalf("mode %s rule %+v: the exact rule and its count are not shown:\n%s", f.m.mode, f.m.rule, v)
+	}
+	// Wider, then the project scope: the text follows.
+	f.update(keyMsg("right"))
+	f.update(keyMsg("s"))
+	if v := ansi.Strip(f.m.render()); !strings.Contains(v, `command = "make lint *"`) || !strings.Contains(v, "# this project") {
+		t.Fatalf("after widening and scoping:\n%s", v)
 	}
 	// Esc: no rule, not approved.
 	f.update(keyMsg("esc"))
@@ -496,7 +514,7 @@ func TestApproveAndRememberRule(t *testing.T) {
 	}
 	f.run(f.press(f.m.keys.ApproveRule))
 	f.run(f.press(f.m.keys.Yes))
-	if len(added) != 1 || added[0] != "make lint * <- make lint" {
+	if len(added) != 1 || added[0] != "make lint <- make lint @ everywhere" {
 		t.Fatalf("rules added: %v", added)
 	}
 	if res := f.result(req.ID); res.Status != queue.StatusDone {

@@ -76,17 +76,28 @@ type recheckedMsg struct {
 // ruleProposedMsg carries a proposed rule and how many past requests it
 // would have matched.
 type ruleProposedMsg struct {
-	id      string
-	pattern string
-	matches int
-	err     error
+	id       string
+	patterns []string // narrowest first
+	matches  []int    // past requests each would have matched
+	choice   int      // the one chosen (← narrower, → wider)
+	err      error
+}
+
+// pattern is the chosen pattern.
+func (r ruleProposedMsg) pattern() string { return r.patterns[r.choice] }
+
+// trustedMsg reports a trust granted with T, before the approval.
+type trustedMsg struct {
+	id   string
+	text string
+	err  error
 }
 
 // ruleAddedMsg reports the rule was written to the policy file.
 type ruleAddedMsg struct {
-	id      string
-	pattern string
-	err     error
+	id    string
+	where string
+	err   error
 }
 
 // logLoadedMsg carries the tail of a finished run's log, for runs whose

@@ -72,6 +72,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.afterAct(msg)
 	case ruleProposedMsg:
 		return m, m.afterPropose(msg)
+	case trustedMsg:
+		if msg.err != nil {
+			m.setErr(fmt.Errorf("not trusted: %w", msg.err))
+			if it := m.find(msg.id); it != nil {
+				it.busy = false
+			}
+			return m, nil
+		}
+		return m, m.approveAs(msg.id, queue.Approval{}, "approved, "+msg.text+",")
 	case ruleAddedMsg:
 		if msg.err != nil {
 			m.setErr(fmt.Errorf("rule not added: %w", msg.err))
@@ -81,8 +90,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		verb := "approved, rule added"
-		if f := m.d.opt.PolicyFile; f != "" {
-			verb = "approved, rule added to " + plainText(f) + ","
+		if msg.where != "" {
+			verb = "approved, rule added to " + plainText(msg.where) + ","
 		}
 		return m, m.approveAs(msg.id, queue.Approval{}, verb)
 	case logLoadedMsg:

@@ -47,7 +47,9 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		m.setStatus("not killed")
 		return nil
-	case modeConfirmEdit, modeConfirmRule, modeConfirmUnconfined:
+	case modeConfirmRule:
+		return m.ruleKey(msg)
+	case modeConfirmEdit, modeConfirmUnconfined:
 		return m.confirmKey(msg)
 	case modeDenyReason, modeEdit, modeFilter:
 		return m.inputKey(msg)
@@ -118,7 +120,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		m.setErr(fmt.Errorf("nothing running is selected"))
 	case key.Matches(msg, k.Approve), key.Matches(msg, k.Deny), key.Matches(msg, k.Edit), key.Matches(msg, k.ApproveRule),
-		key.Matches(msg, k.ApproveUnconfined):
+		key.Matches(msg, k.ApproveUnconfined), key.Matches(msg, k.Trust):
 		return m.decisionKey(msg)
 	}
 	return nil
@@ -182,6 +184,17 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		it.busy = true
 		return m.proposeCmd(it.req.ID, it.req.Command)
+	case key.Matches(msg, k.Trust):
+		switch {
+		case it.req.Kind != queue.KindExec || m.d.opt.TrustRule == nil || m.d.opt.ProposeRule == nil:
+			m.setErr(fmt.Errorf("only commands can be trusted"))
+			return nil
+		case it.req.Session == "":
+			m.setErr(fmt.Errorf("the request names no agent session to trust it for; approve it with a, or A for a rule"))
+			return nil
+		}
+		it.busy = true
+		return m.trustCmd(it.req)
 	}
 	return nil
 }
@@ -195,7 +208,7 @@ func (m *Model) approveSelected(it *item, rule string) tea.Cmd {
 	}
 	if rule != "" {
 		it.busy = true
-		return m.addRuleCmd(it.req.ID, rule, it.req.Command)
+		return m.addRuleCmd(it.req, rule, m.ruleScope)
 	}
 	return m.approveCmd(it.req.ID, "")
 }
@@ -216,7 +229,7 @@ func (m *Model) afterRecheck(msg recheckedMsg) tea.Cmd {
 	}
 	if msg.rule != "" {
 		it.busy = true
-		return m.addRuleCmd(it.req.ID, msg.rule, it.req.Command)
+		return m.addRuleCmd(it.req, msg.rule, m.ruleScope)
 	}
 	return m.approveCmd(it.req.ID, "")
 }
@@ -233,9 +246,31 @@ func (m *Model) afterPropose(msg ruleProposedMsg) tea.Cmd {
 	if c := m.current(); c == nil || c.req.ID != msg.id {
 		return nil // the selection moved meanwhile
 	}
-	m.rule = msg
+	m.rule, m.ruleScope = msg, ScopeEverywhere
 	m.mode = modeConfirmRule
 	return nil
+}
+
+// ruleKey drives the rule dialog: ← and → narrow and widen the pattern,
+// s changes the scope, y approves and keeps the rule, anything else is no.
+func (m *Model) ruleKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.String() {
+	case "left", "h", "<":
+		m.rule.choice = max(0, m.rule.choice-1)
+		return nil
+	case "right", "l", ">":
+		m.rule.choice = min(len(m.rule.patterns)-1, m.rule.choice+1)
+		return nil
+	case "s":
+		m.ruleScope = (m.ruleScope + 1) % 3
+		if m.ruleScope == ScopeSession {
+			if it := m.find(m.rule.id); it != nil && it.req.Session == "" {
+				m.ruleScope = ScopeEverywhere // no session to scope to
+			}
+		}
+		return nil
+	}
+	return m.confirmKey(msg)
 }
 
 // confirmKey answers the edit and rule dialogs: yes approves, anything
@@ -269,7 +304,7 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.approveCmd(it.req.ID, m.input.Value())
 	case modeConfirmRule:
-		return m.approveSelected(it, m.rule.pattern)
+		return m.approveSelected(it, m.rule.pattern())
 	case modeConfirmUnconfined:
 		return m.approveUnconfinedCmd(it.req.ID)
 	}

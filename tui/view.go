@@ -215,6 +215,15 @@ func (m *Model) header() string {
 			s += "  " + m.st.App.Error.Render("POLICY NOT RELOADED: "+plainText(p))
 		}
 	}
+	if f := m.d.opt.Trusts; f != nil {
+		if ts := f(); len(ts) > 0 {
+			t := "  · trusted: " + plainText(ts[0])
+			if len(ts) > 1 {
+				t += fmt.Sprintf(" (+%d more: sluice trust ls)", len(ts)-1)
+			}
+			s += m.st.App.Flag.Render(t)
+		}
+	}
 	if m.configProblem != "" {
 		s += "  " + m.st.App.Error.Render("CONFIG NOT RELOADED: "+plainText(m.configProblem))
 	}

@@ -42,6 +42,7 @@ var commands = []command{
 	{"deny", "deny a pending request", cmdDeny},
 	{"undo", "put back the files a run changed, from its checkpoint", cmdUndo},
 	{"checkpoints", "prune the checkpoints runs leave (sluice checkpoints prune)", cmdCheckpoints},
+	{"trust", "list or revoke trust windows (a rule trusted for one agent session)", cmdTrust},
 	{"serve", "the headless engine: act on what the policy decides alone", cmdServe},
 	{"mcp", "an MCP server (stdio) that puts run_command, write_file and edit_file behind the console", cmdMCP},
 	{"audit", "verify or read the audit log", cmdAudit},

@@ -70,6 +70,16 @@ type consoleConfig struct {
 	// History is how many past requests History loads from the audit
 	// log at start (default 200; 0: none, only what happens from now).
 	History *int `toml:"history"`
+	// TrustMinutes is how long T trusts a rule for an agent session.
+	TrustMinutes int `toml:"trust_minutes"`
+}
+
+// trustMinutes is [console] trust_minutes, defaulted (15).
+func (c consoleConfig) trustMinutes() time.Duration {
+	if c.TrustMinutes > 0 {
+		return time.Duration(c.TrustMinutes) * time.Minute
+	}
+	return 15 * time.Minute
 }
 
 // history is [console] history, defaulted.
@@ -133,6 +143,7 @@ for the next start. Every key is optional:
   bell = true        # terminal bell when a request needs you
   notify = true      # desktop notification (OSC 9 / OSC 777)
   grace = "425ms"    # approve keys are inert this long after a change
+  trust_minutes = 15 # how long T trusts a command's rule for that agent session
   history = 200      # past requests History loads from the audit log at
                      # start (0: none); it then follows the log, so what
                      # other consoles and 'sluice approve' decide shows too
@@ -144,12 +155,12 @@ var knownConfigKeys = map[string]bool{"max_auto": true, "default_timeout": true,
 	"sandbox": true, "sandbox_writable": true, "extra_sandbox_writable": true,
 	"sandbox_hidden": true, "extra_sandbox_hidden": true, "max_procs": true, "hook_confine": true,
 	"checkpoints": true, "checkpoint_keep": true, "checkpoint_max_age": true,
-	"console.theme": true, "console.bell": true, "console.notify": true, "console.grace": true, "console.history": true}
+	"console.theme": true, "console.bell": true, "console.notify": true, "console.grace": true, "console.history": true, "console.trust_minutes": true}
 
 // knownKeysText lists the keys for an error message.
 const knownKeysText = "max_auto, default_timeout, kill_grace, secret_patterns, extra_secret_patterns, " +
 	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, max_procs, hook_confine, checkpoints, checkpoint_keep, checkpoint_max_age, " +
-	"[console] theme, bell, notify, grace, history"
+	"[console] theme, bell, notify, grace, history, trust_minutes"
 
 // Limits a config must stay within.
 const (
@@ -249,6 +260,8 @@ func parseConfig(data []byte) (*config, error) {
 		return nil, fmt.Errorf("checkpoint_keep = %d: must be 1 or more (checkpoints = false turns them off)", c.CheckpointKeep)
 	case c.CheckpointMaxAge < 0 || c.CheckpointMaxAge == 0 && md.IsDefined("checkpoint_max_age"):
 		return nil, fmt.Errorf("checkpoint_max_age = %s: must be positive", c.CheckpointMaxAge)
+	case c.Console.TrustMinutes < 0 || c.Console.TrustMinutes > 24*60:
+		return nil, fmt.Errorf("[console] trust_minutes = %d: must be between 1 and 1440", c.Console.TrustMinutes)
 	case c.Console.History != nil && (*c.Console.History < 0 || *c.Console.History > maxHistory):
 		return nil, fmt.Errorf("[console] history = %d: must be between 0 and %d", *c.Console.History, maxHistory)
 	}

@@ -109,6 +109,8 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	judge := policyJudge(eng.Judge)
 	sbText, sbOff := sandboxStatus(actor.Runner.Confine)
 
+	rules := &consoleRules{judge: judge, file: ef.userPolicyFile(), trust: &trustStore{path: trustPath()}, rec: log,
+		actor: loginName(), trustOf: cfg.Console.trustMinutes()}
 	undoer := &consoleUndo{st: cfg.checkpointStore(), logPath: log.Path(), rec: log, actor: loginName()}
 	if undoer.st == nil {
 		undoer.st = &checkpoint.Store{Dir: checkpointDir()} // off for new runs; old ones can still be undone
@@ -120,9 +122,12 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		Preview:      previewer(actor),
 		Input:        actor.Runner.Input,
 		Resize:       actor.Runner.Resize,
-		ProposeRule:  policy.Propose,
+		ProposeRule:  policy.Proposals,
 		CountMatches: matchCounter(judge, log.Path()),
-		AddRule:      ruleAdder(judge, ef.userPolicyFile()),
+		RuleText:     rules.text,
+		AddRule:      rules.add,
+		TrustRule:    rules.trustRule,
+		Trusts:       rules.trusts,
 		PolicyFile:   homeShort(ef.userPolicyFile()),
 		PlanUndo:     undoer.plan,
 		ApplyUndo:    undoer.apply,
@@ -165,6 +170,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		},
 		problem: m.ConfigProblem}
 	cw.start(serveCtx, cfg)
+	go expireTrusts(serveCtx, rules.trust, log, nil)
 	if *demo {
 		go func() {
 			_, _ = demoAgent(serveCtx, sp, filepath.Join(demoDir, "project"), 1500*time.Millisecond)

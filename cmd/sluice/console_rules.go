@@ -2,14 +2,18 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
+	"time"
 
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/tui"
 )
 
 // matchCounter counts the exec requests in the audit log (their queued
@@ -52,19 +56,105 @@ func matchCounter(j *policy.Judge, auditFile string) func(pattern string) (int, 
 	}
 }
 
-// ruleAdder appends an allow rule to the user's policy file and makes the
-// judge read it again.
-func ruleAdder(j *policy.Judge, file string) func(pattern, command string) error {
-	return func(pattern, command string) error {
-		if file == "" {
-			return errors.New("no user policy file (set SLUICE_POLICY or --policy)")
+// consoleRules gives the console's A and T keys their effect: a rule in
+// the person's policy file (everywhere, or for the request's project), or
+// a trust for the request's agent session.
+type consoleRules struct {
+	judge   *policy.Judge
+	file    string // the person's policy file
+	trust   *trustStore
+	rec     queue.Recorder
+	actor   string
+	trustOf time.Duration // how long T trusts
+}
+
+// sessionTrust is how long the A dialog's "this agent session" scope
+// trusts a rule: longer than any session lasts.
+const sessionTrust = 12 * time.Hour
+
+// newRule is the rule A adds for scope everywhere or this project.
+func (c *consoleRules) newRule(req *queue.Request, pattern string, scope tui.RuleScope) policy.NewRule {
+	r := policy.NewRule{Action: "allow", Command: pattern, Reason: "added in the console",
+		Comment: fmt.Sprintf("approved %q", req.Command), Match: []string{req.Command}}
+	if scope == tui.ScopeProject {
+		r.Project = policy.ProjectRoot(req.Cwd)
+	}
+	return r
+}
+
+func (c *consoleRules) text(req *queue.Request, pattern string, scope tui.RuleScope) string {
+	if scope == tui.ScopeSession {
+		return fmt.Sprintf("trust %q for %s session %s until %s (sluice trust ls; sluice trust revoke ID)",
+			pattern, orDash(req.Agent), req.Session, time.Now().Add(sessionTrust).Format("15:04"))
+	}
+	t, err := c.newRule(req, pattern, scope).Text()
+	if err != nil {
+		return err.Error()
+	}
+	return t
+}
+
+func (c *consoleRules) add(req *queue.Request, pattern string, scope tui.RuleScope) (string, error) {
+	if scope == tui.ScopeSession {
+		return c.grant(req, pattern, sessionTrust)
+	}
+	if c.file == "" {
+		return "", errors.New("no user policy file (set SLUICE_POLICY or --policy)")
+	}
+	if err := policy.AppendRule(c.file, c.newRule(req, pattern, scope)); err != nil {
+		return "", err
+	}
+	c.judge.Reset()
+	return homeShort(c.file), nil
+}
+
+// grant trusts pattern for req's agent session for d.
+func (c *consoleRules) grant(req *queue.Request, pattern string, d time.Duration) (string, error) {
+	if req.Session == "" {
+		return "", errors.New("the request names no agent session")
+	}
+	now := time.Now()
+	e := trustEntry{ID: "T" + queue.NewID()[1:], Session: req.Session, Agent: req.Agent, Pattern: pattern,
+		Until: now.Add(d), By: c.actor, Created: now}
+	if err := c.trust.grant(c.rec, e, req.Cwd); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("trusted %q for session %s until %s", pattern, req.Session, e.Until.Format("15:04")), nil
+}
+
+func (c *consoleRules) trustRule(req *queue.Request, pattern string) (string, error) {
+	return c.grant(req, pattern, c.trustOf)
+}
+
+// trusts describes the trusts in force for the header, soonest end first.
+func (c *consoleRules) trusts() []string {
+	now := time.Now()
+	es := c.trust.active(now)
+	slices.SortFunc(es, func(a, b trustEntry) int { return a.Until.Compare(b.Until) })
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = fmt.Sprintf("%s · %s · %s left", e.Pattern, e.Session, e.Until.Sub(now).Round(time.Second))
+	}
+	return out
+}
+
+// expireTrusts ends the trusts whose time is up, every few seconds, and
+// audits each, until ctx ends.
+func expireTrusts(ctx context.Context, ts *trustStore, rec queue.Recorder, logf func(string, ...any)) {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
-		err := policy.AppendRule(file, policy.NewRule{Action: "allow", Command: pattern,
-			Reason: "added in the console", Comment: fmt.Sprintf("approved %q", command)})
-		if err != nil {
-			return err
+		es, err := ts.all()
+		if err != nil || len(es) == 0 {
+			continue
 		}
-		j.Reset()
-		return nil
+		if _, err := ts.end(rec, time.Now(), "", ""); err != nil && logf != nil {
+			logf("trust: %v", err)
+		}
 	}
 }

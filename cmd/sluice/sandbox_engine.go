@@ -3,6 +3,7 @@ package main
 import (
 	osexec "os/exec"
 	"sync"
+	"time"
 
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/exec/sandbox"
@@ -18,7 +19,8 @@ import (
 type requireSandbox struct {
 	inner       queue.Judge
 	runner      *exec.Runner
-	checkpoints bool // runs are checkpointed (config checkpoints)
+	checkpoints bool        // runs are checkpointed (config checkpoints)
+	trust       *trustStore // trust windows; nil: none
 }
 
 // policyJudge is the policy's judge under j (which may be wrapped in
@@ -74,6 +76,13 @@ var haveGit = sync.OnceValue(func() bool {
 // Judge implements queue.Judge.
 func (r requireSandbox) Judge(req *queue.Request) queue.Verdict {
 	v := r.inner.Judge(req)
+	if r.trust != nil && v.Action == queue.ActionAsk {
+		if pats, origins := r.trust.trustRules(req, time.Now()); len(pats) > 0 {
+			if p, err := policyJudge(r.inner).Policy(req.Cwd); err == nil {
+				v = trusted(p, req, v, pats, origins)
+			}
+		}
+	}
 	if v.Action == queue.ActionAllowWithCheckpoint {
 		if why := r.cannotCheckpoint(req); why != "" {
 			v.Action = queue.ActionAsk

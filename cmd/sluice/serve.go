@@ -87,7 +87,8 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	protectProcess()
 	r := cfg.runner(sp.Dir(), user, path, stateDir(path), checkpointDir())
 	runner := &exec.Actor{Runner: r, Jail: policy.Roots, Checkpoints: cfg.checkpointStore()}
-	judge := requireSandbox{inner: &policy.Judge{Options: opts}, runner: r, checkpoints: cfg.checkpointStore() != nil}
+	judge := requireSandbox{inner: &policy.Judge{Options: opts}, runner: r, checkpoints: cfg.checkpointStore() != nil,
+		trust: &trustStore{path: trustPath()}}
 	// A reloaded configuration changes what new runs get.
 	ef.reconfigure = func(c *config) {
 		nr := c.runner(sp.Dir(), user, path, stateDir(path), checkpointDir())
@@ -175,6 +176,7 @@ func cmdServe(args []string, std stdio, g *globals) int {
 			}
 		}}
 	cw.start(ctx, cfg)
+	go expireTrusts(ctx, &trustStore{path: trustPath()}, log, logf)
 	eng.Serve(ctx)
 	logf("stopped")
 	return exitOK

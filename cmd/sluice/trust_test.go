@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/policy"
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// TestTrustWindow: a trust lets its agent session's matching commands
+// run without asking, and no other session's; a deny still wins; once
+// it expires it asks again, and granting and expiry are in the audit log.
+func TestTrustWindow(t *testing.T) {
+	dir := t.TempDir()
+	ts := &trustStore{path: filepath.Join(dir, "trust.json")}
+	log, err := audit.Open(filepath.Join(dir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	judge := requireSandbox{inner: &policy.Judge{Options: policy.Options{Home: dir}}, runner: &exec.Runner{}, trust: ts}
+	req := func(session, cmd string) *queue.Request {
+		return &queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: cmd, Cwd: dir, Agent: "claude-code", Session: session}
+	}
+	if v := judge.Judge(req("s-1", "make lint")); v.Action != queue.ActionAsk {
+		t.Fatalf("before any trust: %s", v.Action)
+	}
+	now := time.Now()
+	if err := ts.grant(log, trustEntry{ID: "T1TRUST", Session: "s-1", Agent: "claude-code", Pattern: "make lint *",
+		Until: now.Add(300 * time.Millisecond), By: "alice", Created: now}, dir); err != nil {
+		t.Fatal(err)
+	}
+	if v := judge.Judge(req("s-1", "make lint --fix")); v.Action != queue.ActionAllow {
+		t.Errorf("trusted session: %s (%v)", v.Action, v.Reasons)
+	}
+	if v := judge.Judge(req("s-2", "make lint")); v.Action != queue.ActionAsk {
+		t.Errorf("another session: %s", v.Action)
+	}
+	if v := judge.Judge(req("s-1", "make lint && sudo rm -rf /")); v.Action == queue.ActionAllow {
+		t.Errorf("a trust let a sudo through: %s", v.Action)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if v := judge.Judge(req("s-1", "make lint")); v.Action != queue.ActionAsk {
+		t.Errorf("after the window: %s", v.Action)
+	}
+	ended, err := ts.end(log, time.Now(), "", "")
+	if err != nil || len(ended) != 1 {
+		t.Fatalf("expired: %v, %v", ended, err)
+	}
+	lines, _, err := audit.Last(mustOpen(t, log.Path()), fileSize(t, log.Path()), 10, audit.Filter{ID: "T1TRUST"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range lines {
+		got = append(got, string(l.Event.Event)+" "+l.Event.Reason)
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0], "trusted ") || !strings.HasPrefix(got[1], "trust_ended expired") {
+		t.Errorf("audit: %q", got)
+	}
+}
+
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
