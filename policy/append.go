@@ -294,3 +294,65 @@ func commentText(s string) string {
 	}
 	return b.String()
 }
+
+// RemoveRule takes the [[rule]] table that starts at line (1-based) out of
+// a policy file, and the "# approved ..." comment the console wrote above
+// it; every other line, comments included, is kept as it is. It returns
+// the lines removed. The file is replaced atomically, only after the new
+// content loads with one rule fewer.
+func RemoveRule(file string, line int) (string, error) {
+	old, info, err := readRegular(file)
+	if err != nil {
+		return "", err
+	}
+	if info == nil {
+		return "", fmt.Errorf("policy: %s does not exist", file)
+	}
+	lines := strings.SplitAfter(old, "\n")
+	i := line - 1
+	if i < 0 || i >= len(lines) || strings.TrimSpace(lines[i]) != "[[rule]]" {
+		return "", fmt.Errorf("policy: %s:%d is not the start of a [[rule]] table (see 'sluice policy rules')", file, line)
+	}
+	end := i + 1
+	for end < len(lines) {
+		t := strings.TrimSpace(lines[end])
+		if t == "" || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "[") {
+			break
+		}
+		end++
+	}
+	start := i
+	if i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), "# approved ") {
+		start = i - 1
+	}
+	removed := strings.Join(lines[start:end], "")
+	// One blank line that separated the table from the one before goes too.
+	if start > 0 && strings.TrimSpace(lines[start-1]) == "" && (end == len(lines) || strings.TrimSpace(lines[end]) == "") {
+		start--
+	}
+	content := strings.Join(lines[:start], "") + strings.Join(lines[end:], "")
+	before, err := Load(Options{User: file, UserRequired: true})
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Dir(file)
+	tmp, err := writeTemp(dir, filepath.Base(file), content, info.Mode().Perm())
+	if err != nil {
+		return "", fmt.Errorf("policy: %w", err)
+	}
+	defer os.Remove(tmp)
+	after, err := Load(Options{User: tmp, UserRequired: true})
+	if err != nil {
+		return "", err
+	}
+	if len(after.rules) != len(before.rules)-1 {
+		return "", fmt.Errorf("policy: removing %s:%d would not remove exactly one rule; edit the file by hand", file, line)
+	}
+	if err := unchanged(file, info); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return "", fmt.Errorf("policy: %w", err)
+	}
+	return removed, nil
+}

@@ -345,3 +345,29 @@ func TestAppendRuleChecksTheRuleReadsBack(t *testing.T) {
 		t.Errorf("the file's own last rule: %v", err)
 	}
 }
+
+// TestRemoveRule: revoking a rule takes out its table and the console's
+// comment above it, and nothing else.
+func TestRemoveRule(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "policy.toml")
+	src := "# mine\n\n# approved \"make lint\"\n[[rule]]\naction = \"allow\"\ncommand = \"make lint\"\nmatch = [\"make lint\"]\n\n# keep\n[[rule]]\naction = \"ask\"\ncommand = \"make deploy *\"\n"
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := RemoveRule(file, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(file)
+	want := "# mine\n\n# keep\n[[rule]]\naction = \"ask\"\ncommand = \"make deploy *\"\n"
+	if string(got) != want {
+		t.Errorf("after removing:\n%s\nwant:\n%s", got, want)
+	}
+	if !strings.Contains(removed, `command = "make lint"`) || !strings.Contains(removed, "# approved") {
+		t.Errorf("removed %q", removed)
+	}
+	if _, err := RemoveRule(file, 1); err == nil {
+		t.Error("a line that starts no rule was accepted")
+	}
+}

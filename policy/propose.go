@@ -406,3 +406,44 @@ func stripQuoting(s string) string {
 		return r
 	}, s)
 }
+
+// RulesMatching returns the command rules that match any simple command
+// of line, as Check matches them (each part judged on its own); the line
+// is parsed once, whatever the number of rules.
+func (p *Policy) RulesMatching(line string, env Env) []*Rule {
+	if nestingTooDeep(line) {
+		return nil
+	}
+	f, err := p.parse(line)
+	if err != nil {
+		return nil
+	}
+	w := &walker{line: line, cwd: word{val: env.Cwd, src: env.Cwd}}
+	w.stmts(f.Stmts, false)
+	j := &judge{k: p.tools, parse: p.parse}
+	for i := range w.out {
+		j.simple(&w.out[i])
+	}
+	var out []*Rule
+	for i := range j.parts {
+		pt := &j.parts[i]
+		if len(pt.words) == 0 {
+			continue
+		}
+		argv := pt.words
+		if pt.name != "" && pt.name != argv[0].val {
+			argv = append([]word{{val: pt.name, src: argv[0].src}}, argv[1:]...)
+		}
+		var cands []*Rule
+		if !argv[0].dyn {
+			cands = p.cmdRules[argv[0].val]
+		}
+		cands = append(slices.Clone(cands), p.cmdRules["*"]...)
+		for _, r := range cands {
+			if matchWords(r.words, argv) && (r.Project == "" || under(env.Cwd, r.Project)) && !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}

@@ -1,11 +1,18 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/sluice-dev/sluice/policy"
+	"github.com/sluice-dev/sluice/queue"
 )
 
 const policyHelp = `Inspect the policy.
@@ -15,17 +22,26 @@ const policyHelp = `Inspect the policy.
       each with where it comes from (the embedded default, your file, the
       project's .sluice/policy.toml)
   sluice policy lint FILE
-      check a policy file (unknown keys, bad globs, bad actions); exit 0 if
-      it loads, 2 with the file, line and a hint if not
+      check a policy file (unknown keys, bad globs, bad actions, match and
+      not_match examples that disagree with their rule); exit 0 if it
+      loads, 2 with the file, line and a hint if not
+  sluice policy rules [--policy FILE] [--cwd DIR] [--audit FILE]
+      every rule with its origin (file:line), its scope (everywhere, or
+      the project it is limited to) and how many past requests in the
+      audit log it matched
+  sluice policy revoke FILE:LINE
+      take the rule starting at that line out of your policy file (as
+      'sluice policy rules' names it); everything else in the file,
+      comments included, stays as it is
 `
 
 func cmdPolicy(args []string, std stdio, g *globals) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) == 0 {
-			fmt.Fprint(std.err, "Usage: sluice policy show|lint ...\n\n"+policyHelp)
+			fmt.Fprint(std.err, "Usage: sluice policy show|lint|rules|revoke ...\n\n"+policyHelp)
 			return exitUsage
 		}
-		fmt.Fprint(std.out, "Usage: sluice policy show|lint ...\n\n"+policyHelp)
+		fmt.Fprint(std.out, "Usage: sluice policy show|lint|rules|revoke ...\n\n"+policyHelp)
 		return exitOK
 	}
 	switch args[0] {
@@ -33,8 +49,12 @@ func cmdPolicy(args []string, std stdio, g *globals) int {
 		return policyShow(args[1:], std, g)
 	case "lint":
 		return policyLint(args[1:], std, g)
+	case "rules":
+		return policyRules(args[1:], std, g)
+	case "revoke":
+		return policyRevoke(args[1:], std, g)
 	}
-	return usageErr(std, "policy", "unknown subcommand %q (show or lint)", args[0])
+	return usageErr(std, "policy", "unknown subcommand %q (show, lint, rules or revoke)", args[0])
 }
 
 func policyShow(args []string, std stdio, g *globals) int {
@@ -89,5 +109,96 @@ func policyLint(args []string, std stdio, g *globals) int {
 		return exitUsage
 	}
 	fmt.Fprintf(std.out, "%s: ok\n", pos[0])
+	return exitOK
+}
+
+func policyRules(args []string, std stdio, g *globals) int {
+	fs := newFlags("policy rules", "[--policy FILE] [--cwd DIR] [--audit FILE]", "List every rule: origin, scope, and the past requests it matched.\n", std, g)
+	var pf policyFlags
+	pf.register(fs)
+	auditFile := fs.String("audit", "", auditFlagHelp)
+	pos, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErr(std, "policy rules", "takes no arguments")
+	}
+	p, _, err := pf.load()
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice policy rules: %v\n", err)
+		return exitUsage
+	}
+	counts := map[*policy.Rule]int{}
+	path, err := auditPath(*auditFile)
+	if err == nil {
+		if err := countRuleMatches(p, path, counts); err != nil {
+			fmt.Fprintf(std.err, "sluice policy rules: %v (counts left out)\n", err)
+		}
+	}
+	tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ORIGIN\tACTION\tMATCH\tSCOPE\tPAST\tREASON")
+	for _, r := range p.Rules() {
+		match, past := "command "+show(r.Command), strconv.Itoa(counts[r])
+		if r.Path != "" {
+			match, past = r.Access+" "+show(r.Path), "-"
+		}
+		match = clip(match, 60)
+		scope := "everywhere"
+		if r.Project != "" {
+			scope = "project " + show(homeShort(r.Project))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", show(r.Origin), r.Action, match, scope, past, show(r.Reason))
+	}
+	tw.Flush()
+	return exitOK
+}
+
+// countRuleMatches counts, for each command rule, the exec requests in the
+// audit log (their queued lines) it matches.
+func countRuleMatches(p *policy.Policy, logPath string, counts map[*policy.Rule]int) error {
+	f, err := os.Open(logPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var ev queue.Event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Event != queue.EventQueued || ev.Kind != queue.KindExec {
+			continue
+		}
+		for _, r := range p.RulesMatching(ev.Command, policy.Env{Cwd: ev.Cwd}) {
+			counts[r]++
+		}
+	}
+	return sc.Err()
+}
+
+func policyRevoke(args []string, std stdio, g *globals) int {
+	fs := newFlags("policy revoke", "FILE:LINE", "Take one rule out of your policy file, as 'sluice policy rules' names it.\n", std, g).unused("spool", "config")
+	pos, code, ok := fs.parse(args, true)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageErr(std, "policy revoke", "which rule? give its FILE:LINE from 'sluice policy rules'")
+	}
+	i := strings.LastIndexByte(pos[0], ':')
+	line, err := strconv.Atoi(pos[0][i+1:])
+	if i <= 0 || err != nil {
+		return usageErr(std, "policy revoke", "%q is not FILE:LINE (see 'sluice policy rules')", pos[0])
+	}
+	file := pos[0][:i]
+	removed, err := policy.RemoveRule(file, line)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice policy revoke: %s\n", show(err.Error()))
+		return exitFail
+	}
+	fmt.Fprintf(std.out, "removed from %s:\n%s", file, removed)
 	return exitOK
 }
