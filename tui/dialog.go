@@ -98,6 +98,17 @@ func (m *Model) dialog() string {
 		} else {
 			body = append(body, "", ds.Button.Render("y: undo")+"  "+no)
 		}
+	case modeConfirmBatch:
+		title = fmt.Sprintf("Approve these %d together? (no rule is kept)", m.markedCount())
+		for _, it := range m.pending {
+			if !it.marked {
+				continue
+			}
+			row := fmt.Sprintf("%-9s %-9s %-10s %s", shortID(it.req.ID), strings.ToUpper(string(it.verdict.Action)),
+				orNone(it.verdict.Profile), plainText(shortSummary(it.req)))
+			body = append(body, ansi.Truncate(ds.Text.Render(row), inner, "…"))
+		}
+		body = append(body, "", ds.Button.Render(fmt.Sprintf("y: approve all %d", m.markedCount()))+"  "+no)
 	case modeConfirmKill:
 		title = "Kill " + shortID(m.killID) + "?"
 		what := ""
@@ -158,6 +169,14 @@ func (m *Model) undoDiff(diff string, rows, width int) []string {
 		out = append(out, ansi.Truncate(styled[0], width, "…"))
 	}
 	return out
+}
+
+// orNone is s, or "-" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // policyFileText says where an added rule goes.

@@ -6,7 +6,7 @@ import "charm.land/bubbles/v2/key"
 // never literal keys.
 type KeyMap struct {
 	Approve, Deny, Edit, ApproveRule, Kill key.Binding
-	Undo, Force, Trust                     key.Binding
+	Undo, Force, Trust, Mark               key.Binding
 	ApproveUnconfined                      key.Binding
 	Up, Down, Tab, Filter, Help, Quit      key.Binding
 	ScrollUp, ScrollDown, Top, Bottom      key.Binding
@@ -25,6 +25,7 @@ func DefaultKeyMap() KeyMap {
 		Kill:        key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "kill")),
 		Undo:        key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "undo a run's changes")),
 		Trust:       key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "approve+trust for the session")),
+		Mark:        key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "mark for a batch")),
 		Force:       key.NewBinding(key.WithKeys("F"), key.WithHelp("F", "force")),
 		// Deliberately a shifted letter, away from a: it asks first.
 		ApproveUnconfined: key.NewBinding(key.WithKeys("U"), key.WithHelp("U", "approve unconfined (asks)")),
@@ -55,7 +56,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 // FullHelp is what ? shows.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.Trust, k.Kill, k.ApproveUnconfined, k.Undo},
+		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.Trust, k.Mark, k.Kill, k.ApproveUnconfined, k.Undo},
 		{k.Up, k.Down, k.Tab, k.Filter},
 		{k.ScrollUp, k.ScrollDown, k.Top, k.Bottom, k.Follow, k.NextHunk, k.PrevHunk},
 		{k.Help, k.Quit},

@@ -136,10 +136,11 @@ const (
 	modeConfirmUnconfined
 	modeConfirmKill
 	modeConfirmUndo
+	modeConfirmBatch
 )
 
 func (m mode) String() string {
-	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help", "confirm-unconfined", "confirm-kill", "confirm-undo"}[m]
+	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help", "confirm-unconfined", "confirm-kill", "confirm-undo", "confirm-batch"}[m]
 }
 
 // item is a pending request as the queue shows it.
@@ -151,6 +152,7 @@ type item struct {
 	tricks  string // how its command's layout could mislead (layoutTricks)
 	seenEnd bool   // its command has been shown to its last line
 	clipped bool   // its command or tool input is longer than the console shows
+	marked  bool   // marked for a batch approval (space)
 	diff    string // file requests: the preview as shown
 	diffErr error
 	diffOK  bool // diff computed

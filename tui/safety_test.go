@@ -6,6 +6,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -146,5 +147,48 @@ func TestHistoryByTime(t *testing.T) {
 			ids = append(ids, r.req.ID)
 		}
 		t.Fatalf("History oldest first: %v", ids)
+	}
+}
+
+// TestBatchApproval: space marks requests that could be approved now; a
+// shows them in a table and y approves them all, each on its own (no
+// rule kept).
+func TestBatchApproval(t *testing.T) {
+	f := newFixture(t)
+	a := f.submit("make a")
+	b := f.submit("make b")
+	c := f.submit("sudo make c")
+	f.clock.add(time.Second)
+	f.update(keyMsg(" "))
+	f.press(f.m.keys.Down)
+	f.clock.add(time.Second)
+	f.update(tea.KeyPressMsg{Code: tea.KeySpace, Text: " "})
+	f.press(f.m.keys.Down)
+	f.clock.add(time.Second)
+	f.update(tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}) // denied by the policy: not marked
+	if n := f.m.markedCount(); n != 2 {
+		t.Fatalf("%d marked, want 2 (status %q)", n, f.m.status)
+	}
+	f.press(f.m.keys.Approve)
+	if f.m.mode != modeConfirmBatch {
+		t.Fatalf("mode %s", f.m.mode)
+	}
+	v := ansi.Strip(f.m.View().Content)
+	for _, want := range []string{"Approve these 2 together", "make a", "make b", "mutating"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the pre-flight table lacks %q:\n%s", want, v)
+		}
+	}
+	if f.m.find(c.ID).marked {
+		t.Error("the denied request is in the batch")
+	}
+	f.run(f.press(f.m.keys.Yes))
+	for _, r := range []*queue.Request{a, b} {
+		if res := f.result(r.ID); res.Status != queue.StatusDone {
+			t.Errorf("%s: %s", r.Command, res.Status)
+		}
+	}
+	if _, err := f.sp.ReadResult(c.ID); err == nil {
+		t.Error("the denied request was answered by the batch")
 	}
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -25,6 +26,13 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		m.mode = modeNormal // anything else, Esc included, means no
 		return nil
+	case modeConfirmBatch:
+		m.mode = modeNormal
+		if !key.Matches(msg, k.Yes) {
+			m.setStatus("not approved")
+			return nil
+		}
+		return m.approveBatch()
 	case modeConfirmUndo:
 		p := m.undo
 		m.mode, m.undo = modeNormal, nil
@@ -56,6 +64,11 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 
 	switch {
+	case msg.String() == "esc" && m.markedCount() > 0:
+		for _, it := range m.pending {
+			it.marked = false
+		}
+		m.setStatus("marks cleared")
 	case msg.String() == "esc" && m.filter != "":
 		// Esc clears a filter set with Enter, as it clears one typed.
 		m.filter = ""
@@ -120,7 +133,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		m.setErr(fmt.Errorf("nothing running is selected"))
 	case key.Matches(msg, k.Approve), key.Matches(msg, k.Deny), key.Matches(msg, k.Edit), key.Matches(msg, k.ApproveRule),
-		key.Matches(msg, k.ApproveUnconfined), key.Matches(msg, k.Trust):
+		key.Matches(msg, k.ApproveUnconfined), key.Matches(msg, k.Trust), key.Matches(msg, k.Mark):
 		return m.decisionKey(msg)
 	}
 	return nil
@@ -148,6 +161,12 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.setStatus(fmt.Sprintf("approve keys wait %.1fs: look at what changed", left.Seconds()))
 		return nil
 	}
+	if key.Matches(msg, k.Approve) && m.markedCount() > 0 {
+		// The marked requests, each checked when it was marked: the
+		// selected one need not be among them.
+		m.mode = modeConfirmBatch
+		return nil
+	}
 	if it.clipped && !key.Matches(msg, k.Edit) {
 		m.setErr(fmt.Errorf("%s is too long to review here: deny it, or read it whole with 'sluice show %s' and decide with sluice approve or deny", shortID(it.req.ID), it.req.ID))
 		return nil
@@ -163,6 +182,10 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	switch {
+	case key.Matches(msg, k.Mark):
+		it.marked = !it.marked
+		m.setStatus(fmt.Sprintf("%d marked: a approves them together after a check; space unmarks, Esc clears", m.markedCount()))
+		return nil
 	case key.Matches(msg, k.Approve):
 		return m.approveSelected(it, "")
 	case key.Matches(msg, k.Edit):
@@ -441,6 +464,37 @@ func (m *Model) scrollEnd(d int) {
 	} else {
 		r.screen.ScrollUp(1 << 30)
 	}
+}
+
+// markedCount is how many pending requests are marked for a batch.
+func (m *Model) markedCount() int {
+	n := 0
+	for _, it := range m.pending {
+		if it.marked {
+			n++
+		}
+	}
+	return n
+}
+
+// approveBatch approves every marked request still pending, each as the
+// person saw it, as a batch: no rule is kept, each is audited as its own
+// approval.
+func (m *Model) approveBatch() tea.Cmd {
+	var cmds []tea.Cmd
+	n := 0
+	for _, it := range slices.Clone(m.pending) {
+		if !it.marked || it.busy || it.verdict.Action == queue.ActionDeny {
+			continue
+		}
+		it.marked = false
+		if c := m.approveAs(it.req.ID, queue.Approval{}, "approved (batch)"); c != nil {
+			cmds = append(cmds, c)
+			n++
+		}
+	}
+	m.setStatus(fmt.Sprintf("approving %d request(s) as a batch", n))
+	return tea.Batch(cmds...)
 }
 
 // scrollFirst starts the status line that says why approve did nothing.

@@ -63,6 +63,9 @@ func (m *Model) queueLines(w, h int) []string {
 		if it.hidden || it.tricks != "" {
 			left += " " + m.st.App.Flag.Render("!")
 		}
+		if it.marked {
+			left += " " + m.st.App.Flag.Render("●")
+		}
 		left += " " + m.st.Queue.Agent.Render(plainText(it.req.Agent))
 		row := left + " " + plainText(shortSummary(it.req))
 		row = fit(row, max(1, w-m.st.Queue.Item.GetHorizontalFrameSize()))
