@@ -40,6 +40,7 @@ type Store struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // per shadow repository, in this process
+	git   string                 // Git, or found in PATH (under mu)
 }
 
 // Snapshot is the state of one root's files at one moment.
@@ -71,19 +72,40 @@ type repo struct {
 	s    *Store
 	root string
 	dir  string // the bare repository
+	prog string // the git program
 }
 
 // shadow opens (creating it on first use) the shadow repository of root.
 func (s *Store) shadow(ctx context.Context, root string) (*repo, error) {
-	if s.Git == "" {
-		p, err := exec.LookPath("git")
-		if err != nil {
-			return nil, ErrNoGit
+	s.mu.Lock()
+	if s.git == "" {
+		s.git = s.Git
+		if s.git == "" {
+			p, err := exec.LookPath("git")
+			if err != nil {
+				s.mu.Unlock()
+				return nil, ErrNoGit
+			}
+			s.git = p
 		}
-		s.Git = p
 	}
+	git := s.git
+	s.mu.Unlock()
 	sum := sha256.Sum256([]byte(root))
-	r := &repo{s: s, root: root, dir: filepath.Join(s.Dir, hex.EncodeToString(sum[:8])+".git")}
+	r := &repo{s: s, root: root, prog: git, dir: filepath.Join(s.Dir, hex.EncodeToString(sum[:8])+".git")}
+	if _, err := os.Stat(filepath.Join(r.dir, "sluice-root")); err == nil {
+		return r, nil
+	}
+	// First use: one process at a time makes it (the lock file lives
+	// beside the repository, which does not exist yet).
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	unlock, err := s.lockPath(r.dir + ".init")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if _, err := os.Stat(filepath.Join(r.dir, "sluice-root")); err == nil {
 		return r, nil
 	}
@@ -110,7 +132,7 @@ func (s *Store) shadow(ctx context.Context, root string) (*repo, error) {
 // git runs git on the shadow repository, with the root as its work tree
 // and the shadow's own index, and returns its standard output.
 func (r *repo) git(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, r.s.Git, append([]string{
+	cmd := exec.CommandContext(ctx, r.prog, append([]string{
 		"-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.autocrlf=false",
 		"-c", "core.quotePath=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
 	}, args...)...)
@@ -138,18 +160,23 @@ func (r *repo) git(ctx context.Context, stdin []byte, args ...string) ([]byte, e
 // lock serialises the use of one shadow repository: in this process with
 // a mutex, across processes (a console and sluice serve) with a flock.
 func (s *Store) lock(r *repo) (unlock func(), err error) {
+	return s.lockPath(filepath.Join(r.dir, "sluice-lock"))
+}
+
+// lockPath holds the mutex for path in this process and a flock on it.
+func (s *Store) lockPath(path string) (unlock func(), err error) {
 	s.mu.Lock()
 	if s.locks == nil {
 		s.locks = map[string]*sync.Mutex{}
 	}
-	m := s.locks[r.dir]
+	m := s.locks[path]
 	if m == nil {
 		m = &sync.Mutex{}
-		s.locks[r.dir] = m
+		s.locks[path] = m
 	}
 	s.mu.Unlock()
 	m.Lock()
-	f, err := os.OpenFile(filepath.Join(r.dir, "sluice-lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		m.Unlock()
 		return nil, fmt.Errorf("checkpoint: %w", err)
@@ -276,6 +303,19 @@ func (s *Store) Restore(ctx context.Context, snap Snapshot, paths []string) erro
 	if err != nil {
 		return err
 	}
+	// Every path is checked before any is touched: nothing is restored
+	// through a directory that became a symlink out of the root, and a
+	// path that became a directory (or whose parent became a file) stops
+	// the undo before it starts, not half way.
+	root, err := filepath.EvalSymlinks(snap.Root)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	for _, abs := range paths {
+		if err := beneath(root, abs); err != nil {
+			return err
+		}
+	}
 	for i, p := range rel {
 		out, err := r.git(ctx, nil, "ls-tree", "-z", snap.Commit, "--", p)
 		if err != nil {
@@ -301,6 +341,37 @@ func (s *Store) Restore(ctx context.Context, snap Snapshot, paths []string) erro
 		if err := writeFile(abs, data, f[0]); err != nil {
 			return fmt.Errorf("checkpoint: restore %s: %w", abs, err)
 		}
+	}
+	return nil
+}
+
+// beneath checks that path can be written or removed without leaving
+// root: its nearest existing parent resolves under root, and it is not a
+// directory now.
+func beneath(root, path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("checkpoint: %s is a directory now; undo it by hand", path)
+	}
+	dir := filepath.Dir(path)
+	for {
+		fi, err := os.Lstat(dir)
+		if err == nil {
+			if fi.Mode()&os.ModeSymlink == 0 && !fi.IsDir() {
+				return fmt.Errorf("checkpoint: %s is a file now, where a directory was; undo it by hand", dir)
+			}
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		dir = filepath.Dir(dir)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if real != root && !strings.HasPrefix(real, root+string(filepath.Separator)) {
+		return fmt.Errorf("checkpoint: %s leads out of %s (through a symbolic link); nothing was restored", path, root)
 	}
 	return nil
 }
@@ -443,4 +514,21 @@ func (s *Store) pruneRepo(ctx context.Context, r *repo, keep int, maxAge time.Du
 		return dropped, err
 	}
 	return dropped, nil
+}
+
+// Time is when snap was taken (to the second).
+func (s *Store) Time(ctx context.Context, snap Snapshot) (time.Time, error) {
+	r, err := s.shadow(ctx, snap.Root)
+	if err != nil {
+		return time.Time{}, err
+	}
+	out, err := r.git(ctx, nil, "show", "-s", "--format=%ct", snap.Commit)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var sec int64
+	if _, err := fmt.Sscan(strings.TrimSpace(string(out)), &sec); err != nil {
+		return time.Time{}, fmt.Errorf("checkpoint: the time of %s: %w", snap.Commit, err)
+	}
+	return time.Unix(sec, 0), nil
 }

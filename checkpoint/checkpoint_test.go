@@ -309,3 +309,32 @@ func TestWarm(t *testing.T) {
 		t.Errorf("changes %v, %v", cs, err)
 	}
 }
+
+// TestRestoreStaysInRoot: a directory swapped for a symlink out of the
+// project, or for a file, stops the restore before anything is written.
+func TestRestoreStaysInRoot(t *testing.T) {
+	needGit(t)
+	t.Parallel()
+	ctx := context.Background()
+	dir := project(t)
+	outside := t.TempDir()
+	write(t, filepath.Join(dir, "keys", "authorized_keys"), "ours\n", 0o644)
+	s := &Store{Dir: t.TempDir()}
+	pre, err := s.Take(ctx, dir, "r/pre")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "keys")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "keys")); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Restore(ctx, pre, []string{filepath.Join(dir, "main.go"), filepath.Join(dir, "keys", "authorized_keys")})
+	if err == nil || !strings.Contains(err.Error(), "leads out of") {
+		t.Fatalf("restore through a symlink out of the root: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "authorized_keys")); err == nil {
+		t.Fatal("a file was written outside the project")
+	}
+}

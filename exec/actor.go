@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/sluice-dev/sluice/checkpoint"
@@ -97,22 +99,38 @@ func (a *Actor) checkpointed(req *queue.Request, ro queue.RunOptions) *queue.Che
 	return &queue.Checkpoint{}
 }
 
-// roots are the directories checkpointed for req: its jail, else its cwd.
+// roots are the directories checkpointed for req: the git projects among
+// its jail (its cwd's top level), never the home directory or /. A
+// request outside a project is not checkpointed: its shadow copy would
+// take in whatever lies there, secrets included.
 func roots(req *queue.Request, jail []string) []string {
-	if len(jail) > 0 {
-		return jail
+	if len(jail) == 0 && req.Cwd != "" {
+		jail = []string{req.Cwd}
 	}
-	if req.Cwd != "" {
-		return []string{req.Cwd}
+	home, _ := os.UserHomeDir()
+	var out []string
+	for _, r := range jail {
+		r = filepath.Clean(r)
+		if r == "/" || r == filepath.Clean(home) {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(r, ".git")); err != nil {
+			continue // the cwd inside a project: its top level is in the jail too
+		}
+		out = append(out, r)
 	}
-	return nil
+	return out
 }
 
 // snapshot takes the named snapshot (pre, post) of each root; a root that
 // cannot be snapshotted is said in cp.Error and left out.
 func (a *Actor) snapshot(ctx context.Context, req *queue.Request, jail []string, name string, cp *queue.Checkpoint) []checkpoint.Snapshot {
 	var out []checkpoint.Snapshot
-	for _, root := range roots(req, jail) {
+	rs := roots(req, jail)
+	if len(rs) == 0 && cp.Error == "" {
+		cp.Error = "not in a git project (other than the home directory): not checkpointed"
+	}
+	for _, root := range rs {
 		s, err := a.Checkpoints.Take(ctx, root, req.ID+"/"+name)
 		if err != nil {
 			if cp.Error == "" {
@@ -155,7 +173,8 @@ func (a *Actor) run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 	logPath, output := ro.LogPath, ro.Output
 	if req.Kind == queue.KindExec {
 		return a.Runner.Run(ctx, req, Options{LogPath: logPath, Output: output, Jail: jail,
-			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined})
+			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined,
+			RequireConfined: ro.Verdict.Action == queue.ActionAllowWithCheckpoint})
 	}
 	start := time.Now()
 	res := queue.Result{ID: req.ID, StartedAt: start.UTC(), Log: queue.LogRel(req.ID)}

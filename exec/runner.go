@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	osexec "os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -113,6 +114,9 @@ type Options struct {
 	Profile string
 	// Unconfined runs without confinement: a person chose it.
 	Unconfined bool
+	// RequireConfined refuses to run (status failed) rather than fall
+	// back to running unconfined: a run nobody approved.
+	RequireConfined bool
 }
 
 // Run runs req (kind exec) with /bin/sh -c req.Command in req.Cwd (the
@@ -186,6 +190,12 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	box := r.confine(dir, tty.Name(), opt, set.Confine)
 	defer box.close()
 	res.Sandbox = box.label
+	if opt.RequireConfined && (strings.HasPrefix(box.label, nonePrefix) || box.label == Unconfined) {
+		master.Close()
+		tty.Close()
+		res.Log = ""
+		return fail(fmt.Errorf("not run: allowed only confined, and this run could not be (%s)", box.label))
+	}
 	cg := r.cgroup()
 	defer r.uncgroup(cg)
 	cmd := osexec.Command(Shell(), "-c", req.Command)

@@ -41,6 +41,8 @@ func TestAllowWithCheckpoint(t *testing.T) {
 		{"go build -toolexec=/tmp/evil ./...", project, Deny},
 		{"npm run test --script-shell=/tmp/evil", project, Deny},
 		{"go vet ./...", project, Allow},
+		{"cd / && make", project, Ask},
+		{"cd .. && go test ./...", project, Ask},
 	} {
 		if v := check(p, tt.line, tt.cwd); v.Action != tt.want {
 			t.Errorf("%s in %s: %s, want %s (%s)", tt.line, filepath.Base(tt.cwd), v.Action, tt.want, strings.Join(v.Reasons, "; "))

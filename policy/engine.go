@@ -142,6 +142,31 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 	return v
 }
 
+// partDir is the absolute directory a part runs in, "" when it is
+// computed at run time (then no project-limited rule applies).
+func partDir(cwd word, env Env) string {
+	switch {
+	case cwd.dyn:
+		return ""
+	case cwd.val == "":
+		return env.Cwd
+	case cwd.val == "~" || strings.HasPrefix(cwd.val, "~/"):
+		return filepath.Join(env.Home, strings.TrimPrefix(cwd.val, "~"))
+	case filepath.IsAbs(cwd.val):
+		return filepath.Clean(cwd.val)
+	case env.Cwd == "":
+		return ""
+	}
+	return filepath.Join(env.Cwd, cwd.val)
+}
+
+func orWhere(dir string) string {
+	if dir == "" {
+		return "a directory computed at run time"
+	}
+	return dir
+}
+
 // under reports whether dir is root or lies below it.
 func under(dir, root string) bool {
 	if dir == "" {
@@ -244,7 +269,11 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 	if len(pt.writes) > 0 {
 		pv.Category = max(pv.Category, Mutating)
 	}
-	act, rule := p.commandRule(pt, env)
+	// Rules limited to a project, and checkpoint rules, look at where
+	// this part runs: "cd ../other && npm test" is not in the project.
+	penv := env
+	penv.Cwd = partDir(pt.cwd, env)
+	act, rule := p.commandRule(pt, penv)
 	if rule == nil {
 		act = p.defaults[pv.Category]
 		pv.Rule = fmt.Sprintf("default: %s → %s (%s)", pv.Category, act, pt.label)
@@ -258,8 +287,19 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 			act = max(act, p.defaults[pv.Category], Ask)
 			pv.Rule = "an allow rule does not cover " + pt.loaded
 		}
+		trust := strings.HasPrefix(rule.Origin, "trust ")
 		switch {
+		case trust && pv.Category != ReadOnly && pv.Category != Mutating && pv.Category != Unknown:
+			// A trust window (a pattern granted with one key) never
+			// covers what reaches past the project:
+			// npm run build --script-shell=X stays what it was.
+			act = max(act, p.defaults[pv.Category])
+			pv.Rule = fmt.Sprintf("default: %s → %s (a trust does not cover it)", pv.Category, act)
 		case act != AllowWithCheckpoint:
+		case act == AllowWithCheckpoint && p.defaults[pv.Category] != Allow && !inProject(penv.Cwd, env.Home):
+			act = max(p.defaults[pv.Category], Ask)
+			pv.Rule = "allow_with_checkpoint applies inside a project: this part runs elsewhere"
+			pv.Reasons = append(pv.Reasons, "allow_with_checkpoint applies inside a project (a git repository other than your home): "+orWhere(penv.Cwd)+" is not one")
 		case p.defaults[pv.Category] == Allow:
 			// A checkpoint rule loosens what would ask; it never makes
 			// what passes on its own wait for a checkpoint.

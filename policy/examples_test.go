@@ -75,4 +75,13 @@ func TestRuleProject(t *testing.T) {
 			t.Errorf("in %s: %s, want %s", tt.cwd, v.Action, tt.want)
 		}
 	}
+	// Where the command runs, not where the line starts.
+	for _, line := range []string{"cd ../other && make deploy-staging", "cd " + other + " && make deploy-staging", "cd \"$D\" && make deploy-staging"} {
+		if v := p.Check(line, Env{Cwd: app, Home: home}); v.Action == Allow {
+			t.Errorf("%q from the project: allowed by a rule for the project", line)
+		}
+	}
+	if v := p.Check("cd sub && make deploy-staging", Env{Cwd: app, Home: home}); v.Action != Allow {
+		t.Errorf("cd into the project's own subdirectory: %s", v.Action)
+	}
 }

@@ -21,6 +21,9 @@ type part struct {
 	// code (LD_PRELOAD=…); a user's allow rule for the command does not
 	// cover that.
 	loaded string
+	// cwd is the directory the command runs in (cd on the line followed;
+	// dyn when computed at run time).
+	cwd word
 }
 
 // pathRef is a path a command writes or reads, as written.
@@ -54,7 +57,7 @@ type judge struct {
 var systemDirs = []string{"/bin", "/usr/bin", "/sbin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/opt/homebrew/bin"}
 
 func (j *judge) simple(s *simple) {
-	pt := part{cat: ReadOnly, label: "no command"}
+	pt := part{cat: ReadOnly, label: "no command", cwd: s.cwd}
 	for _, r := range s.redirs {
 		j.redirect(&pt, r, s)
 	}
@@ -210,6 +213,7 @@ func program(name string) (string, bool) {
 // command judges one argv (a simple command's, or a wrapper's inner one).
 func (j *judge) command(args []word, s *simple, pt part, depth int) {
 	pt.words = args
+	pt.cwd = s.cwd
 	name := args[0]
 	if name.dyn {
 		pt.escalate(Unknown, "the command name is computed when it runs ("+name.src+")")

@@ -153,25 +153,36 @@ func Proposals(line string) (patterns []string, def int) {
 	// package script's name counts as part of its subcommand.
 	words := []string{name}
 	t := tool
-	for _, a := range args {
+	named := true // a runner's package or script is named
+	for i, a := range args {
+		if scriptRunners[strings.Join(words, " ")] {
+			// The next word names what runs: it stays in the pattern,
+			// whatever its shape (./cmd/x, prettier, build).
+			named = !a.dyn && !strings.ContainsAny(a.val, "*?[]") && !strings.HasPrefix(a.val, "-")
+			if named {
+				words = append(words, shellWord(a.val))
+			}
+			break
+		}
 		if a.dyn || !subcommandWord(a.val) {
 			break
 		}
 		if t != nil && t.Sub[a.val] != nil {
 			words, t = append(words, a.val), t.Sub[a.val]
+			if i == len(args)-1 && scriptRunners[strings.Join(words, " ")] {
+				named = false // "npm exec" and nothing after it
+			}
 			continue
-		}
-		if scriptRunners[strings.Join(words, " ")] {
-			words = append(words, a.val)
 		}
 		break
 	}
-	if len(words) > 1 && safe(words) {
+	if len(words) > 1 && named && !scriptRunners[strings.Join(words, " ")] && safe(words) {
 		add(strings.Join(append(words, "*"), " "))
 		def = len(patterns) - 1
 	}
 
-	// 3. The widest: up to two subcommand-like words, then *.
+	// 3. The widest: up to two subcommand-like words, then *; never
+	// stopping at a runner whose next word names what runs.
 	wide := []string{name}
 	for _, a := range args {
 		if len(wide) == 1+maxSubcommands || a.dyn || !subcommandWord(a.val) {
@@ -181,7 +192,7 @@ func Proposals(line string) (patterns []string, def int) {
 	}
 	// Never the bare program ("tar *", "make *"): at least one word of
 	// what was approved stays in the pattern.
-	if len(wide) > 1 && safe(wide) {
+	if len(wide) > 1 && !scriptRunners[strings.Join(wide, " ")] && safe(wide) {
 		add(strings.Join(append(wide, "*"), " "))
 	}
 	if len(patterns) == 0 {
@@ -192,7 +203,12 @@ func Proposals(line string) (patterns []string, def int) {
 
 // scriptRunners run a package script named by the next word: the name is
 // part of what was approved (npm run build, not every script).
-var scriptRunners = map[string]bool{"npm run": true, "yarn run": true, "pnpm run": true, "bun run": true, "npm run-script": true}
+// The same for runners of a package or program named by the next word:
+// "npm exec prettier *", never "npm exec *" (any package of the
+// registry); "go run ./cmd/x *", never "go run *" (go run mod@latest).
+var scriptRunners = map[string]bool{"npm run": true, "yarn run": true, "pnpm run": true, "bun run": true, "npm run-script": true,
+	"npm exec": true, "npm x": true, "pnpm exec": true, "pnpm dlx": true, "yarn dlx": true, "yarn exec": true, "bun x": true,
+	"go run": true, "cargo run": true}
 
 // shellWord quotes s for a pattern when it needs it.
 func shellWord(s string) string {

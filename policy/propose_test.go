@@ -412,6 +412,9 @@ func TestProposals(t *testing.T) {
 		{"git log --oneline -20", []string{"git log --oneline -20", "git log *"}, 1},
 		{`pytest -k "slow and db"`, []string{`pytest -k 'slow and db'`}, 0},
 		{"rm -rf build", nil, 0},
+		// A runner's package stays in the pattern: never "npm exec *".
+		{"npm exec prettier --write x", []string{"npm exec prettier --write x", "npm exec prettier *"}, 1},
+		{"go run ./cmd/x -v", []string{"go run ./cmd/x -v", "go run ./cmd/x *"}, 1},
 	} {
 		got, def := Proposals(tt.line)
 		if !slices.Equal(got, tt.want) || def != tt.def {

@@ -76,19 +76,21 @@ var haveGit = sync.OnceValue(func() bool {
 // Judge implements queue.Judge.
 func (r requireSandbox) Judge(req *queue.Request) queue.Verdict {
 	v := r.inner.Judge(req)
+	// First what cannot run with a checkpoint here asks; then the agent
+	// session's trusts may allow what asks (a trusted go test runs in a
+	// hook's request too).
+	if v.Action == queue.ActionAllowWithCheckpoint {
+		if why := r.cannotCheckpoint(req); why != "" {
+			v.Action = queue.ActionAsk
+			v.Reasons = append(v.Reasons, "allow_with_checkpoint asks here: "+why)
+		}
+	}
 	if r.trust != nil && v.Action == queue.ActionAsk {
 		if pats, origins := r.trust.trustRules(req, time.Now()); len(pats) > 0 {
 			if p, err := policyJudge(r.inner).Policy(req.Cwd); err == nil {
 				v = trusted(p, req, v, pats, origins)
 			}
 		}
-	}
-	if v.Action == queue.ActionAllowWithCheckpoint {
-		if why := r.cannotCheckpoint(req); why != "" {
-			v.Action = queue.ActionAsk
-			v.Reasons = append(v.Reasons, "allow_with_checkpoint asks here: "+why)
-		}
-		return v
 	}
 	if v.Action != queue.ActionAllow || req.Kind != queue.KindExec {
 		return v

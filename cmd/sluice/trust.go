@@ -201,8 +201,9 @@ func trusted(p *policy.Policy, req *queue.Request, v queue.Verdict, patterns, or
 	if err != nil {
 		return v
 	}
-	nv := q.CheckRequest(req).Queue()
-	if nv.Action.Allows() {
+	// Only a plain allow: a checkpoint verdict here is one the engine
+	// already found it cannot honour.
+	if nv := q.CheckRequest(req).Queue(); nv.Action == queue.ActionAllow {
 		return nv
 	}
 	return v

@@ -45,12 +45,20 @@ func TestTrustWindow(t *testing.T) {
 	if v := judge.Judge(req("s-1", "make lint && sudo rm -rf /")); v.Action == queue.ActionAllow {
 		t.Errorf("a trust let a sudo through: %s", v.Action)
 	}
+	// A trust never covers what reaches past the project.
+	if err := ts.grant(log, trustEntry{ID: "T2TRUST", Session: "s-1", Agent: "claude-code", Pattern: "npm run build *",
+		Until: now.Add(time.Hour), By: "alice", Created: now}, dir); err != nil {
+		t.Fatal(err)
+	}
+	if v := judge.Judge(req("s-1", "npm run build --script-shell=/tmp/evil")); v.Action != queue.ActionDeny {
+		t.Errorf("a trust loosened --script-shell: %s", v.Action)
+	}
 	time.Sleep(400 * time.Millisecond)
 	if v := judge.Judge(req("s-1", "make lint")); v.Action != queue.ActionAsk {
 		t.Errorf("after the window: %s", v.Action)
 	}
 	ended, err := ts.end(log, time.Now(), "", "")
-	if err != nil || len(ended) != 1 {
+	if err != nil || len(ended) != 1 || ended[0].ID != "T1TRUST" {
 		t.Fatalf("expired: %v, %v", ended, err)
 	}
 	lines, _, err := audit.Last(mustOpen(t, log.Path()), fileSize(t, log.Path()), 10, audit.Filter{ID: "T1TRUST"})

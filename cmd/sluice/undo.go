@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/checkpoint"
@@ -43,6 +44,7 @@ type undoPlan struct {
 	conflicts []string // of paths, those changed again since
 	diff      string   // what undoing applies (now → before the run)
 	conflict  string   // how the conflicts changed since the run
+	kept      []string // "created" by the run but there before it: left alone
 }
 
 // findRun reads the audit log for the last line that names what run id
@@ -80,21 +82,17 @@ func findRun(logPath, id string) (*queue.Event, error) {
 }
 
 // planUndo works out what undoing ev's run does now, taking the undo's
-// own "before" checkpoint (undoID/pre) on the way.
+// own "before" checkpoint (undoID/pre) on the way. The files come from the
+// checkpoints themselves, not from the log line (which names the roots
+// only): an edited log cannot make undo delete what the run did not
+// change. A file that was there before the run but ignored then (a run
+// that edited .gitignore) is not "created" by it and is left alone.
 func planUndo(ctx context.Context, st *checkpoint.Store, ev *queue.Event, undoID string) (*undoPlan, map[string][3]checkpoint.Snapshot, error) {
-	p := &undoPlan{id: ev.ID, cwd: ev.Cwd, roots: ev.Checkpoint.Roots}
+	p := &undoPlan{id: ev.ID, cwd: ev.Cwd}
 	snaps := map[string][3]checkpoint.Snapshot{} // root → pre, post, now
-	for _, c := range ev.ChangedFiles {
-		p.paths = append(p.paths, c.Path)
-	}
-	slices.Sort(p.paths)
-	if len(p.paths) == 0 {
-		return p, snaps, nil
-	}
-	for _, root := range p.roots {
-		under := pathsUnder(root, p.paths)
-		if len(under) == 0 {
-			continue
+	for _, root := range ev.Checkpoint.Roots {
+		if !filepath.IsAbs(root) || filepath.Clean(root) != root {
+			return nil, nil, fmt.Errorf("the log names %q as a checkpointed root, which is not a clean absolute path", root)
 		}
 		pre, err := st.Ref(ctx, root, ev.ID+"/pre")
 		if err != nil {
@@ -104,20 +102,40 @@ func planUndo(ctx context.Context, st *checkpoint.Store, ev *queue.Event, undoID
 		if err != nil {
 			return nil, nil, err
 		}
+		changes, err := st.Changes(ctx, pre, post)
+		if err != nil {
+			return nil, nil, err
+		}
+		took, err := st.Time(ctx, pre)
+		if err != nil {
+			return nil, nil, err
+		}
+		var under []string
+		for _, c := range changes {
+			if slices.Contains(strings.Split(c.Path, string(filepath.Separator)), ".git") {
+				continue // never a repository's own files
+			}
+			if c.Change == checkpoint.Created {
+				if fi, err := os.Lstat(c.Path); err == nil && fi.ModTime().Before(took.Add(-time.Second)) {
+					p.kept = append(p.kept, c.Path) // there before the run, ignored then
+					continue
+				}
+			}
+			under = append(under, c.Path)
+		}
+		if len(under) == 0 {
+			continue
+		}
 		now, err := st.Take(ctx, root, undoID+"/pre")
 		if err != nil {
 			return nil, nil, err
 		}
 		snaps[root] = [3]checkpoint.Snapshot{pre, post, now}
-		since, err := st.Changes(ctx, post, now)
+		p.roots = append(p.roots, root)
+		p.paths = append(p.paths, under...)
+		conflicts, err := conflictsSince(ctx, st, post, now, under)
 		if err != nil {
 			return nil, nil, err
-		}
-		var conflicts []string
-		for _, c := range since {
-			if slices.Contains(under, c.Path) {
-				conflicts = append(conflicts, c.Path)
-			}
 		}
 		p.conflicts = append(p.conflicts, conflicts...)
 		if len(conflicts) > 0 {
@@ -133,7 +151,24 @@ func planUndo(ctx context.Context, st *checkpoint.Store, ev *queue.Event, undoID
 		}
 		p.diff += d
 	}
+	slices.Sort(p.paths)
 	return p, snaps, nil
+}
+
+// conflictsSince are those of paths that changed between the run's end
+// (post) and now.
+func conflictsSince(ctx context.Context, st *checkpoint.Store, post, now checkpoint.Snapshot, paths []string) ([]string, error) {
+	since, err := st.Changes(ctx, post, now)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range since {
+		if slices.Contains(paths, c.Path) {
+			out = append(out, c.Path)
+		}
+	}
+	return out, nil
 }
 
 // pathsUnder are the paths that lie under root.
@@ -158,6 +193,23 @@ func applyUndo(ctx context.Context, st *checkpoint.Store, rec queue.Recorder, pl
 		if !ok {
 			continue
 		}
+		// What the person saw may be stale: look again now, and refuse
+		// files that changed since the plan unless they were conflicts
+		// already accepted (force).
+		again, err := st.Take(ctx, root, undoID+"/pre")
+		if err != nil {
+			return nil, err
+		}
+		moved, err := st.Changes(ctx, s[2], again)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range moved {
+			if slices.Contains(plan.paths, c.Path) {
+				return nil, fmt.Errorf("%s changed after the undo was shown; nothing was restored: look again", c.Path)
+			}
+		}
+		s[2] = again
 		if err := st.Restore(ctx, s[0], pathsUnder(root, plan.paths)); err != nil {
 			return nil, err
 		}
