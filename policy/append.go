@@ -310,16 +310,22 @@ func RemoveRule(file string, line int) (string, error) {
 	}
 	lines := strings.SplitAfter(old, "\n")
 	i := line - 1
-	if i < 0 || i >= len(lines) || strings.TrimSpace(lines[i]) != "[[rule]]" {
+	if i < 0 || i >= len(lines) || !isTableHeader(lines[i], "[[rule]]") {
 		return "", fmt.Errorf("policy: %s:%d is not the start of a [[rule]] table (see 'sluice policy rules')", file, line)
 	}
+	// The table runs to the next table header (or the end): comments
+	// and blank lines inside it are part of it. Trailing comments and
+	// blank lines just before the next header stay with that one.
 	end := i + 1
-	for end < len(lines) {
-		t := strings.TrimSpace(lines[end])
-		if t == "" || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "[") {
+	for end < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[end]), "[") {
+		end++
+	}
+	for end > i+1 {
+		t := strings.TrimSpace(lines[end-1])
+		if t != "" && !strings.HasPrefix(t, "#") {
 			break
 		}
-		end++
+		end--
 	}
 	start := i
 	if i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), "# approved ") {
@@ -345,8 +351,10 @@ func RemoveRule(file string, line int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(after.rules) != len(before.rules)-1 {
-		return "", fmt.Errorf("policy: removing %s:%d would not remove exactly one rule; edit the file by hand", file, line)
+	// Exactly that rule goes, and every other rule stays as it was (a
+	// key left behind would join another table and change it).
+	if !sameRulesBut(before.rules, after.rules, fmt.Sprintf("%s:%d", file, line)) {
+		return "", fmt.Errorf("policy: removing %s:%d would change other rules too; edit the file by hand", file, line)
 	}
 	if err := unchanged(file, info); err != nil {
 		return "", err
@@ -355,4 +363,33 @@ func RemoveRule(file string, line int) (string, error) {
 		return "", fmt.Errorf("policy: %w", err)
 	}
 	return removed, nil
+}
+
+// sameRulesBut reports whether after holds exactly the rules of before
+// but the one whose origin is gone (origins' line numbers aside).
+func sameRulesBut(before, after []*Rule, gone string) bool {
+	key := func(r *Rule) string {
+		return fmt.Sprintf("%v|%q|%q|%q|%q|%q|%q|%q", r.Action, r.Command, r.Path, r.Access, r.Reason, r.Project, r.Match, r.NotMatch)
+	}
+	want := map[string]int{}
+	found := false
+	for _, r := range before {
+		if r.Origin == gone {
+			found = true
+			continue
+		}
+		want[key(r)]++
+	}
+	if !found || len(after) != len(before)-1 {
+		return false
+	}
+	for _, r := range after {
+		want[key(r)]--
+	}
+	for _, n := range want {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
 }

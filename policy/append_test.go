@@ -371,3 +371,35 @@ func TestRemoveRule(t *testing.T) {
 		t.Error("a line that starts no rule was accepted")
 	}
 }
+
+// TestRemoveRuleWholeTable: a comment or blank line inside a table does
+// not end it: the whole table goes, and the rule before it is unchanged.
+func TestRemoveRuleWholeTable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "policy.toml")
+	src := "[[rule]]\naction = \"deny\"\npath = \"~/.aws/**\"\n\n[[ rule ]]\naction = \"ask\"\n# only writes\n\naccess = \"write\"\npath = \"/srv/**\"\n\n# next\n[[rule]]\naction = \"allow\"\ncommand = \"make\"\n"
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(Options{User: file, UserRequired: true, Home: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var origins []string
+	for _, r := range p.Rules() {
+		if strings.HasPrefix(r.Origin, file) {
+			origins = append(origins, strings.TrimPrefix(r.Origin, file))
+		}
+	}
+	if strings.Join(origins, " ") != ":1 :5 :13" {
+		t.Fatalf("origins %v: [[ rule ]] with spaces must count", origins)
+	}
+	if _, err := RemoveRule(file, 5); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(file)
+	want := "[[rule]]\naction = \"deny\"\npath = \"~/.aws/**\"\n\n# next\n[[rule]]\naction = \"allow\"\ncommand = \"make\"\n"
+	if string(got) != want {
+		t.Errorf("after removing the second rule:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -551,7 +551,8 @@ func lineOf(src, key string) int {
 // nthLine returns the line of the n-th (from 0) line starting with marker.
 func nthLine(src, marker string, n int) int {
 	for i, l := range strings.Split(src, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), marker) {
+		// TOML allows spaces inside the brackets: [[ rule ]].
+		if isTableHeader(l, marker) {
 			if n == 0 {
 				return i + 1
 			}
@@ -559,6 +560,16 @@ func nthLine(src, marker string, n int) int {
 		}
 	}
 	return 0
+}
+
+// isTableHeader reports whether line is the table header marker
+// ("[[rule]]"), spaces inside the brackets and a comment after it allowed.
+func isTableHeader(line, marker string) bool {
+	l := strings.TrimSpace(line)
+	if i := strings.IndexByte(l, '#'); i >= 0 {
+		l = strings.TrimSpace(l[:i])
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(l, " ", ""), "\t", "") == marker
 }
 
 func fixTOMLMsg(m string) string {

@@ -145,7 +145,7 @@ func (t *trustStore) end(rec queue.Recorder, now time.Time, id, actor string) ([
 		keep := es[:0]
 		for _, e := range es {
 			switch {
-			case id != "" && strings.HasPrefix(e.ID, id) && len(id) >= 4:
+			case id != "" && (e.ID == id || len(id) >= 8 && strings.HasSuffix(e.ID, id)):
 				ended = append(ended, e)
 			case id == "" && !now.Before(e.Until):
 				ended = append(ended, e)
@@ -217,7 +217,8 @@ asking (a deny still wins). Trusts expire on their own; granting, expiry
 and revoking are recorded in the audit log.
 
   sluice trust ls             the trusts in force: id, session, pattern, time left
-  sluice trust revoke ID      end one now (an id prefix of 4 or more)
+  sluice trust revoke ID      end one now (the id, or its last 8 or more
+                              characters, as the console shows them)
 
 Exit status: 0; 1 when there is no such trust or the file cannot be read; 2 usage.
 `

@@ -62,15 +62,25 @@ func findRun(logPath, id string) (*queue.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	lines, _, err := audit.Last(f, fi.Size(), 1, audit.Filter{ID: id,
+	lines, _, err := audit.Last(f, fi.Size(), 50, audit.Filter{ID: id,
 		Events: []queue.EventName{queue.EventFinished, queue.EventTimeout, queue.EventKilled, queue.EventUndone}})
 	if err != nil {
 		return nil, err
 	}
-	if len(lines) == 0 || lines[0].Event == nil {
+	var ev *queue.Event
+	for i := len(lines) - 1; i >= 0; i-- {
+		e := lines[i].Event
+		switch {
+		case e == nil:
+		case ev == nil:
+			ev = e
+		case e.ID != ev.ID:
+			return nil, fmt.Errorf("%s names more than one run (%s, %s, …): give more of the id", show(id), ev.ID, e.ID)
+		}
+	}
+	if ev == nil {
 		return nil, fmt.Errorf("no run %s in %s that changed files (see 'sluice audit tail')", show(id), logPath)
 	}
-	ev := lines[0].Event
 	if ev.Checkpoint == nil || len(ev.Checkpoint.Roots) == 0 {
 		why := "it was not checkpointed"
 		if ev.Checkpoint != nil && ev.Checkpoint.Error != "" {
