@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sluice-dev/sluice/checkpoint"
@@ -25,6 +26,10 @@ type Actor struct {
 	// every run that may change files, so that the result lists the
 	// files it changed and 'sluice undo' can restore them.
 	Checkpoints *checkpoint.Store
+	// ProjectCaches, when set, holds a cache directory per project for
+	// runs the policy allowed with a checkpoint (Options.Caches): they do
+	// not write the shared caches.
+	ProjectCaches string
 }
 
 var _ queue.Runner = (*Actor)(nil)
@@ -172,9 +177,16 @@ func (a *Actor) changes(ctx context.Context, req *queue.Request, jail []string, 
 func (a *Actor) run(ctx context.Context, req *queue.Request, ro queue.RunOptions, jail []string) (queue.Result, string) {
 	logPath, output := ro.LogPath, ro.Output
 	if req.Kind == queue.KindExec {
-		return a.Runner.Run(ctx, req, Options{LogPath: logPath, Output: output, Jail: jail,
-			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined,
-			RequireConfined: ro.Verdict.Action == queue.ActionAllowWithCheckpoint})
+		opt := Options{LogPath: logPath, Output: output, Jail: jail,
+			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined}
+		if ro.Verdict.Action == queue.ActionAllowWithCheckpoint {
+			opt.RequireConfined = true
+			if a.ProjectCaches != "" {
+				sum := sha256.Sum256([]byte(strings.Join(roots(req, jail), "\x00")))
+				opt.Caches = filepath.Join(a.ProjectCaches, hex.EncodeToString(sum[:8]))
+			}
+		}
+		return a.Runner.Run(ctx, req, opt)
 	}
 	start := time.Now()
 	res := queue.Result{ID: req.ID, StartedAt: start.UTC(), Log: queue.LogRel(req.ID)}

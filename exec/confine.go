@@ -180,7 +180,15 @@ func (r *Runner) confine(dir, tty string, opt Options, c *Confine) *confinement 
 		roots = []string{dir}
 	}
 	profile := ProfileFor(opt.Profile)
-	box, err := sandbox.Prepare(sandbox.Spec{Profile: profile, Roots: roots, Writable: c.Writable,
+	writable := c.Writable
+	if opt.Caches != "" {
+		if err := os.MkdirAll(opt.Caches, 0o700); err != nil {
+			r.tmps.put(tmp)
+			return &confinement{label: nonePrefix + "no cache directory: " + err.Error()}
+		}
+		writable = []string{opt.Caches}
+	}
+	box, err := sandbox.Prepare(sandbox.Spec{Profile: profile, Roots: roots, Writable: writable,
 		Hidden: hidden, TmpDir: tmp, TTY: tty})
 	if err != nil {
 		r.tmps.put(tmp)

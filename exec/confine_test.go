@@ -3,6 +3,7 @@
 package exec
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -382,5 +383,35 @@ func TestConfinedRunTestProcessUntouched(t *testing.T) {
 		t.Errorf("the test process cannot open a socket after confined runs: %v", err)
 	} else {
 		l.Close()
+	}
+}
+
+// TestProjectCaches: a run with Caches (one the policy allowed with a
+// checkpoint, no person involved) cannot write the shared caches other
+// projects build from; its tools' caches point into its project's own.
+func TestProjectCaches(t *testing.T) {
+	f := newConfineFixture(t)
+	shared := resolvedTemp(t)
+	f.r.Confine.Writable = []string{shared}
+	caches := filepath.Join(resolvedTemp(t), "proj-cache")
+	cmd := `touch "$SHARED/poison" 2>/dev/null && echo poisoned; mkdir -p "$GOCACHE" && touch "$GOCACHE/entry" && echo "cache=$GOCACHE"`
+	o := f.run(t, cmd, map[string]string{"SHARED": shared}, Options{Profile: "mutating", Jail: []string{f.project}, Caches: caches})
+	if bytes.Contains(o.log, []byte("poisoned")) {
+		t.Errorf("the run wrote the shared cache: %q", o.log)
+	}
+	if _, err := os.Stat(filepath.Join(shared, "poison")); err == nil {
+		t.Error("poison is in the shared cache")
+	}
+	if !bytes.Contains(o.log, []byte("cache="+filepath.Join(caches, "go-build"))) {
+		t.Errorf("GOCACHE does not point into the project's cache: %q", o.log)
+	}
+	if _, err := os.Stat(filepath.Join(caches, "go-build", "entry")); err != nil {
+		t.Errorf("the project's cache was not written: %v", err)
+	}
+	// Without Caches (a person approved it), the shared caches stay
+	// writable, as before.
+	o = f.run(t, `touch "$SHARED/ok" && echo wrote`, map[string]string{"SHARED": shared}, Options{Profile: "mutating", Jail: []string{f.project}})
+	if !bytes.Contains(o.log, []byte("wrote")) {
+		t.Errorf("an approved run lost the shared caches: %q", o.log)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,6 +118,12 @@ type Options struct {
 	// RequireConfined refuses to run (status failed) rather than fall
 	// back to running unconfined: a run nobody approved.
 	RequireConfined bool
+	// Caches, when set, replaces the shared caches a confined run may
+	// write (the Go build cache, ~/.npm, ...) with this directory, kept
+	// for one project: a run nobody approved cannot poison the caches
+	// other projects build from. GOCACHE, npm's, pip's, yarn's and
+	// XDG_CACHE_HOME point into it.
+	Caches string
 }
 
 // Run runs req (kind exec) with /bin/sh -c req.Command in req.Cwd (the
@@ -203,6 +210,9 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	cmd.Env = r.env(req, dir, set)
 	if box.tmp != "" {
 		cmd.Env = append(cmd.Env, "TMPDIR="+box.tmp)
+	}
+	if opt.Caches != "" && box.box != nil {
+		cmd.Env = append(cmd.Env, cacheEnv(opt.Caches)...)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	// A new session with the pty as its controlling terminal: the child
@@ -331,6 +341,13 @@ func (r *Runner) untrack(id string, master *os.File) {
 	if r.running[id] == master {
 		delete(r.running, id)
 	}
+}
+
+// cacheEnv points the build tools' caches into dir.
+func cacheEnv(dir string) []string {
+	return []string{"GOCACHE=" + filepath.Join(dir, "go-build"), "npm_config_cache=" + filepath.Join(dir, "npm"),
+		"YARN_CACHE_FOLDER=" + filepath.Join(dir, "yarn"), "PIP_CACHE_DIR=" + filepath.Join(dir, "pip"),
+		"XDG_CACHE_HOME=" + filepath.Join(dir, "xdg")}
 }
 
 // env is the child's environment: the filtered base and request env, PWD

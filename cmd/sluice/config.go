@@ -326,6 +326,16 @@ func (c *config) checkpointRetention() (keep int, maxAge time.Duration) {
 	return keep, maxAge
 }
 
+// projectCacheDir holds the per-project caches of runs the policy allows
+// with a checkpoint: $XDG_CACHE_HOME/sluice/projects (~/.cache/...).
+func projectCacheDir() string {
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "sluice", "projects")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "sluice", "projects")
+}
+
 // checkpointDir is $XDG_STATE_HOME/sluice/checkpoints (~/.local/state/...).
 func checkpointDir() string {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {

@@ -86,7 +86,7 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	// through /proc, nor attach to it.
 	protectProcess()
 	r := cfg.runner(sp.Dir(), user, path, stateDir(path), checkpointDir())
-	runner := &exec.Actor{Runner: r, Jail: policy.Roots, Checkpoints: cfg.checkpointStore()}
+	runner := &exec.Actor{Runner: r, Jail: policy.Roots, Checkpoints: cfg.checkpointStore(), ProjectCaches: projectCacheDir()}
 	judge := requireSandbox{inner: &policy.Judge{Options: opts}, runner: r, checkpoints: cfg.checkpointStore() != nil,
 		trust: &trustStore{path: trustPath()}}
 	// A reloaded configuration changes what new runs get.
