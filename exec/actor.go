@@ -54,7 +54,7 @@ func (a *Actor) Run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 		if cp != nil && cp.Error != "" {
 			why = cp.Error
 		}
-		return queue.Result{ID: req.ID, Status: queue.StatusFailed, Checkpoint: cp,
+		return queue.Result{Version: queue.Version, ID: req.ID, Status: queue.StatusFailed, Checkpoint: cp,
 			Reason: "not run: the policy allows it only with a checkpoint, and none could be taken: " + why}, ""
 	}
 	res, sum := a.run(ctx, req, ro, jail)
