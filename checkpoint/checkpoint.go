@@ -41,6 +41,7 @@ type Store struct {
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // per shadow repository, in this process
 	git   string                 // Git, or found in PATH (under mu)
+	warm  map[string]bool        // roots warmed, or being warmed, by this process
 }
 
 // Snapshot is the state of one root's files at one moment.
@@ -225,6 +226,17 @@ func (s *Store) Take(ctx context.Context, root, ref string) (Snapshot, error) {
 // snapshot, so that the first checkpoint of a project (which copies every
 // file) is paid while a person reads the request, not when the run starts.
 func (s *Store) Warm(ctx context.Context, root string) error {
+	// A burst of requests for one project warms it once.
+	s.mu.Lock()
+	if s.warm[root] {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.warm == nil {
+		s.warm = map[string]bool{}
+	}
+	s.warm[root] = true
+	s.mu.Unlock()
 	r, err := s.shadow(ctx, root)
 	if err != nil {
 		return err
@@ -237,6 +249,9 @@ func (s *Store) Warm(ctx context.Context, root string) error {
 		return err
 	}
 	defer unlock()
+	if _, err := os.Stat(filepath.Join(r.dir, "sluice-index")); err == nil {
+		return nil // another process warmed it meanwhile
+	}
 	_, err = r.git(ctx, nil, "add", "--all", "--ignore-errors", "--", ".")
 	return err
 }
