@@ -75,7 +75,8 @@ func ownPaths(policyFile, spool string) []string {
 	if a, err := auditPath(""); err == nil {
 		paths = append(paths, a)
 	}
-	paths = append(paths, checkpointDir()) // undo's source: no run may rewrite it
+	// Undo's source, and the trust windows: no run may rewrite them.
+	paths = append(paths, checkpointDir(), trustPath(), trustPath()+".lock")
 	var out []string
 	for _, p := range paths {
 		if p == "" {

@@ -85,13 +85,13 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	// Nothing this process runs may read its memory or environment
 	// through /proc, nor attach to it.
 	protectProcess()
-	r := cfg.runner(sp.Dir(), user, path, stateDir(path), checkpointDir())
+	r := cfg.runner(sp.Dir(), user, path, stateDir(path), checkpointDir(), trustPath())
 	runner := &exec.Actor{Runner: r, Jail: policy.Roots, Checkpoints: cfg.checkpointStore(), ProjectCaches: projectCacheDir()}
 	judge := requireSandbox{inner: &policy.Judge{Options: opts}, runner: r, checkpoints: cfg.checkpointStore() != nil,
 		trust: &trustStore{path: trustPath()}}
 	// A reloaded configuration changes what new runs get.
 	ef.reconfigure = func(c *config) {
-		nr := c.runner(sp.Dir(), user, path, stateDir(path), checkpointDir())
+		nr := c.runner(sp.Dir(), user, path, stateDir(path), checkpointDir(), trustPath())
 		r.Reconfigure(exec.Settings{SecretPatterns: nr.SecretPatterns, DefaultTimeout: nr.DefaultTimeout,
 			Grace: nr.Grace, Confine: nr.Confine})
 	}
