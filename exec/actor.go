@@ -178,7 +178,7 @@ func (a *Actor) run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 	logPath, output := ro.LogPath, ro.Output
 	if req.Kind == queue.KindExec {
 		opt := Options{LogPath: logPath, Output: output, Jail: jail,
-			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined}
+			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined, Pipe: !req.WantsTTY()}
 		if ro.Verdict.Action == queue.ActionAllowWithCheckpoint {
 			opt.RequireConfined = true
 			if a.ProjectCaches != "" {

@@ -163,3 +163,53 @@ func mbps(n int64, d time.Duration) float64 {
 	}
 	return float64(n) / 1e6 / d.Seconds()
 }
+
+// pipeCmd writes about 500 MB (375,000,000 random bytes in base64).
+const pipeCmd = "head -c 375000000 /dev/urandom | base64"
+
+// BenchmarkPipeThroughput: a run without a terminal (Options.Pipe) against
+// the same command writing into a plain pipe copied to a file, interleaved
+// (issue 17's target: at least 0.8x).
+func BenchmarkPipeThroughput(b *testing.B) {
+	dir := b.TempDir()
+	var runBytes, bareBytes int64
+	var runTime, bareTime time.Duration
+	for b.Loop() {
+		req := execReq(b, pipeCmd)
+		req.Cwd = dir
+		logPath := filepath.Join(dir, "run.log")
+		t0 := time.Now()
+		res, _ := testRunner().Run(b.Context(), req, Options{LogPath: logPath, Pipe: true})
+		runTime += time.Since(t0)
+		runBytes += res.OutputBytes
+		if res.Status != queue.StatusDone || *res.ExitCode != 0 {
+			b.Fatalf("Run: %+v", res)
+		}
+		_ = os.Remove(logPath)
+
+		out, err := os.Create(filepath.Join(dir, "bare.log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 = time.Now()
+		cmd := osexec.Command("/bin/sh", "-c", pipeCmd)
+		cmd.Dir = dir
+		pr, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(out, pr)
+		_ = cmd.Wait()
+		bareTime += time.Since(t0)
+		bareBytes += n
+		out.Close()
+		_ = os.Remove(out.Name())
+	}
+	runMBs := mbps(runBytes, runTime)
+	b.ReportMetric(runMBs, "pipe-run-MB/s")
+	b.ReportMetric(mbps(bareBytes, bareTime), "bare-pipe-MB/s")
+	b.ReportMetric(runMBs/mbps(bareBytes, bareTime), "ratio-vs-pipe")
+}

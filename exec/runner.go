@@ -118,6 +118,11 @@ type Options struct {
 	// RequireConfined refuses to run (status failed) rather than fall
 	// back to running unconfined: a run nobody approved.
 	RequireConfined bool
+	// Pipe runs the command without a terminal: stdout and stderr share
+	// one pipe (their order kept), stdin is /dev/null. For writers that
+	// do not want a terminal (a request's tty: false): faster for large
+	// output, and no colour codes a terminal-less run would not print.
+	Pipe bool
 	// Caches, when set, replaces the shared caches a confined run may
 	// write (the Go build cache, ~/.npm, ...) with this directory, kept
 	// for one project: a run nobody approved cannot poison the caches
@@ -189,12 +194,21 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	if r.Size != nil {
 		rows, cols = r.Size()
 	}
-	master, tty, err := openPTY(orDefault(rows, DefaultRows), orDefault(cols, DefaultCols))
+	var master, tty *os.File
+	ttyName := ""
+	if opt.Pipe {
+		master, tty, err = os.Pipe()
+	} else {
+		master, tty, err = openPTY(orDefault(rows, DefaultRows), orDefault(cols, DefaultCols))
+		if err == nil {
+			ttyName = tty.Name()
+		}
+	}
 	if err != nil {
 		res.Log = ""
 		return fail(err)
 	}
-	box := r.confine(dir, tty.Name(), opt, set.Confine)
+	box := r.confine(dir, ttyName, opt, set.Confine)
 	defer box.close()
 	res.Sandbox = box.label
 	if opt.RequireConfined && (strings.HasPrefix(box.label, nonePrefix) || box.label == Unconfined) {
@@ -219,6 +233,10 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	// leads its own process group (pgid == pid), which is what the kill
 	// sequence signals. Setpgid on top would fail with EPERM.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if opt.Pipe {
+		cmd.Stdin = nil // /dev/null
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	res.StartedAt = time.Now()
 	err = sandbox.Start(cmd, box.box, cg)
 	_ = tty.Close() // the child holds its own copies
@@ -230,7 +248,9 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	pgid := cmd.Process.Pid
 	r.limit(pgid, set.Confine)
 
-	r.track(req.ID, master)
+	if !opt.Pipe {
+		r.track(req.ID, master) // for Input and Resize
+	}
 	var fan *fanout
 	if opt.Output != nil {
 		fan = newFanout(opt.Output)

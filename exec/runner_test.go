@@ -767,3 +767,26 @@ func TestReconfigure(t *testing.T) {
 		t.Errorf("after default_timeout = 300ms, sleep 30 ended %s, want timeout", out.res.Status)
 	}
 }
+
+// TestPipeMode: a run without a terminal gets pipes: stdout and stderr
+// merged in the order written, no terminal on any of the three, stdin at
+// end of file; the exit code and the log as with a pty.
+func TestPipeMode(t *testing.T) {
+	t.Parallel()
+	r := testRunner()
+	cmd := `echo out1; echo err1 >&2; echo out2; [ -t 0 ] || echo "stdin: not a terminal"; [ -t 1 ] || echo "stdout: not a terminal"; cat; echo "stdin ended"; exit 3`
+	out := run(context.Background(), t, r, execReq(t, cmd), Options{Pipe: true}, 30*time.Second)
+	want := "out1\nerr1\nout2\nstdin: not a terminal\nstdout: not a terminal\nstdin ended\n"
+	if string(out.log) != want {
+		t.Errorf("log %q, want %q", out.log, want)
+	}
+	if out.res.ExitCode == nil || *out.res.ExitCode != 3 || out.res.Status != queue.StatusDone {
+		t.Errorf("result %+v", out.res)
+	}
+	// The same under a pty: \n becomes a terminal's line, the output a
+	// terminal's.
+	out = run(context.Background(), t, r, execReq(t, `[ -t 1 ] && echo "a terminal"`), Options{}, 30*time.Second)
+	if !bytes.Contains(out.log, []byte("a terminal")) {
+		t.Errorf("without Pipe the run lost its terminal: %q", out.log)
+	}
+}

@@ -160,6 +160,7 @@ func (m *Server) request(call *mcp.CallToolRequest, kind queue.Kind, cwd, note s
 		Note:      note,
 		CreatedAt: now,
 		ExpiresAt: now.Add(m.Wait),
+		TTY:       new(bool), // the model reads the output: no terminal, no colour codes
 	}
 }
 

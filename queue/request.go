@@ -61,11 +61,15 @@ type Request struct {
 	Cwd        string            `json:"cwd,omitempty"`
 	TimeoutS   int               `json:"timeout_s,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
-	Agent      string            `json:"agent,omitempty"`
-	Session    string            `json:"session,omitempty"`
-	Note       string            `json:"note,omitempty"`
-	CreatedAt  time.Time         `json:"created_at,omitzero"`
-	ExpiresAt  time.Time         `json:"expires_at,omitzero"`
+	// TTY says whether the command wants a terminal: false runs it with
+	// pipes (stdout and stderr merged in order). Absent: a terminal, as
+	// before the field existed.
+	TTY       *bool     `json:"tty,omitempty"`
+	Agent     string    `json:"agent,omitempty"`
+	Session   string    `json:"session,omitempty"`
+	Note      string    `json:"note,omitempty"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 
 	// digest is the SHA-256 of the bytes the request was read from; zero
 	// for a request built in memory.
@@ -359,6 +363,9 @@ func (r *Request) Summary() string {
 	}
 	return string(r.Kind)
 }
+
+// WantsTTY reports whether the command runs under a terminal.
+func (r *Request) WantsTTY() bool { return r.TTY == nil || *r.TTY }
 
 // Expired reports whether the request's expires_at has passed at now.
 func (r *Request) Expired(now time.Time) bool {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/charmbracelet/x/term"
+
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -90,6 +92,11 @@ func cmdRun(args []string, std stdio, g *globals) int {
 		Note:      *note,
 		CreatedAt: now,
 		ExpiresAt: now.Add(*expires),
+	}
+	// A terminal only when the output goes to one: a script or an agent
+	// reading it gets it through pipes, without colour codes.
+	if !stdoutIsTerminal(std) {
+		req.TTY = new(bool)
 	}
 	if err := req.Validate(); err != nil {
 		return usageErr(std, "run", "%v", err)
@@ -195,6 +202,13 @@ func changedText(res *queue.Result) string {
 		parts = append(parts, show(c.Path)+" ("+c.Change+")")
 	}
 	return fmt.Sprintf("changed %d file(s): %s; 'sluice undo %s' puts them back", n, strings.Join(parts, ", "), res.ID)
+}
+
+// stdoutIsTerminal reports whether the command's output goes to a
+// terminal.
+func stdoutIsTerminal(std stdio) bool {
+	f, ok := std.out.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
 }
 
 func absDir(dir string) (string, error) {
