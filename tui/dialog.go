@@ -146,7 +146,6 @@ func (m *Model) dialog() string {
 // undoDiff is a diff for the undo dialog, coloured, at most rows lines
 // (a marker says how many more: sluice undo ID shows it all).
 func (m *Model) undoDiff(diff string, rows, width int) []string {
-	ds := m.st.Diff
 	lines := strings.Split(strings.TrimRight(diff, "\n"), "\n")
 	var out []string
 	for i, l := range lines {
@@ -154,19 +153,7 @@ func (m *Model) undoDiff(diff string, rows, width int) []string {
 			out = append(out, m.st.App.Flag.Render(fmt.Sprintf("… %d more lines ('sluice undo' in a terminal shows them all)", len(lines)-i)))
 			break
 		}
-		st := ds.Context
-		switch {
-		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"), strings.HasPrefix(l, "diff "):
-			st = ds.File
-		case strings.HasPrefix(l, "@@"):
-			st = ds.Hunk
-		case strings.HasPrefix(l, "+"):
-			st = ds.Add
-		case strings.HasPrefix(l, "-"):
-			st = ds.Del
-		}
-		styled, _ := styledText(strings.ReplaceAll(l, "\t", "    "), st, m.st.Detail.Escaped)
-		out = append(out, ansi.Truncate(styled[0], width, "…"))
+		out = append(out, ansi.Truncate(m.diffLine(l), width, "…"))
 	}
 	return out
 }

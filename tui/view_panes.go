@@ -458,7 +458,6 @@ func (m *Model) diffLines(it *item, w int) (out []string, n int) {
 	case it.diffErr != nil:
 		return []string{m.st.App.Error.Render(plainText("cannot apply: " + it.diffErr.Error()))}, 0
 	}
-	ds := m.st.Diff
 	lines := strings.Split(strings.TrimRight(it.diff, "\n"), "\n")
 	if it.req.Kind != queue.KindPatch {
 		// One file, named on the path line: its diff --git and ---/+++
@@ -478,22 +477,28 @@ func (m *Model) diffLines(it *item, w int) (out []string, n int) {
 		}
 	}
 	for _, l := range lines {
-		st := ds.Context
-		switch {
-		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-			st = ds.File
-		case strings.HasPrefix(l, "@@"):
-			st = ds.Hunk
-		case strings.HasPrefix(l, "+"):
-			st = ds.Add
-		case strings.HasPrefix(l, "-"):
-			st = ds.Del
-		}
-		// Tabs in file content are layout, not hidden text.
-		styled, _ := styledText(strings.ReplaceAll(l, "\t", "    "), st, m.st.Detail.Escaped)
-		out = append(out, wrap(styled[:1], max(1, w))...)
+		out = append(out, wrap([]string{m.diffLine(l)}, max(1, w))...)
 	}
 	return out, len(lines)
+}
+
+// diffLine is one line of a unified diff, styled by what it is, agent
+// text escaped (tabs in file content are layout, not hidden text).
+func (m *Model) diffLine(l string) string {
+	ds := m.st.Diff
+	st := ds.Context
+	switch {
+	case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"), strings.HasPrefix(l, "diff "):
+		st = ds.File
+	case strings.HasPrefix(l, "@@"):
+		st = ds.Hunk
+	case strings.HasPrefix(l, "+"):
+		st = ds.Add
+	case strings.HasPrefix(l, "-"):
+		st = ds.Del
+	}
+	styled, _ := styledText(strings.ReplaceAll(l, "\t", "    "), st, m.st.Detail.Escaped)
+	return styled[0]
 }
 
 // sandboxText says how a request runs, or ran: "confined: read-only, no

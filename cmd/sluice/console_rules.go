@@ -20,40 +20,52 @@ import (
 // lines) that a proposed command rule would have matched.
 func matchCounter(j *policy.Judge, auditFile string) func(pattern string) (int, error) {
 	return func(pattern string) (int, error) {
-		f, err := os.Open(auditFile)
-		if errors.Is(err, fs.ErrNotExist) {
-			return 0, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-		defer f.Close()
 		matchers := map[string]func(string, policy.Env) bool{} // by cwd's policy
 		n := 0
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			var ev queue.Event
-			if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Event != queue.EventQueued || ev.Kind != queue.KindExec {
-				continue
-			}
+		err := eachQueuedExec(auditFile, func(ev *queue.Event) error {
 			match, ok := matchers[ev.Cwd]
 			if !ok {
 				p, err := j.Policy(ev.Cwd)
 				if err != nil {
-					return 0, err
+					return err
 				}
 				if match, err = p.Matcher(pattern); err != nil {
-					return 0, err
+					return err
 				}
 				matchers[ev.Cwd] = match
 			}
 			if match(ev.Command, policy.Env{Cwd: ev.Cwd}) {
 				n++
 			}
-		}
-		return n, sc.Err()
+			return nil
+		})
+		return n, err
 	}
+}
+
+// eachQueuedExec calls fn with each exec request the audit log saw queued
+// (a missing log has none), for counting what a rule would have matched.
+func eachQueuedExec(auditFile string, fn func(*queue.Event) error) error {
+	f, err := os.Open(auditFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var ev queue.Event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Event != queue.EventQueued || ev.Kind != queue.KindExec {
+			continue
+		}
+		if err := fn(&ev); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
 }
 
 // consoleRules gives the console's A and T keys their effect: a rule in

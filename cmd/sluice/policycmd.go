@@ -1,12 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -157,26 +152,12 @@ func policyRules(args []string, std stdio, g *globals) int {
 // countRuleMatches counts, for each command rule, the exec requests in the
 // audit log (their queued lines) it matches.
 func countRuleMatches(p *policy.Policy, logPath string, counts map[*policy.Rule]int) error {
-	f, err := os.Open(logPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		var ev queue.Event
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Event != queue.EventQueued || ev.Kind != queue.KindExec {
-			continue
-		}
+	return eachQueuedExec(logPath, func(ev *queue.Event) error {
 		for _, r := range p.RulesMatching(ev.Command, policy.Env{Cwd: ev.Cwd}) {
 			counts[r]++
 		}
-	}
-	return sc.Err()
+		return nil
+	})
 }
 
 func policyRevoke(args []string, std stdio, g *globals) int {
