@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -269,11 +268,11 @@ func (t *tmpDirs) close() {
 // ": Permission denied" ("cannot create out.txt: Permission denied",
 // "open /x: permission denied"), quoted or not, or the quoted word just
 // after ("Permission denied: '/x'", Python).
-var subjectRe = regexp.MustCompile("(?i)(?:[\"'‘`]([^\"'’`\n]+)[\"'’`]|([^\\s\"'‘’`:]+)):\\s*(?:permission denied|operation not permitted)|(?:permission denied|operation not permitted):\\s*[\"'‘`]([^\"'’`\n]+)[\"'’`]")
+var subjectRe = lazyRegexp("(?i)(?:[\"'‘`]([^\"'’`\n]+)[\"'’`]|([^\\s\"'‘’`:]+)):\\s*(?:permission denied|operation not permitted)|(?:permission denied|operation not permitted):\\s*[\"'‘`]([^\"'’`\n]+)[\"'’`]")
 
 // netRe finds what a program says when it could not open a socket or
 // resolve a name.
-var netRe = regexp.MustCompile(`(?i)socket: permission denied|could not resolve|temporary failure in name resolution|name or service not known|network is unreachable|getaddrinfo|failed to connect|couldn.t connect`)
+var netRe = lazyRegexp(`(?i)socket: permission denied|could not resolve|temporary failure in name resolution|name or service not known|network is unreachable|getaddrinfo|failed to connect|couldn.t connect`)
 
 // explain is the line a failed confined run ends with: what the sandbox
 // refused and how a person can allow it. It names a path only where the
@@ -298,7 +297,7 @@ func explain(label string, hidden []string, dir string, code int, tail []byte, s
 		text = text[len(text)-16<<10:]
 	}
 	profile := ProfileFor(label)
-	for _, m := range subjectRe.FindAllStringSubmatch(text, -1) {
+	for _, m := range subjectRe().FindAllStringSubmatch(text, -1) {
 		p := m[1] + m[2] + m[3]
 		switch p {
 		case "socket", "connect", "bind", "sendto", "dial":
@@ -318,7 +317,7 @@ func explain(label string, hidden []string, dir string, code int, tail []byte, s
 			return fmt.Sprintf("sluice: the sandbox (%s: %s) refused to write %s; a person can run the command unconfined (console key U), or add the directory to sandbox_writable in config.toml\n", profile, profile.Describe(), p)
 		}
 	}
-	if !profile.Network() && netRe.MatchString(text) {
+	if !profile.Network() && netRe().MatchString(text) {
 		return fmt.Sprintf("sluice: the sandbox (%s: %s) refused a network connection; a person can run the command unconfined (console key U)\n", profile, profile.Describe())
 	}
 	return ""

@@ -3,12 +3,11 @@ package exec
 import (
 	"fmt"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 )
 
-var hunkHeader = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
+var hunkHeader = lazyRegexp(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
 
 // parsePatch parses a unified diff as git diff and diff -u write it: one or
 // more files, each with ---/+++ headers (a/ b/ prefixes or plain paths,
@@ -239,7 +238,7 @@ func fileHeader(minus, plus string) (*filePatch, error) {
 // line that reads "--- x" is still a removed line.
 func parseHunk(lines []string, i int) (hunk, int, error) {
 	header := strings.TrimRight(lines[i], "\r\n")
-	m := hunkHeader.FindStringSubmatch(header)
+	m := hunkHeader().FindStringSubmatch(header)
 	if m == nil {
 		return hunk{}, 0, fmt.Errorf("line %d: bad hunk header %q", i+1, header)
 	}

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"os"
+	"regexp"
 	"sync"
 )
 
@@ -25,4 +26,10 @@ func ShellDialect() string {
 		return "posix"
 	}
 	return "bash"
+}
+
+// lazyRegexp compiles pat on first use rather than when every sluice
+// process starts (an agent's hook included).
+func lazyRegexp(pat string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pat) })
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -435,13 +434,13 @@ func (p *Policy) pathVerdict(ref pathRef, access string, env Env) (Action, Risk,
 
 // dynPart finds the parts of a word's source computed when the line
 // runs: ${…}, $(…), `…`, $NAME, $1, $?….
-var dynPart = regexp.MustCompile("\\$\\{[^}]*\\}|\\$\\([^)]*\\)|`[^`]*`|\\$[A-Za-z_][A-Za-z_0-9]*|\\$[0-9@*#?$!-]")
+var dynPart = lazyRegexp("\\$\\{[^}]*\\}|\\$\\([^)]*\\)|`[^`]*`|\\$[A-Za-z_][A-Za-z_0-9]*|\\$[0-9@*#?$!-]")
 
 // skeleton is a computed path's source with each computed part replaced
 // by one path element and quotes removed; false when nothing is left to
 // go by.
 func skeleton(src string) (string, bool) {
-	sk := dynPart.ReplaceAllString(src, "X")
+	sk := dynPart().ReplaceAllString(src, "X")
 	sk = strings.NewReplacer(`"`, "", "'", "").Replace(sk)
 	if strings.ContainsAny(sk, "$`\\*?[") || sk == "X" || !strings.Contains(sk, "/") {
 		return "", false
