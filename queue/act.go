@@ -38,7 +38,7 @@ func (s *Spool) peek(name string) (*Request, error) {
 // ErrExpired). It never claims a valid request.
 func (s *Spool) settle(name string, now time.Time) (*Request, error) {
 	req, err := s.peek(name)
-	if err == nil && !req.Expired(now) {
+	if err == nil && !req.Expired(now) && !s.WriterGone(req.ID) {
 		return req, nil
 	}
 	var inv *InvalidError
@@ -82,11 +82,16 @@ func (s *Spool) act(id string, now time.Time, claim bool) (*Claim, *Request, err
 		return nil, nil, err
 	}
 	expired := req.Expired(now)
+	reason := "not decided before expires_at " + req.ExpiresAt.UTC().Format(time.RFC3339)
+	if !expired && s.WriterGone(id) {
+		// Nobody would read its answer: withdrawn, as its writer would
+		// have done had it been able to (killed with SIGKILL, say).
+		expired, reason = true, writerGoneReason
+	}
 	if !claim && !expired {
 		f.Close()
 		return nil, req, nil
 	}
-	reason := "not decided before expires_at " + req.ExpiresAt.UTC().Format(time.RFC3339)
 	if expired {
 		// Recorded before the request leaves new/: a failure leaves it
 		// pending, to be expired by the next look.
@@ -104,6 +109,9 @@ func (s *Spool) act(id string, now time.Time, claim bool) (*Claim, *Request, err
 		err := c.Finish(Result{Status: StatusExpired, Decision: Deny, DecidedBy: ByPolicy, Reason: reason})
 		if err != nil {
 			return nil, nil, err
+		}
+		if reason == writerGoneReason {
+			return nil, nil, fmt.Errorf("%w: %s: %s", ErrExpired, id, reason)
 		}
 		return nil, nil, fmt.Errorf("%w: %s", ErrExpired, id)
 	}

@@ -3,9 +3,13 @@ package queue
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func sendRequest(t *testing.T, expires time.Duration) (*Spool, *Request) {
@@ -110,5 +114,74 @@ func TestAuditPathPublished(t *testing.T) {
 	defer release2()
 	if p := sp.AuditPath(); p != "/var/log/sluice/audit.jsonl" {
 		t.Fatalf("a relative path replaced the published one: %q", p)
+	}
+}
+
+// TestWriterGone: a writer that dies without withdrawing its request (a
+// SIGKILL leaves no handler to run) leaves a wake FIFO nobody reads; the
+// request is then neither pending to a watcher nor claimable by a
+// person: it is answered expired, and says why.
+func TestWriterGone(t *testing.T) {
+	t.Parallel()
+	sp, req := sendRequest(t, time.Minute)
+	w, err := sp.NewWaiter(req.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.Submit(req); err != nil {
+		t.Fatal(err)
+	}
+	if sp.WriterGone(req.ID) {
+		t.Fatal("a writer holding its FIFO counts as gone")
+	}
+	if _, err := sp.settle(req.ID+".json", time.Now()); err != nil {
+		t.Fatalf("a live writer's request is not pending: %v", err)
+	}
+	// What the kernel does when the writer's process dies: its ends of
+	// the FIFO close, the FIFO stays.
+	unix.Close(w.rd)
+	unix.Close(w.wr)
+	if !sp.WriterGone(req.ID) {
+		t.Fatal("a FIFO nobody reads does not count as a gone writer")
+	}
+	_, err = sp.Claim(req.ID, time.Now())
+	if !errors.Is(err, ErrExpired) {
+		t.Fatalf("claiming a gone writer's request: %v, want ErrExpired", err)
+	}
+	res, err := sp.ReadResult(req.ID)
+	if err != nil || res.Status != StatusExpired || res.Reason != writerGoneReason {
+		t.Fatalf("result %+v, %v; want expired: %s", res, err, writerGoneReason)
+	}
+}
+
+// TestWriterGoneNotFooled: only a FIFO nobody reads means a gone writer;
+// no FIFO (a writer that polls), a regular file or a socket in its place
+// (something an agent put there) leave the request pending.
+func TestWriterGoneNotFooled(t *testing.T) {
+	t.Parallel()
+	sp, req := sendRequest(t, time.Minute)
+	if err := sp.Submit(req); err != nil {
+		t.Fatal(err)
+	}
+	if sp.WriterGone(req.ID) {
+		t.Error("no FIFO counts as a gone writer")
+	}
+	if err := os.WriteFile(sp.WakePath(req.ID), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if sp.WriterGone(req.ID) {
+		t.Error("a regular file counts as a gone writer")
+	}
+	os.Remove(sp.WakePath(req.ID))
+	l, err := net.Listen("unix", sp.WakePath(req.ID))
+	if err != nil {
+		t.Skipf("no unix socket in the spool: %v", err)
+	}
+	defer l.Close()
+	if sp.WriterGone(req.ID) {
+		t.Error("a socket (ENXIO on open, as a FIFO without reader) counts as a gone writer")
+	}
+	if _, err := sp.Claim(req.ID, time.Now()); err != nil {
+		t.Errorf("the request cannot be claimed: %v", err)
 	}
 }

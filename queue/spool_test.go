@@ -535,10 +535,22 @@ func TestWakeWithoutReaderDoesNotBlock(t *testing.T) {
 	sp := newSpool(t)
 	req := execReq("true")
 	mustDo(t, sp.Submit(req))
-	mustDo(t, syscall.Mkfifo(sp.WakePath(req.ID), 0o600)) // a writer that died
 	c, err := sp.Claim(req.ID, time.Now())
 	mustDo(t, err)
+	mustDo(t, syscall.Mkfifo(sp.WakePath(req.ID), 0o600)) // a writer that died while it ran
 	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
+	if exists(sp.WakePath(req.ID)) {
+		t.Error("FIFO not removed")
+	}
+
+	// Dead before anyone claimed it: the claim answers it expired, and
+	// the answer does not block either.
+	req = execReq("true")
+	mustDo(t, sp.Submit(req))
+	mustDo(t, syscall.Mkfifo(sp.WakePath(req.ID), 0o600))
+	if _, err := sp.Claim(req.ID, time.Now()); !errors.Is(err, ErrExpired) {
+		t.Fatalf("claim of a dead writer's request: %v, want ErrExpired", err)
+	}
 	if exists(sp.WakePath(req.ID)) {
 		t.Error("FIFO not removed")
 	}

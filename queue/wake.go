@@ -33,6 +33,30 @@ func (s *Spool) notifyWake(id string) {
 	os.Remove(p)
 }
 
+// WriterGone reports whether request id's writer has stopped waiting
+// without withdrawing it: its wake FIFO is there but nobody holds it open
+// for reading (a non-blocking open for writing fails with ENXIO), so the
+// process that made it exited or was killed (SIGKILL included). A writer
+// that made no FIFO (it polls, or does not wait) is never gone.
+func (s *Spool) WriterGone(id string) bool {
+	p := s.WakePath(id)
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if !errors.Is(err, unix.ENXIO) {
+			return false // no FIFO (ENOENT), or not one (ELOOP, EACCES...)
+		}
+		// ENXIO is also what a socket gives: only a FIFO counts.
+		fi, lerr := os.Lstat(p)
+		return lerr == nil && fi.Mode()&fs.ModeNamedPipe != 0
+	}
+	unix.Close(fd)
+	return false
+}
+
+// writerGoneReason is what the audit log and the result say about a
+// request withdrawn because its writer is gone.
+const writerGoneReason = "withdrawn: the process that submitted it stopped waiting (exited or was killed) before anyone acted on it"
+
 // Waiter waits for one request's result. Create it before submitting the
 // request: it makes the FIFO out/<id>.wake, which the actor writes to once
 // the result is in place. Where FIFOs are not possible it polls.

@@ -232,8 +232,8 @@ func (w *watcher) look(name string) {
 	}
 }
 
-// rescan compares new/ with what the watcher knows, expires what is due,
-// and recovers orphaned claims in cur/.
+// rescan compares new/ with what the watcher knows, expires what is due
+// (and what its writer abandoned), and recovers orphaned claims in cur/.
 func (w *watcher) rescan() {
 	w.recover()
 	entries, err := os.ReadDir(w.s.path(dirNew, ""))
@@ -247,7 +247,7 @@ func (w *watcher) rescan() {
 		name := e.Name()
 		seen[name] = true
 		p, known := w.pending[name]
-		if known && !p.req.Expired(now) {
+		if known && !p.req.Expired(now) && !w.s.WriterGone(p.req.ID) {
 			if fi, err := e.Info(); err == nil && stampOf(fi) == p.stat {
 				continue
 			}

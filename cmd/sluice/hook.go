@@ -58,7 +58,7 @@ func cmdHook(args []string, std stdio, g *globals) int {
 func runHook(a *hook.Agent, args []string, std stdio, g *globals) int {
 	// The agent kills a hook it has given up on: withdraw the request
 	// then, so that nobody approves it after the agent moved on.
-	ctx, signalsReady := signalContext()
+	ctx := signalContext()
 	fs := newFlags("hook "+a.Name, a.Synopsis, a.Help, std, g)
 	wait := fs.Duration("wait", hook.DefaultWait, "answer the fallback if nobody decides within `DUR`; keep it under the agent's hook timeout ('sluice install' sets both)")
 	fallback := fs.String("fallback", "", "what to answer when nobody decides: `ask` (the agent's own prompt) or deny (env SLUICE_HOOK_FALLBACK; default: "+a.FallbackHelp+")")
@@ -113,7 +113,6 @@ func runHook(a *hook.Agent, args []string, std stdio, g *globals) int {
 		}
 		return confine(req, res)
 	}
-	signalsReady()
 	ans := hook.Decide(ctx, a, std.in, sp, opt)
 	if <-confined; cfgErr != nil && ans.Decision == hook.Allow {
 		// The configuration says how allowed commands run: unreadable,

@@ -47,7 +47,7 @@ Exit status:
 `
 
 func cmdRun(args []string, std stdio, g *globals) int {
-	ctx, signalsReady := signalContext()
+	ctx := signalContext()
 	fs := newFlags("run", "[flags] -- COMMAND...", runHelp, std, g).unused("config")
 	cwd := fs.String("cwd", "", "run in `DIR` (default: the current directory)")
 	timeout := fs.Duration("timeout", 0, "kill the command after `DUR` (default: the console's configured default)")
@@ -115,7 +115,6 @@ func cmdRun(args []string, std stdio, g *globals) int {
 	if *asJSON {
 		logTo = nil
 	}
-	signalsReady()
 	res, err := submitAndWait(ctx, sp, req, logTo)
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice run: %v\n", err)

@@ -91,8 +91,7 @@ func cmdSubmit(args []string, std stdio, g *globals) int {
 		fmt.Fprintln(std.out, req.ID)
 		return exitOK
 	}
-	ctx, signalsReady := signalContext()
-	signalsReady()
+	ctx := signalContext()
 	res, err := submitAndWait(ctx, sp, req, nil)
 	if err != nil {
 		return submitErr(std, err)

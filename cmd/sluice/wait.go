@@ -18,28 +18,27 @@ type interrupted struct{ sig os.Signal }
 func (e interrupted) Error() string { return fmt.Sprintf("interrupted (%v)", e.sig) }
 
 // signalContext ends with an interrupted cause on SIGINT, SIGTERM or
-// SIGHUP, once ready has returned. The first signal.Notify of a process
-// waits ~0.2 ms for the runtime's signal goroutine to start; it is done
-// on a goroutine of its own, so that the writer reads its input and
-// opens the spool meanwhile, and ready waits for it before anything is
-// queued. The handler is not undone: the process exits right after (as
-// signal.Stop costs ~0.1 ms a run).
-func signalContext() (ctx context.Context, ready func()) {
+// SIGHUP, so that the writer withdraws its request itself, names who did
+// it, and exits 128+n. The handler is installed on a goroutine of its
+// own and nothing waits for it: the first signal.Notify of a process
+// takes ~0.2 ms, which an agent's every command would otherwise pay. A
+// signal that comes before it is in place kills the writer as it would
+// any program, and the engine withdraws the request it left, as it does
+// for a writer killed with SIGKILL (queue.Spool.WriterGone). The handler
+// is not undone: the process exits right after.
+func signalContext() context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	done := make(chan struct{})
 	go func() {
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-		close(done)
 		cancel(interrupted{<-sigs})
 	}()
-	return ctx, func() { <-done }
+	return ctx
 }
 
 // submitAndWait queues req and waits for its result, streaming the log to
-// logTo if not nil. From the moment the request is in the spool, an
-// interrupt withdraws it rather than leave it for someone to approve
-// unwatched (ctx, from signalContext, is ready).
+// logTo if not nil. An interrupt (ctx, from signalContext) withdraws the
+// request rather than leave it for someone to approve unwatched.
 func submitAndWait(ctx context.Context, sp *queue.Spool, req *queue.Request, logTo io.Writer) (*queue.Result, error) {
 	return sp.Send(ctx, req, queue.SendOptions{Output: logTo, Actor: loginName})
 }
