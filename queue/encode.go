@@ -10,6 +10,11 @@ import (
 // marshalLine encodes v as one JSON line without HTML escaping: commands
 // are full of '<', '>' and '&', and readers of the spool are people too.
 func marshalLine(v any) ([]byte, error) {
+	if r, ok := v.(*Request); ok {
+		if line, ok := appendRequestLine(make([]byte, 0, 512), r); ok {
+			return line, nil
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
