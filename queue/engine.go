@@ -66,7 +66,9 @@ type Engine struct {
 	// writers to check decisions against (Spool.AuditPath).
 	AuditPath string
 
-	queued map[string]bool // ids whose queued event was recorded (Serve's goroutine only)
+	// queued holds the ids whose queued event has been recorded or handed
+	// on with their decision (guarded by judgeMu).
+	queued map[string]bool
 
 	// Judging happens off Serve's goroutine, at most maxJudges at once,
 	// so that one slow verdict does not hold the requests behind it.
@@ -210,18 +212,17 @@ func (e *Engine) Serve(ctx context.Context) error {
 	} else {
 		defer release()
 	}
-	e.queued = map[string]bool{}
 	e.judgeMu.Lock()
-	e.judging, e.goneWhile = map[string]bool{}, map[string]bool{}
+	e.queued, e.judging, e.goneWhile = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	e.judgeMu.Unlock()
 	judgeSlots := make(chan struct{}, maxJudges)
 	runCtx, stopRuns := context.WithCancel(context.Background())
-	work := make(chan *Request, 1<<16)
+	work := make(chan judged, 1<<16)
 	var workers sync.WaitGroup
 	for range e.MaxAuto {
 		workers.Go(func() {
-			for req := range work {
-				e.autoRun(runCtx, req)
+			for j := range work {
+				e.autoRun(runCtx, j)
 			}
 		})
 	}
@@ -264,16 +265,20 @@ func denyReason(v Verdict) string {
 // maxJudges bounds the verdicts worked out at once.
 const maxJudges = 4
 
-// pending records a newly seen request and has it judged, on a goroutine
-// of its own, and acted on.
-func (e *Engine) pending(ctx context.Context, req *Request, work chan<- *Request, slots chan struct{}) {
-	if !e.queued[req.ID] {
-		if err := e.record(EventQueued, req, "", nil); err != nil {
-			e.logf("%v", err)
-			return
-		}
-		e.queued[req.ID] = true
-	}
+// judged is a request with the verdict it was judged to, on its way to
+// be acted on. queued says that its queued event is still to be recorded:
+// it goes into the audit log with the first step taken on the request
+// (one fsync for both).
+type judged struct {
+	req    *Request
+	v      Verdict
+	at     time.Time
+	queued bool
+}
+
+// pending has a newly seen request judged, on a goroutine of its own,
+// and acted on.
+func (e *Engine) pending(ctx context.Context, req *Request, work chan<- judged, slots chan struct{}) {
 	e.judgeMu.Lock()
 	if e.judging[req.ID] {
 		e.judgeMu.Unlock()
@@ -281,6 +286,8 @@ func (e *Engine) pending(ctx context.Context, req *Request, work chan<- *Request
 	}
 	e.judging[req.ID] = true
 	delete(e.goneWhile, req.ID)
+	needQueued := !e.queued[req.ID]
+	e.queued[req.ID] = true
 	e.judgeMu.Unlock()
 	e.judges.Add(1)
 	go func() {
@@ -289,22 +296,47 @@ func (e *Engine) pending(ctx context.Context, req *Request, work chan<- *Request
 		case slots <- struct{}{}:
 		case <-ctx.Done():
 			e.doneJudging(req.ID)
+			e.unqueued(req.ID, needQueued)
 			return
 		}
-		v := e.Judge.Judge(req)
+		j := judged{req: req, v: e.Judge.Judge(req), at: e.now(), queued: needQueued}
 		<-slots
+		if j.v.Action.Decides() {
+			if e.doneJudging(req.ID) {
+				e.unqueued(req.ID, needQueued)
+				return
+			}
+			e.decided(ctx, j, work)
+			return
+		}
+		// A person decides: queued is recorded now, and the request shown
+		// once it is, while gone() waits for the lock, so that a Gone for
+		// it can only follow its Pending.
+		if needQueued {
+			if err := e.record(EventQueued, req, "", nil); err != nil {
+				e.logf("%v", err)
+				e.doneJudging(req.ID)
+				e.unqueued(req.ID, true)
+				return
+			}
+		}
 		e.judgeMu.Lock()
-		gone := e.endJudging(req.ID)
-		if !gone && !v.Action.Decides() {
-			// Shown to the person while gone() waits for the lock: a
-			// Gone for this request can only follow its Pending.
-			e.decided(ctx, req, v, work)
+		if !e.endJudging(req.ID) {
+			e.ask(req, j.v)
 		}
 		e.judgeMu.Unlock()
-		if !gone && v.Action.Decides() {
-			e.decided(ctx, req, v, work)
-		}
 	}()
+}
+
+// unqueued forgets that req's queued event was handed on, when it was
+// not recorded after all (the next sighting records it).
+func (e *Engine) unqueued(id string, handed bool) {
+	if !handed {
+		return
+	}
+	e.judgeMu.Lock()
+	delete(e.queued, id)
+	e.judgeMu.Unlock()
 }
 
 // doneJudging ends req's judging and reports whether it left new/
@@ -323,32 +355,55 @@ func (e *Engine) endJudging(id string) (gone bool) {
 	return gone
 }
 
-// decided acts on a verdict: allow queues the run, deny answers, ask
-// waits for a person.
-func (e *Engine) decided(ctx context.Context, req *Request, v Verdict, work chan<- *Request) {
-	switch v.Action {
-	case ActionAllow, ActionAllowWithCheckpoint:
-		select {
-		case work <- req:
-		case <-ctx.Done():
+// decided acts on a verdict that decides: allow queues the run, deny
+// answers.
+func (e *Engine) decided(ctx context.Context, j judged, work chan<- judged) {
+	if j.v.Action == ActionDeny {
+		e.autoDeny(j)
+		return
+	}
+	select {
+	case work <- j:
+	case <-ctx.Done():
+		e.unqueued(j.req.ID, j.queued)
+	}
+}
+
+// ask leaves req for a person, its queued event recorded.
+func (e *Engine) ask(req *Request, v Verdict) {
+	e.logf("ask %s: %s (%s, %s)", req.ID, req.Summary(), v.Category, v.Risk)
+	if e.Observer != nil {
+		e.Observer.Pending(req, v)
+	}
+	if w, ok := e.Runner.(Warmer); ok && req.EffectiveMode() == ModeExecute {
+		go w.Warm(req, v) // while the person reads it
+	}
+}
+
+// recordSteps records evs, the queued event first when j's is still to
+// be recorded, with one fsync where the Recorder can batch.
+func (e *Engine) recordSteps(j judged, req *Request, evs ...Event) error {
+	if j.queued {
+		evs = append([]Event{NewEvent(EventQueued, req)}, evs...)
+	}
+	if br, ok := e.Recorder.(BatchRecorder); ok && len(evs) > 1 {
+		if err := br.RecordAll(evs); err != nil {
+			return fmt.Errorf("queue: audit %s %s: %w", evs[len(evs)-1].Event, req.ID, err)
 		}
-	case ActionDeny:
-		e.autoDeny(req, v)
-	default:
-		e.logf("ask %s: %s (%s, %s)", req.ID, req.Summary(), v.Category, v.Risk)
-		if e.Observer != nil {
-			e.Observer.Pending(req, v)
-		}
-		if w, ok := e.Runner.(Warmer); ok && req.EffectiveMode() == ModeExecute {
-			go w.Warm(req, v) // while the person reads it
+		return nil
+	}
+	for _, ev := range evs {
+		if err := e.Recorder.Record(ev); err != nil {
+			return fmt.Errorf("queue: audit %s %s: %w", ev.Event, req.ID, err)
 		}
 	}
+	return nil
 }
 
 // gone forgets a request that left new/ and tells the observer.
 func (e *Engine) gone(id string, op WatchOp) {
-	delete(e.queued, id)
 	e.judgeMu.Lock()
+	delete(e.queued, id)
 	if e.judging[id] {
 		e.goneWhile[id] = true
 	}
@@ -368,7 +423,8 @@ func (e *Engine) finished(req *Request, res Result) {
 // claimAs claims req and checks that the claimed file is the one judged;
 // if an agent swapped it meanwhile, the request is refused rather than
 // acted on unjudged.
-func (e *Engine) claimAs(req *Request, v Verdict) (*Claim, Verdict, bool) {
+func (e *Engine) claimAs(j judged) (*Claim, Verdict, bool) {
+	req, v := j.req, j.v
 	c, err := e.Spool.Claim(req.ID, e.now())
 	if err != nil {
 		return nil, v, false // another process acted on it, or it expired
@@ -377,7 +433,9 @@ func (e *Engine) claimAs(req *Request, v Verdict) (*Claim, Verdict, bool) {
 		nv := e.Judge.Judge(c.Request)
 		if nv.Action != v.Action {
 			reason := "the request file changed while it was being judged; submit it again"
-			if e.record(EventDenied, c.Request, string(ByPolicy), func(x *Event) { x.Verdict, x.Status, x.Reason = &nv, StatusDenied, reason }) != nil {
+			denied := NewEvent(EventDenied, c.Request)
+			denied.Actor, denied.Verdict, denied.Status, denied.Reason = string(ByPolicy), &nv, StatusDenied, reason
+			if e.recordSteps(j, c.Request, denied) != nil {
 				c.Close()
 				return nil, v, false
 			}
@@ -389,13 +447,16 @@ func (e *Engine) claimAs(req *Request, v Verdict) (*Claim, Verdict, bool) {
 	return c, v, true
 }
 
-func (e *Engine) autoDeny(req *Request, v Verdict) {
-	c, v, ok := e.claimAs(req, v)
+func (e *Engine) autoDeny(j judged) {
+	req := j.req
+	c, v, ok := e.claimAs(j)
 	if !ok {
 		return
 	}
 	reason := denyReason(v)
-	if err := e.record(EventAutoDenied, c.Request, string(ByPolicy), func(x *Event) { x.Verdict, x.Status, x.Reason = &v, StatusDenied, reason }); err != nil {
+	denied := NewEvent(EventAutoDenied, c.Request)
+	denied.Actor, denied.Verdict, denied.Status, denied.Reason = string(ByPolicy), &v, StatusDenied, reason
+	if err := e.recordSteps(j, c.Request, denied); err != nil {
 		e.logf("%v", err)
 		c.Close()
 		return
@@ -412,34 +473,51 @@ func (e *Engine) autoDeny(req *Request, v Verdict) {
 	e.logf("denied %s by policy: %s", req.ID, req.Summary())
 }
 
-func (e *Engine) autoRun(ctx context.Context, req *Request) {
+// rejudgeAfter is how long a verdict waiting for a free worker stays
+// good: one that waited longer behind other runs is taken again.
+const rejudgeAfter = 100 * time.Millisecond
+
+func (e *Engine) autoRun(ctx context.Context, j judged) {
+	req := j.req
 	if ctx.Err() != nil {
+		e.unqueued(req.ID, j.queued)
 		return // shutting down: leave it pending for the next engine
 	}
-	// The verdict is taken again when a worker is free: the request may
-	// have waited behind others.
-	v := e.Judge.Judge(req)
-	if !v.Action.Allows() {
-		return
+	if e.now().Sub(j.at) > rejudgeAfter {
+		// It waited behind others: the policy may have changed since.
+		j.v, j.at = e.Judge.Judge(req), e.now()
+		if !j.v.Action.Allows() {
+			if j.v.Action == ActionDeny {
+				e.autoDeny(j)
+				return
+			}
+			if j.queued {
+				if err := e.record(EventQueued, req, "", nil); err != nil {
+					e.logf("%v", err)
+					e.unqueued(req.ID, true)
+					return
+				}
+			}
+			e.ask(req, j.v)
+			return
+		}
 	}
-	c, v, ok := e.claimAs(req, v)
+	c, v, ok := e.claimAs(j)
 	if !ok {
 		return
 	}
 	allowed := NewEvent(EventAutoAllowed, c.Request)
 	allowed.Actor, allowed.Verdict = string(ByPolicy), &v
+	steps := []Event{allowed}
 	started := false
-	var err error
-	if br, ok := e.Recorder.(BatchRecorder); ok && c.Request.EffectiveMode() == ModeExecute {
-		// Nothing happens between the two steps: one sync for both.
+	if c.Request.EffectiveMode() == ModeExecute {
+		// Nothing happens between the steps: one sync for all.
 		st := NewEvent(EventStarted, c.Request)
 		st.Actor = string(ByPolicy)
-		err, started = br.RecordAll([]Event{allowed, st}), true
-	} else {
-		err = e.Recorder.Record(allowed)
+		steps, started = append(steps, st), true
 	}
-	if err != nil {
-		e.logf("queue: audit %s %s: %v", EventAutoAllowed, req.ID, err)
+	if err := e.recordSteps(j, c.Request, steps...); err != nil {
+		e.logf("%v", err)
 		c.Close()
 		return
 	}
