@@ -44,7 +44,7 @@ func (p *part) escalate(c Category, reason string) {
 
 // judge turns the simple commands of a line into parts.
 type judge struct {
-	k     map[string]*Tool
+	k     *toolTable
 	parse func(src string) (*syntax.File, error)
 	parts []part
 	notes []string // line-level reasons (nesting too deep, …)
@@ -233,7 +233,7 @@ func (j *judge) command(args []word, s *simple, pt part, depth int) {
 	// may not lower a program's verdict by shadowing its name (rm() { :; }
 	// may be defined in a branch never taken, or be bypassed by command
 	// or env), so only names sluice does not know count as calls.
-	if s.funcs[prog] && prog == name.val && j.k[prog] == nil && !isSpecial(prog) {
+	if s.funcs[prog] && prog == name.val && j.k.get(prog) == nil && !isSpecial(prog) {
 		pt.label = "function defined on this line (its body is judged)"
 		j.parts = append(j.parts, pt)
 		return
@@ -275,7 +275,7 @@ func (j *judge) command(args []word, s *simple, pt part, depth int) {
 // finish adds what every known program gets: reads of credential files
 // named anywhere in its arguments, program-specific checks, and the part.
 func (j *judge) finish(prog string, args []word, s *simple, pt *part, depth int) {
-	text := j.k[prog] != nil && j.k[prog].Text
+	text := j.k.get(prog) != nil && j.k.get(prog).Text
 	for _, a := range args[1:] {
 		if text {
 			break // echo rm -rf /: words, not files
@@ -333,7 +333,7 @@ func (j *judge) finish(prog string, args []word, s *simple, pt *part, depth int)
 
 // known applies the knowledge table to argv.
 func (j *judge) known(prog string, args []word, pt *part) {
-	t := j.k[prog]
+	t := j.k.get(prog)
 	if t == nil {
 		pt.escalate(Unknown, prog+" is not in sluice's knowledge table")
 		pt.label = "unknown program"

@@ -127,15 +127,47 @@ type Condition struct {
 	Writes string `toml:"writes"`
 }
 
-// embeddedKnowledge decodes the embedded table once per process: it is
-// read-only after loading, and decoding it is most of a Load's cost.
-//
-// It is built from knowledge_gen.go, which go generate writes from
-// knowledge.toml at build time: decoding the TOML took about 20 ms of
-// every 'sluice check'. TestKnowledgeGenerated keeps the two equal.
-var embeddedKnowledge = sync.OnceValues(func() (map[string]*Tool, error) {
-	return generatedKnowledge(), nil
+// toolTable is the knowledge table as the judge reads it. Its entries
+// are built from knowledge_gen.go, which go generate writes from
+// knowledge.toml at build time, on first use, and kept: decoding the
+// TOML took about 20 ms of every 'sluice check', and building all 1,668
+// entries up front another 2 ms, of which a check uses a handful.
+// TestKnowledgeGenerated keeps the generated code equal to the TOML.
+// Entries are read-only once built; the table is safe for concurrent use.
+type toolTable struct {
+	mu    sync.RWMutex
+	built map[string]*Tool
+}
+
+// embeddedKnowledge is the process's one table.
+var embeddedKnowledge = sync.OnceValue(func() *toolTable {
+	return &toolTable{built: map[string]*Tool{}}
 })
+
+// get returns the entry for program name, nil if the table has none.
+func (t *toolTable) get(name string) *Tool {
+	t.mu.RLock()
+	tool, ok := t.built[name]
+	t.mu.RUnlock()
+	if ok {
+		return tool
+	}
+	tool = generatedTool(name)
+	if tool == nil {
+		return nil // not kept: names come from agents
+	}
+	t.mu.Lock()
+	if prev, ok := t.built[name]; ok {
+		tool = prev
+	} else {
+		t.built[name] = tool
+	}
+	t.mu.Unlock()
+	return tool
+}
+
+// len is how many programs the table knows.
+func (t *toolTable) len() int { return len(knowledgeNames) }
 
 //go:generate go run ./internal/genknowledge
 

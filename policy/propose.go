@@ -105,10 +105,7 @@ func Proposals(line string) (patterns []string, def int) {
 	if len(w.out) != 1 || len(w.errs) > 0 {
 		return nil, 0
 	}
-	tools, err := embeddedKnowledge()
-	if err != nil {
-		return nil, 0
-	}
+	tools := embeddedKnowledge()
 	j := &judge{k: tools, parse: parse}
 	j.simple(&w.out[0])
 	if len(j.parts) != 1 || len(j.notes) > 0 {
@@ -125,7 +122,7 @@ func Proposals(line string) (patterns []string, def int) {
 	if neverProposed(name) || neverProposed(path.Base(name)) {
 		return nil, 0
 	}
-	tool := tools[pt.name]
+	tool := tools.get(pt.name)
 	safe := func(words []string) bool {
 		return pt.name == "" || tool == nil || coveredCategory(tool, pt.name, words[1:]) <= Mutating
 	}

@@ -22,7 +22,7 @@ var getoptLong = map[string]bool{"rm": true, "cp": true, "mv": true, "ls": true,
 // --contains).
 var knownOptions = func() map[string]bool {
 	m := map[string]bool{}
-	tools, _ := embeddedKnowledge()
+	tools := generatedKnowledge()
 	var add func(t *Tool)
 	add = func(t *Tool) {
 		for _, o := range append(append([]string{}, t.ValueOptions...), t.WriteOptions...) {
@@ -81,8 +81,7 @@ func valueOptionOf(args []*syntax.Word, v string) bool {
 // and v's option name.
 func toolFor(args []*syntax.Word, v string) (*Tool, string) {
 	name, _, _ := strings.Cut(v, "=")
-	tools, _ := embeddedKnowledge()
-	t := tools[args[0].Lit()]
+	t := embeddedKnowledge().get(args[0].Lit())
 	if t == nil {
 		return nil, name
 	}

@@ -74,7 +74,7 @@ type ruleFile struct {
 // Policy is a compiled policy: the knowledge table, the action for each
 // category, and the rules of every layer. It is safe for concurrent use.
 type Policy struct {
-	tools    map[string]*Tool
+	tools    *toolTable
 	defaults [HostEscape + 1]Action
 	// defaultOrigin says which layer set each default.
 	defaultOrigin [HostEscape + 1]string
@@ -142,11 +142,7 @@ func Load(opts Options) (*Policy, error) {
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
-	tools, err := embeddedKnowledge()
-	if err != nil {
-		return nil, err
-	}
-	p := &Policy{tools: tools, cmdRules: map[string][]*Rule{}, home: home}
+	p := &Policy{tools: embeddedKnowledge(), cmdRules: map[string][]*Rule{}, home: home}
 	p.parsers.New = func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }
 	if opts.Shell == "posix" || opts.Shell == "sh" {
 		p.posix = &sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangPOSIX)) }}
@@ -248,8 +244,12 @@ func (p *Policy) layer(src, origin, file string) error {
 			p.defaultOrigin[c] = file
 		}
 	}
+	ruleLines := headerLines(src, "[[rule]]")
 	for i, r := range rf.Rule {
-		line := nthLine(src, "[[rule]]", i)
+		line := 0
+		if i < len(ruleLines) {
+			line = ruleLines[i]
+		}
 		where := fmt.Sprintf("%s:%d", file, line)
 		if origin == OriginDefault {
 			where = OriginDefault
@@ -548,18 +548,24 @@ func lineOf(src, key string) int {
 	return 0
 }
 
-// nthLine returns the line of the n-th (from 0) line starting with marker.
-func nthLine(src, marker string, n int) int {
-	for i, l := range strings.Split(src, "\n") {
-		// TOML allows spaces inside the brackets: [[ rule ]].
-		if isTableHeader(l, marker) {
-			if n == 0 {
-				return i + 1
-			}
-			n--
+// headerLines returns the line numbers (from 1) of the table headers
+// marker in src, in order: one pass, however many rules a file has.
+func headerLines(src, marker string) []int {
+	var lines []int
+	for i, l := 1, src; l != ""; i++ {
+		line := l
+		if j := strings.IndexByte(l, '\n'); j >= 0 {
+			line, l = l[:j], l[j+1:]
+		} else {
+			l = ""
+		}
+		// A header line starts with '[' (after spaces), which most lines
+		// do not: the full check only for those.
+		if t := strings.TrimLeft(line, " \t"); t != "" && t[0] == '[' && isTableHeader(line, marker) {
+			lines = append(lines, i)
 		}
 	}
-	return 0
+	return lines
 }
 
 // isTableHeader reports whether line is the table header marker
@@ -589,7 +595,7 @@ func (p *Policy) Rules() []*Rule { return slices.Clone(p.rules) }
 func (p *Policy) Warnings() []string { return slices.Clone(p.warnings) }
 
 // Programs returns how many names the knowledge table describes.
-func (p *Policy) Programs() int { return len(p.tools) }
+func (p *Policy) Programs() int { return p.tools.len() }
 
 // ProjectFile returns the project policy file for a directory: the
 // .sluice/policy.toml of its git top level, else of dir itself.

@@ -97,7 +97,7 @@ func (j *judge) special(prog string, args []word, s *simple, pt *part, depth int
 		prog = "python3"
 	}
 	if inline, ok := interpreters[prog]; ok {
-		if t := j.k[prog]; t != nil && t.Sub != nil && len(args) > 1 && !args[1].dyn && t.Sub[args[1].val] != nil {
+		if t := j.k.get(prog); t != nil && t.Sub != nil && len(args) > 1 && !args[1].dyn && t.Sub[args[1].val] != nil {
 			return false // bun install, deno test: the table knows these
 		}
 		j.interpreter(prog, inline, args, s, pt, depth)
@@ -531,7 +531,7 @@ func (j *judge) interpreter(prog string, inline []string, args []word, s *simple
 				j.parts = append(j.parts, *pt)
 				return
 			}
-			if _, known := j.k[mod]; known {
+			if j.k.get(mod) != nil {
 				pt.label = prog + " -m " + mod
 				j.parts = append(j.parts, *pt)
 				j.command(rest[i+1:], s, part{cat: ReadOnly}, depth+1)
