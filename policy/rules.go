@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/bmatcuk/doublestar/v4"
@@ -605,7 +606,45 @@ func ProjectFile(dir string) string {
 
 // ProjectRoot returns the git top level holding dir (found by looking for
 // .git upward), or dir itself.
+//
+// One request asks it three times (its project policy, its roots when
+// judged, its jail when run), and a burst of requests from one directory
+// many more: each answer is kept for rootTTL, so that a .git made or
+// removed shows within that time. (The walk was a fifth of the engine's
+// work with 10,000 pending requests.)
 func ProjectRoot(dir string) string {
+	now := time.Now()
+	rootMu.Lock()
+	if e, ok := rootCache[dir]; ok && now.Sub(e.at) < rootTTL {
+		rootMu.Unlock()
+		return e.root
+	}
+	rootMu.Unlock()
+	root := findRoot(dir)
+	rootMu.Lock()
+	if len(rootCache) >= 1024 {
+		clear(rootCache)
+	}
+	rootCache[dir] = rootEntry{root: root, at: now}
+	rootMu.Unlock()
+	return root
+}
+
+// rootTTL is how long ProjectRoot's answer for a directory is kept.
+var rootTTL = 100 * time.Millisecond
+
+type rootEntry struct {
+	root string
+	at   time.Time
+}
+
+var (
+	rootMu    sync.Mutex
+	rootCache = map[string]rootEntry{}
+)
+
+// findRoot is ProjectRoot without the cache.
+func findRoot(dir string) string {
 	for d := filepath.Clean(dir); ; {
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 			return d
