@@ -77,7 +77,6 @@ type Engine struct {
 	judgeMu   sync.Mutex
 	judging   map[string]bool
 	goneWhile map[string]bool
-	judges    sync.WaitGroup
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // ids being run, for Kill
@@ -215,10 +214,15 @@ func (e *Engine) Serve(ctx context.Context) error {
 	e.judgeMu.Lock()
 	e.queued, e.judging, e.goneWhile = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	e.judgeMu.Unlock()
-	judgeSlots := make(chan struct{}, maxJudges)
 	runCtx, stopRuns := context.WithCancel(context.Background())
-	work := make(chan judged, 1<<16)
-	var workers sync.WaitGroup
+	// Seen requests go to maxJudges judges; what they allow to MaxAuto
+	// runners, what asks a person to one recorder, which writes the
+	// queued lines gathered meanwhile with one fsync. The queues hold
+	// pointers: 10,000 requests pending at once cost little to hold.
+	toJudge := make(chan *Request, 1<<14)
+	work := make(chan *judged, 1<<16)
+	asks := make(chan *judged, 1<<14)
+	var workers, judges, recorder sync.WaitGroup
 	for range e.MaxAuto {
 		workers.Go(func() {
 			for j := range work {
@@ -226,16 +230,27 @@ func (e *Engine) Serve(ctx context.Context) error {
 			}
 		})
 	}
+	for range maxJudges {
+		judges.Go(func() {
+			for req := range toJudge {
+				e.judge(ctx, req, work, asks)
+			}
+		})
+	}
+	recorder.Go(func() { e.recordAsks(asks) })
 	defer func() {
 		stopRuns() // first: a worker must not start a new run while we stop
-		e.judges.Wait()
+		close(toJudge)
+		judges.Wait()
+		close(asks)
+		recorder.Wait()
 		close(work)
 		workers.Wait()
 	}()
 	for ev := range e.Spool.Watch(ctx, WatchOptions{Now: e.Now}) {
 		switch ev.Op {
 		case Pending:
-			e.pending(ctx, ev.Request, work, judgeSlots)
+			e.pending(ctx, ev.Request, toJudge)
 		case Gone:
 			e.gone(ev.ID, ev.Op)
 		case Invalid:
@@ -276,9 +291,8 @@ type judged struct {
 	queued bool
 }
 
-// pending has a newly seen request judged, on a goroutine of its own,
-// and acted on.
-func (e *Engine) pending(ctx context.Context, req *Request, work chan<- judged, slots chan struct{}) {
+// pending hands a newly seen request to the judges.
+func (e *Engine) pending(ctx context.Context, req *Request, toJudge chan<- *Request) {
 	e.judgeMu.Lock()
 	if e.judging[req.ID] {
 		e.judgeMu.Unlock()
@@ -286,46 +300,98 @@ func (e *Engine) pending(ctx context.Context, req *Request, work chan<- judged, 
 	}
 	e.judging[req.ID] = true
 	delete(e.goneWhile, req.ID)
+	e.judgeMu.Unlock()
+	select {
+	case toJudge <- req:
+	case <-ctx.Done():
+		e.doneJudging(req.ID)
+	}
+}
+
+// judge works out req's verdict and acts on it: allow and deny at once
+// (queued goes with the decision), ask through the recorder.
+func (e *Engine) judge(ctx context.Context, req *Request, work chan<- *judged, asks chan<- *judged) {
+	if ctx.Err() != nil {
+		e.doneJudging(req.ID)
+		return
+	}
+	e.judgeMu.Lock()
 	needQueued := !e.queued[req.ID]
 	e.queued[req.ID] = true
 	e.judgeMu.Unlock()
-	e.judges.Add(1)
-	go func() {
-		defer e.judges.Done()
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			e.doneJudging(req.ID)
-			e.unqueued(req.ID, needQueued)
-			return
-		}
-		j := judged{req: req, v: e.Judge.Judge(req), at: e.now(), queued: needQueued}
-		<-slots
-		if j.v.Action.Decides() {
-			if e.doneJudging(req.ID) {
-				e.unqueued(req.ID, needQueued)
-				return
+	j := &judged{req: req, v: e.Judge.Judge(req), at: e.now(), queued: needQueued}
+	if !j.v.Action.Decides() {
+		// Shown to a person once its queued line is recorded.
+		asks <- j
+		return
+	}
+	if e.doneJudging(req.ID) {
+		e.unqueued(req.ID, needQueued)
+		return
+	}
+	e.decided(ctx, j, work)
+}
+
+// recordAsks records the queued lines of the requests that ask a person,
+// as many at once as have gathered (one fsync), and then shows each:
+// its Pending comes after its queued line, and before any Gone for it
+// (gone waits for judgeMu).
+func (e *Engine) recordAsks(asks <-chan *judged) {
+	batch := make([]*judged, 0, 256)
+	events := make([]Event, 0, 256)
+	for j := range asks {
+		batch = append(batch[:0], j)
+	gather:
+		for len(batch) < cap(batch) {
+			select {
+			case j, ok := <-asks:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, j)
+			default:
+				break gather
 			}
-			e.decided(ctx, j, work)
-			return
 		}
-		// A person decides: queued is recorded now, and the request shown
-		// once it is, while gone() waits for the lock, so that a Gone for
-		// it can only follow its Pending.
-		if needQueued {
-			if err := e.record(EventQueued, req, "", nil); err != nil {
-				e.logf("%v", err)
-				e.doneJudging(req.ID)
-				e.unqueued(req.ID, true)
-				return
+		events = events[:0]
+		for _, j := range batch {
+			if j.queued {
+				events = append(events, NewEvent(EventQueued, j.req))
 			}
 		}
-		e.judgeMu.Lock()
-		if !e.endJudging(req.ID) {
-			e.ask(req, j.v)
+		var err error
+		switch {
+		case len(events) == 0:
+		case len(events) == 1:
+			err = e.Recorder.Record(events[0])
+		default:
+			if br, ok := e.Recorder.(BatchRecorder); ok {
+				err = br.RecordAll(events)
+			} else {
+				for _, ev := range events {
+					if err = e.Recorder.Record(ev); err != nil {
+						break
+					}
+				}
+			}
 		}
-		e.judgeMu.Unlock()
-	}()
+		if err != nil {
+			e.logf("queue: audit %s: %v", EventQueued, err)
+		}
+		for _, j := range batch {
+			if err != nil && j.queued {
+				// Unrecorded, it is not shown; the next sighting tries again.
+				e.doneJudging(j.req.ID)
+				e.unqueued(j.req.ID, true)
+				continue
+			}
+			e.judgeMu.Lock()
+			if !e.endJudging(j.req.ID) {
+				e.ask(j.req, j.v)
+			}
+			e.judgeMu.Unlock()
+		}
+	}
 }
 
 // unqueued forgets that req's queued event was handed on, when it was
@@ -357,7 +423,7 @@ func (e *Engine) endJudging(id string) (gone bool) {
 
 // decided acts on a verdict that decides: allow queues the run, deny
 // answers.
-func (e *Engine) decided(ctx context.Context, j judged, work chan<- judged) {
+func (e *Engine) decided(ctx context.Context, j *judged, work chan<- *judged) {
 	if j.v.Action == ActionDeny {
 		e.autoDeny(j)
 		return
@@ -382,7 +448,7 @@ func (e *Engine) ask(req *Request, v Verdict) {
 
 // recordSteps records evs, the queued event first when j's is still to
 // be recorded, with one fsync where the Recorder can batch.
-func (e *Engine) recordSteps(j judged, req *Request, evs ...Event) error {
+func (e *Engine) recordSteps(j *judged, req *Request, evs ...Event) error {
 	if j.queued {
 		evs = append([]Event{NewEvent(EventQueued, req)}, evs...)
 	}
@@ -423,7 +489,7 @@ func (e *Engine) finished(req *Request, res Result) {
 // claimAs claims req and checks that the claimed file is the one judged;
 // if an agent swapped it meanwhile, the request is refused rather than
 // acted on unjudged.
-func (e *Engine) claimAs(j judged) (*Claim, Verdict, bool) {
+func (e *Engine) claimAs(j *judged) (*Claim, Verdict, bool) {
 	req, v := j.req, j.v
 	c, err := e.Spool.Claim(req.ID, e.now())
 	if err != nil {
@@ -447,7 +513,7 @@ func (e *Engine) claimAs(j judged) (*Claim, Verdict, bool) {
 	return c, v, true
 }
 
-func (e *Engine) autoDeny(j judged) {
+func (e *Engine) autoDeny(j *judged) {
 	req := j.req
 	c, v, ok := e.claimAs(j)
 	if !ok {
@@ -477,7 +543,7 @@ func (e *Engine) autoDeny(j judged) {
 // good: one that waited longer behind other runs is taken again.
 const rejudgeAfter = 100 * time.Millisecond
 
-func (e *Engine) autoRun(ctx context.Context, j judged) {
+func (e *Engine) autoRun(ctx context.Context, j *judged) {
 	req := j.req
 	if ctx.Err() != nil {
 		e.unqueued(req.ID, j.queued)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -99,9 +100,19 @@ func (s *Spool) Watch(ctx context.Context, opt WatchOptions) <-chan WatchEvent {
 	return w.out
 }
 
+// pendingFile is what a watcher keeps of a pending request: enough to
+// tell it again (its digest and file stamp) and when it expires, not the
+// request itself (10,000 pending requests would hold ~5 MB).
 type pendingFile struct {
-	req  *Request
-	stat fileStamp
+	id      string
+	digest  [32]byte
+	expires time.Time
+	stat    fileStamp
+	seen    uint64 // the rescan that last saw it
+}
+
+func (p *pendingFile) expired(now time.Time) bool {
+	return !p.expires.IsZero() && !now.Before(p.expires)
 }
 
 // fileStamp tells whether a name now points at a different file.
@@ -125,6 +136,7 @@ type watcher struct {
 	ctx      context.Context
 	pending  map[string]pendingFile // by file name in new/
 	finished map[string]bool        // ids in cur/ known to have results
+	scan     uint64                 // rescans so far
 }
 
 func (w *watcher) run(ctx context.Context, fw *fsnotify.Watcher, startErr error) {
@@ -187,7 +199,7 @@ func (w *watcher) handle(ev fsnotify.Event) {
 func (w *watcher) drop(name string) {
 	p := w.pending[name]
 	delete(w.pending, name)
-	w.emit(WatchEvent{Op: Gone, ID: p.req.ID})
+	w.emit(WatchEvent{Op: Gone, ID: p.id})
 }
 
 // look settles one name in new/ and reports what happened to it.
@@ -203,8 +215,8 @@ func (w *watcher) look(name string) {
 	old, known := w.pending[name]
 	switch {
 	case err == nil:
-		w.pending[name] = pendingFile{req: req, stat: stampOf(fi)}
-		if !known || !old.req.Same(req) {
+		w.pending[name] = pendingFile{id: req.ID, digest: req.digest, expires: req.ExpiresAt, stat: stampOf(fi), seen: w.scan}
+		if !known || old.digest == [32]byte{} || old.digest != req.digest {
 			w.emit(WatchEvent{Op: Pending, ID: req.ID, Request: req})
 		}
 		return
@@ -236,26 +248,40 @@ func (w *watcher) look(name string) {
 // (and what its writer abandoned), and recovers orphaned claims in cur/.
 func (w *watcher) rescan() {
 	w.recover()
-	entries, err := os.ReadDir(w.s.path(dirNew, ""))
+	dir, err := os.Open(w.s.path(dirNew, ""))
 	if err != nil {
 		w.emit(WatchEvent{Op: Problem, Err: fmt.Errorf("queue: scan: %w", err)})
 		return
 	}
+	defer dir.Close()
+	w.scan++
 	now := w.opt.Now()
-	seen := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		name := e.Name()
-		seen[name] = true
-		p, known := w.pending[name]
-		if known && !p.req.Expired(now) && !w.s.WriterGone(p.req.ID) {
-			if fi, err := e.Info(); err == nil && stampOf(fi) == p.stat {
-				continue
+	for {
+		// A batch at a time: a burst of 10,000 requests is not read
+		// into memory at once.
+		entries, err := dir.ReadDir(1024)
+		for _, e := range entries {
+			name := e.Name()
+			p, known := w.pending[name]
+			if known && !p.expired(now) && !w.s.WriterGone(p.id) {
+				if fi, err := e.Info(); err == nil && stampOf(fi) == p.stat {
+					p.seen = w.scan
+					w.pending[name] = p
+					continue
+				}
 			}
+			w.look(name)
 		}
-		w.look(name)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			w.emit(WatchEvent{Op: Problem, Err: fmt.Errorf("queue: scan: %w", err)})
+			return // nothing dropped on a partial scan
+		}
 	}
-	for name := range w.pending {
-		if !seen[name] {
+	for name, p := range w.pending {
+		if p.seen != w.scan {
 			w.drop(name)
 		}
 	}
