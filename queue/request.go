@@ -129,6 +129,15 @@ func jsonReason(err error) string {
 // different command from the one that runs), and a top level that is not
 // an object.
 func checkJSONShape(data []byte) error {
+	if shapeOK(data) {
+		return nil
+	}
+	return checkJSONShapeTokens(data)
+}
+
+// checkJSONShapeTokens is checkJSONShape by encoding/json's tokens: the
+// reference, and what says why a request is refused.
+func checkJSONShapeTokens(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	tok, err := dec.Token()
