@@ -11,9 +11,13 @@ import (
 )
 
 // TestJudgeReloads: an edit to the user's policy file takes effect at the
-// next verdict, without a restart; a broken edit keeps the last good
-// policy and says why (Problem); fixing it clears that.
+// next verdict once recheck has passed (here at once), without a
+// restart; a broken edit keeps the last good policy and says why
+// (Problem); fixing it clears that.
 func TestJudgeReloads(t *testing.T) {
+	saved := recheck
+	recheck = 0
+	defer func() { recheck = saved }()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "policy.toml")
 	write := func(src string) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -29,9 +30,15 @@ type Judge struct {
 // loaded is a policy and the state of the files it was read from: a
 // change to either file (mtime, size, inode) loads it again.
 type loaded struct {
-	p      *Policy
-	stamps [2]fileStamp
+	p       *Policy
+	stamps  [2]fileStamp
+	checked time.Time // when the stamps were last compared with the files
 }
+
+// recheck is how long a loaded policy is used before its files are
+// looked at again: an edit applies to requests judged after that, and a
+// burst of requests does not stat two files each.
+var recheck = 100 * time.Millisecond
 
 type fileStamp struct {
 	exists bool
@@ -96,11 +103,20 @@ func (j *Judge) policyFor(cwd string) (*Policy, error) {
 	if cwd != "" {
 		project = ProjectFile(cwd)
 	}
+	now := time.Now()
+	j.mu.Lock()
+	prev, ok := j.cache[project]
+	if ok && now.Sub(prev.checked) < recheck {
+		j.mu.Unlock()
+		return prev.p, nil
+	}
+	j.mu.Unlock()
 	stamps := [2]fileStamp{stampOf(j.Options.User), stampOf(project)}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	prev, ok := j.cache[project]
+	prev, ok = j.cache[project]
 	if ok && prev.stamps == stamps {
+		prev.checked = now
 		return prev.p, nil
 	}
 	// A policy file was edited (or this project is new): read it again.
@@ -114,13 +130,13 @@ func (j *Judge) policyFor(cwd string) (*Policy, error) {
 		if ok {
 			// A broken edit keeps the last good policy, and says so.
 			j.problem = err.Error() + " (the last good policy is in force)"
-			prev.stamps = stamps
+			prev.stamps, prev.checked = stamps, now
 			return prev.p, nil
 		}
 		return nil, err
 	}
 	j.problem = ""
-	j.cache[project] = &loaded{p: p, stamps: stamps}
+	j.cache[project] = &loaded{p: p, stamps: stamps, checked: now}
 	return p, nil
 }
 
