@@ -710,3 +710,17 @@ func TestDefaultDirAgrees(t *testing.T) {
 		t.Errorf("symlinked %s: %s, want the state directory", mine, d)
 	}
 }
+
+// TestEmptyResultIsNone: a result file an operating-system crash left
+// empty (results are not synced when the audit log holds the step) reads
+// as no result, not as a broken answer.
+func TestEmptyResultIsNone(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	req := execReq("true")
+	mustDo(t, sp.Submit(req))
+	mustDo(t, os.WriteFile(sp.ResultPath(req.ID), nil, 0o600))
+	if _, err := sp.ReadResult(req.ID); !errors.Is(err, ErrNoResult) {
+		t.Fatalf("empty result: %v, want ErrNoResult", err)
+	}
+}
