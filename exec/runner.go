@@ -53,6 +53,7 @@ type Runner struct {
 
 	cgroupsOnce sync.Once
 	cgroups     sandbox.Cgroups // reused between runs
+	putting     sync.WaitGroup  // cgroups being given back (uncgroup)
 	tmps        tmpDirs         // the runs' private TMPDIRs
 }
 

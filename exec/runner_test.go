@@ -271,10 +271,12 @@ func TestRunNoFDLeak(t *testing.T) {
 		run(t.Context(), t, r, bad, Options{}, 10*time.Second)
 	}
 	once() // warm up lazily opened descriptors (the runtime's poller)
+	r.putting.Wait() // cgroups are given back in the background
 	before := fds()
 	for i := 0; i < 3; i++ {
 		once()
 	}
+	r.putting.Wait()
 	if after := fds(); after != before {
 		t.Errorf("open descriptors: %d before, %d after", before, after)
 	}
