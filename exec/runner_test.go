@@ -270,7 +270,7 @@ func TestRunNoFDLeak(t *testing.T) {
 		bad.Cwd = "/nonexistent/sluice"
 		run(t.Context(), t, r, bad, Options{}, 10*time.Second)
 	}
-	once() // warm up lazily opened descriptors (the runtime's poller)
+	once()           // warm up lazily opened descriptors (the runtime's poller)
 	r.putting.Wait() // cgroups are given back in the background
 	before := fds()
 	for i := 0; i < 3; i++ {
