@@ -75,6 +75,7 @@ func readRequestFile(f *os.File, stem string) (*Request, error) {
 		return nil, err
 	}
 	req.digest = sha256.Sum256(data)
+	req.stamp = stampOf(fi)
 	return req, nil
 }
 

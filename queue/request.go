@@ -74,6 +74,9 @@ type Request struct {
 	// digest is the SHA-256 of the bytes the request was read from; zero
 	// for a request built in memory.
 	digest [32]byte
+	// stamp is the file's as it was read (a watcher tells a replaced
+	// file by it).
+	stamp fileStamp
 }
 
 // Same reports whether r and o were read from byte-identical files: the

@@ -204,18 +204,11 @@ func (w *watcher) drop(name string) {
 
 // look settles one name in new/ and reports what happened to it.
 func (w *watcher) look(name string) {
-	fi, err := os.Lstat(w.s.path(dirNew, name))
-	if err != nil {
-		if _, known := w.pending[name]; known {
-			w.drop(name)
-		}
-		return
-	}
 	req, err := w.s.settle(name, w.opt.Now())
 	old, known := w.pending[name]
 	switch {
 	case err == nil:
-		w.pending[name] = pendingFile{id: req.ID, digest: req.digest, expires: req.ExpiresAt, stat: stampOf(fi), seen: w.scan}
+		w.pending[name] = pendingFile{id: req.ID, digest: req.digest, expires: req.ExpiresAt, stat: req.stamp, seen: w.scan}
 		if !known || old.digest == [32]byte{} || old.digest != req.digest {
 			w.emit(WatchEvent{Op: Pending, ID: req.ID, Request: req})
 		}
