@@ -111,7 +111,7 @@ func (s *Spool) act(id string, now time.Time, claim bool) (*Claim, *Request, err
 			return nil, nil, err
 		}
 		if reason == writerGoneReason {
-			return nil, nil, fmt.Errorf("%w: %s: %s", ErrExpired, id, reason)
+			return nil, nil, fmt.Errorf("%w: %s: %w", ErrExpired, id, ErrWriterGone)
 		}
 		return nil, nil, fmt.Errorf("%w: %s", ErrExpired, id)
 	}

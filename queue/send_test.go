@@ -145,8 +145,8 @@ func TestWriterGone(t *testing.T) {
 		t.Fatal("a FIFO nobody reads does not count as a gone writer")
 	}
 	_, err = sp.Claim(req.ID, time.Now())
-	if !errors.Is(err, ErrExpired) {
-		t.Fatalf("claiming a gone writer's request: %v, want ErrExpired", err)
+	if !errors.Is(err, ErrExpired) || !errors.Is(err, ErrWriterGone) {
+		t.Fatalf("claiming a gone writer's request: %v, want ErrExpired and ErrWriterGone", err)
 	}
 	res, err := sp.ReadResult(req.ID)
 	if err != nil || res.Status != StatusExpired || res.Reason != writerGoneReason {

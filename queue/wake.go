@@ -53,6 +53,10 @@ func (s *Spool) WriterGone(id string) bool {
 	return false
 }
 
+// ErrWriterGone: a claim found the request's writer gone (WriterGone) and
+// answered it expired instead; it comes wrapped with ErrExpired.
+var ErrWriterGone = errors.New("the process that submitted it stopped waiting (exited or was killed), so it was withdrawn")
+
 // writerGoneReason is what the audit log and the result say about a
 // request withdrawn because its writer is gone.
 const writerGoneReason = "withdrawn: the process that submitted it stopped waiting (exited or was killed) before anyone acted on it"

@@ -461,6 +461,10 @@ func (m *Model) afterAct(msg actedMsg) tea.Cmd {
 		m.setErr(fmt.Errorf("%s refused: the policy denies it", msg.id))
 	case errors.Is(msg.err, queue.ErrChangedSinceShown):
 		m.setErr(fmt.Errorf("%s changed after you saw it; it was refused", msg.id))
+	case errors.Is(msg.err, queue.ErrWriterGone):
+		m.setErr(fmt.Errorf("%s not run: its agent stopped waiting (exited or was killed)", shortID(msg.id)))
+	case errors.Is(msg.err, queue.ErrExpired):
+		m.setErr(fmt.Errorf("%s not run: it had expired", shortID(msg.id)))
 	case msg.err != nil:
 		m.setErr(fmt.Errorf("%s %s: %w", msg.verb, msg.id, msg.err))
 	default:

@@ -90,6 +90,8 @@ func explainClaim(sp *queue.Spool, id string, err error) error {
 		return fmt.Errorf("%s was already claimed: it is running, or its actor died and a console will answer it interrupted; see 'sluice ls'", id)
 	case errors.Is(err, queue.ErrBusy):
 		return fmt.Errorf("another sluice process is acting on %s right now; see 'sluice ls'", id)
+	case errors.Is(err, queue.ErrWriterGone):
+		return fmt.Errorf("%s was not run: the process that submitted it stopped waiting (exited or was killed); it was withdrawn (answered expired)", id)
 	case errors.Is(err, queue.ErrExpired):
 		return fmt.Errorf("%s had expired; it was answered expired", id)
 	case errors.Is(err, queue.ErrExists):
