@@ -649,10 +649,25 @@ func checkUnconfined(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("confined threads of the test process outlive Start by %s:\n%s", hangGuard, strings.Join(confined, "\n"))
+			t.Fatalf("confined threads of the test process outlive Start by %s:\n%s\n\nthe goroutines starting a confined child:\n%s",
+				hangGuard, strings.Join(confined, "\n"), startingStacks())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// startingStacks are the stacks of the goroutines inside Start, for a
+// hang guard's report.
+func startingStacks() string {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "sandbox.startLocked") || strings.Contains(g, "forkExec") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // checkFreshThreads locks n goroutines at once, each to a thread of its
