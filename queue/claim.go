@@ -196,7 +196,7 @@ func (s *Spool) ReadResult(id string) (*Result, error) {
 	if len(data) == 0 {
 		// Linked but never written out: an operating-system crash took
 		// it (results are not synced; the audit log is the record).
-		return nil, ErrNoResult
+		return nil, ErrEmptyResult
 	}
 	return DecodeResult(data)
 }

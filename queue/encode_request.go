@@ -71,11 +71,15 @@ func appendRequestLine(b []byte, r *Request) ([]byte, bool) {
 	return append(b, "}\n"...), true
 }
 
-// plainTime: encoding/json refuses years past 9999 and before 0; those are
-// left to it, to fail the same way.
+// plainTime: encoding/json refuses years past 9999 and before 0, and zone
+// offsets of a day or more; those are left to it, to fail the same way.
 func plainTime(t time.Time) bool {
+	if t.IsZero() {
+		return true
+	}
 	y := t.Year()
-	return t.IsZero() || (y >= 0 && y <= 9999)
+	_, off := t.Zone()
+	return y >= 0 && y <= 9999 && off > -24*3600 && off < 24*3600
 }
 
 // appendField appends ,"name":"s" unless s is empty (omitempty).

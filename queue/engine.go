@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -66,8 +67,10 @@ type Engine struct {
 	// writers to check decisions against (Spool.AuditPath).
 	AuditPath string
 
-	// queued holds the ids whose queued event has been recorded or handed
-	// on with their decision (guarded by judgeMu).
+	// queued holds the ids of the requests shown to a person whose
+	// queued event is recorded (guarded by judgeMu): seen again (the file
+	// rewritten), they are not queued twice. A request the policy decides
+	// records queued with its decision and leaves new/ at once.
 	queued map[string]bool
 
 	// Judging happens off Serve's goroutine, at most maxJudges at once,
@@ -317,8 +320,12 @@ func (e *Engine) judge(ctx context.Context, req *Request, work chan<- *judged, a
 	}
 	e.judgeMu.Lock()
 	needQueued := !e.queued[req.ID]
-	e.queued[req.ID] = true
+	gone := e.goneWhile[req.ID]
 	e.judgeMu.Unlock()
+	if gone {
+		e.doneJudging(req.ID) // it left new/ while it waited for a judge
+		return
+	}
 	j := &judged{req: req, v: e.Judge.Judge(req), at: e.now(), queued: needQueued}
 	if !j.v.Action.Decides() {
 		// Shown to a person once its queued line is recorded.
@@ -326,7 +333,6 @@ func (e *Engine) judge(ctx context.Context, req *Request, work chan<- *judged, a
 		return
 	}
 	if e.doneJudging(req.ID) {
-		e.unqueued(req.ID, needQueued)
 		return
 	}
 	e.decided(ctx, j, work)
@@ -354,11 +360,13 @@ func (e *Engine) recordAsks(asks <-chan *judged) {
 			}
 		}
 		events = events[:0]
+		e.judgeMu.Lock()
 		for _, j := range batch {
-			if j.queued {
+			if j.queued && !e.goneWhile[j.req.ID] {
 				events = append(events, NewEvent(EventQueued, j.req))
 			}
 		}
+		e.judgeMu.Unlock()
 		var err error
 		switch {
 		case len(events) == 0:
@@ -382,27 +390,16 @@ func (e *Engine) recordAsks(asks <-chan *judged) {
 			if err != nil && j.queued {
 				// Unrecorded, it is not shown; the next sighting tries again.
 				e.doneJudging(j.req.ID)
-				e.unqueued(j.req.ID, true)
 				continue
 			}
 			e.judgeMu.Lock()
 			if !e.endJudging(j.req.ID) {
+				e.queued[j.req.ID] = true
 				e.ask(j.req, j.v)
 			}
 			e.judgeMu.Unlock()
 		}
 	}
-}
-
-// unqueued forgets that req's queued event was handed on, when it was
-// not recorded after all (the next sighting records it).
-func (e *Engine) unqueued(id string, handed bool) {
-	if !handed {
-		return
-	}
-	e.judgeMu.Lock()
-	delete(e.queued, id)
-	e.judgeMu.Unlock()
 }
 
 // doneJudging ends req's judging and reports whether it left new/
@@ -431,7 +428,6 @@ func (e *Engine) decided(ctx context.Context, j *judged, work chan<- *judged) {
 	select {
 	case work <- j:
 	case <-ctx.Done():
-		e.unqueued(j.req.ID, j.queued)
 	}
 }
 
@@ -444,6 +440,41 @@ func (e *Engine) ask(req *Request, v Verdict) {
 	if w, ok := e.Runner.(Warmer); ok && req.EffectiveMode() == ModeExecute {
 		go w.Warm(req, v) // while the person reads it
 	}
+}
+
+// askLate shows a person a request that was judged allow but, judged
+// again after waiting for a runner, asks: with the same care as
+// recordAsks, since it left judging meanwhile (a Gone for it may have
+// come and gone).
+func (e *Engine) askLate(j *judged) {
+	id := j.req.ID
+	e.judgeMu.Lock()
+	if e.judging[id] {
+		e.judgeMu.Unlock()
+		return // seen again and being judged: that verdict shows it
+	}
+	e.judging[id] = true
+	delete(e.goneWhile, id)
+	needQueued := j.queued && !e.queued[id]
+	e.judgeMu.Unlock()
+	// A Gone that came before judging was set is not in goneWhile: look.
+	if _, err := os.Lstat(e.Spool.RequestPath(id)); err != nil {
+		e.doneJudging(id)
+		return
+	}
+	if needQueued {
+		if err := e.record(EventQueued, j.req, "", nil); err != nil {
+			e.logf("%v", err)
+			e.doneJudging(id)
+			return
+		}
+	}
+	e.judgeMu.Lock()
+	if !e.endJudging(id) {
+		e.queued[id] = true
+		e.ask(j.req, j.v)
+	}
+	e.judgeMu.Unlock()
 }
 
 // recordSteps records evs, the queued event first when j's is still to
@@ -546,7 +577,6 @@ const rejudgeAfter = 100 * time.Millisecond
 func (e *Engine) autoRun(ctx context.Context, j *judged) {
 	req := j.req
 	if ctx.Err() != nil {
-		e.unqueued(req.ID, j.queued)
 		return // shutting down: leave it pending for the next engine
 	}
 	if e.now().Sub(j.at) > rejudgeAfter {
@@ -557,14 +587,7 @@ func (e *Engine) autoRun(ctx context.Context, j *judged) {
 				e.autoDeny(j)
 				return
 			}
-			if j.queued {
-				if err := e.record(EventQueued, req, "", nil); err != nil {
-					e.logf("%v", err)
-					e.unqueued(req.ID, true)
-					return
-				}
-			}
-			e.ask(req, j.v)
+			e.askLate(j)
 			return
 		}
 	}

@@ -121,6 +121,10 @@ func (s *Spool) await(ctx context.Context, w *Waiter, req *Request, opt SendOpti
 			return nil, fmt.Errorf("%w: %w", cause, ErrAbandoned)
 		}
 		now := time.Now()
+		if req.Expired(now) && errors.Is(err, ErrEmptyResult) {
+			// Nothing will replace it (a result is written once).
+			return nil, err
+		}
 		if req.Expired(now) {
 			if expiredAt.IsZero() {
 				expiredAt = now

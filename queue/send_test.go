@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -131,6 +132,9 @@ func TestWriterGone(t *testing.T) {
 	if err := sp.Submit(req); err != nil {
 		t.Fatal(err)
 	}
+	if !sp.localFIFOs {
+		t.Skipf("the test's spool %s is on a file system sluice takes for shared (FIFOs are not judged there)", sp.Dir())
+	}
 	if sp.WriterGone(req.ID) {
 		t.Fatal("a writer holding its FIFO counts as gone")
 	}
@@ -143,6 +147,12 @@ func TestWriterGone(t *testing.T) {
 	unix.Close(w.wr)
 	if !sp.WriterGone(req.ID) {
 		t.Fatal("a FIFO nobody reads does not count as a gone writer")
+	}
+	// On a spool shared with another machine the reader may be there.
+	shared := *sp
+	shared.localFIFOs = false
+	if shared.WriterGone(req.ID) {
+		t.Fatal("on a shared file system, a FIFO without a reader here counts as a gone writer")
 	}
 	_, err = sp.Claim(req.ID, time.Now())
 	if !errors.Is(err, ErrExpired) || !errors.Is(err, ErrWriterGone) {
@@ -183,5 +193,20 @@ func TestWriterGoneNotFooled(t *testing.T) {
 	}
 	if _, err := sp.Claim(req.ID, time.Now()); err != nil {
 		t.Errorf("the request cannot be claimed: %v", err)
+	}
+}
+
+// TestLocalFS: the machine's own file systems (tmpfs, and the test's temp
+// directory here) take FIFOs for local.
+func TestLocalFS(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux file system types")
+	}
+	if _, err := os.Stat("/dev/shm"); err == nil && !localFS("/dev/shm") {
+		t.Error("tmpfs (/dev/shm) is not taken for local")
+	}
+	if localFS("/proc") {
+		t.Error("procfs is taken for local: only known local file systems should be")
 	}
 }

@@ -30,6 +30,11 @@ type Spool struct {
 	// whose actor died answered interrupted) before writing them. Set it
 	// before the spool is used, and do not change it afterwards.
 	Recorder Recorder
+
+	// localFIFOs: the spool's file system is one where a FIFO's readers
+	// are processes of this kernel (not NFS, SMB, 9p, virtiofs...), so a
+	// FIFO nobody reads means its writer is gone (WriterGone).
+	localFIFOs bool
 }
 
 // Sentinel errors callers branch on.
@@ -41,6 +46,11 @@ var (
 	ErrResulted = errors.New("queue: result already written")
 	ErrExpired  = errors.New("queue: request expired")
 	ErrNoResult = errors.New("queue: no result yet")
+	// ErrEmptyResult: out/<id>.json is there but empty (results are not
+	// synced: an operating-system crash, or a process that can write the
+	// spool, left it so). It is no result (it wraps ErrNoResult), and a
+	// writer past expires_at stops waiting on it.
+	ErrEmptyResult = fmt.Errorf("%w: the result file is empty", ErrNoResult)
 )
 
 // PermError says why a spool directory is unsafe to use and how to fix it.
@@ -127,7 +137,7 @@ func Open(dir string) (*Spool, error) {
 			return nil, err
 		}
 	}
-	return &Spool{dir: dir}, nil
+	return &Spool{dir: dir, localFIFOs: localFS(dir)}, nil
 }
 
 // checkDir applies the spool's safety rules to p.

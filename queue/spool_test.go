@@ -720,7 +720,35 @@ func TestEmptyResultIsNone(t *testing.T) {
 	req := execReq("true")
 	mustDo(t, sp.Submit(req))
 	mustDo(t, os.WriteFile(sp.ResultPath(req.ID), nil, 0o600))
-	if _, err := sp.ReadResult(req.ID); !errors.Is(err, ErrNoResult) {
-		t.Fatalf("empty result: %v, want ErrNoResult", err)
+	if _, err := sp.ReadResult(req.ID); !errors.Is(err, ErrNoResult) || !errors.Is(err, ErrEmptyResult) {
+		t.Fatalf("empty result: %v, want ErrEmptyResult (an ErrNoResult)", err)
+	}
+}
+
+// TestEmptyResultEndsTheWait: a writer whose result file is empty (and
+// so will never be written) stops waiting once its request expires,
+// rather than wait for ever.
+func TestEmptyResultEndsTheWait(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	req := execReq("make")
+	req.ID, req.ExpiresAt = NewID(), time.Now().Add(50*time.Millisecond)
+	w, err := sp.NewWaiter(req.ID)
+	mustDo(t, err)
+	defer w.Close()
+	mustDo(t, sp.Submit(req))
+	mustDo(t, os.WriteFile(sp.ResultPath(req.ID), nil, 0o600)) // a hostile or crashed writer of out/
+	done := make(chan error, 1)
+	go func() {
+		_, err := sp.await(context.Background(), w, req, SendOptions{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrEmptyResult) {
+			t.Fatalf("await: %v, want ErrEmptyResult", err)
+		}
+	case <-time.After(20 * time.Second): // a hang guard, not a timing
+		t.Fatal("the writer still waits on an empty result 20 s after its request expired")
 	}
 }

@@ -39,6 +39,11 @@ func (s *Spool) notifyWake(id string) {
 // process that made it exited or was killed (SIGKILL included). A writer
 // that made no FIFO (it polls, or does not wait) is never gone.
 func (s *Spool) WriterGone(id string) bool {
+	if !s.localFIFOs {
+		// A spool shared between machines (or with a VM): the writer's
+		// FIFO is open on another kernel, and this one sees no reader.
+		return false
+	}
 	p := s.WakePath(id)
 	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {

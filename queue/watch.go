@@ -214,7 +214,13 @@ func (w *watcher) look(name string) {
 		}
 		return
 	case errors.Is(err, ErrBusy):
-		return // another process is acting on it; its event will follow
+		// Another process is acting on it; its event will follow. Still
+		// in new/: not to be dropped by this rescan.
+		if known {
+			old.seen = w.scan
+			w.pending[name] = old
+		}
+		return
 	}
 	if known {
 		delete(w.pending, name)
