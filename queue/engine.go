@@ -345,8 +345,30 @@ func (e *Engine) judge(ctx context.Context, req *Request, work chan<- *judged, a
 func (e *Engine) recordAsks(asks <-chan *judged) {
 	batch := make([]*judged, 0, 256)
 	events := make([]Event, 0, 256)
-	for j := range asks {
-		batch = append(batch[:0], j)
+	// Asks whose queued line could not be recorded (the audit log
+	// failing: a full disk, say) stay in judging and are tried again a
+	// moment later: the watcher would not show an unchanged file again.
+	var retry []*judged
+	for {
+		batch = append(batch[:0], retry...)
+		retry = retry[:0]
+		if len(batch) == 0 {
+			j, ok := <-asks
+			if !ok {
+				return
+			}
+			batch = append(batch, j)
+		} else {
+			select {
+			case j, ok := <-asks:
+				if !ok {
+					e.dropJudging(batch) // shutting down: left pending
+					return
+				}
+				batch = append(batch, j)
+			case <-time.After(askRetry):
+			}
+		}
 	gather:
 		for len(batch) < cap(batch) {
 			select {
@@ -384,21 +406,33 @@ func (e *Engine) recordAsks(asks <-chan *judged) {
 			}
 		}
 		if err != nil {
-			e.logf("queue: audit %s: %v", EventQueued, err)
+			e.logf("queue: audit %s: %v (tried again in %s)", EventQueued, err, askRetry)
 		}
 		for _, j := range batch {
-			if err != nil && j.queued {
-				// Unrecorded, it is not shown; the next sighting tries again.
-				e.doneJudging(j.req.ID)
-				continue
-			}
 			e.judgeMu.Lock()
-			if !e.endJudging(j.req.ID) {
+			switch {
+			case e.goneWhile[j.req.ID]:
+				e.endJudging(j.req.ID)
+			case err != nil && j.queued:
+				retry = append(retry, j) // unrecorded: not shown yet
+			default:
+				e.endJudging(j.req.ID)
 				e.queued[j.req.ID] = true
 				e.ask(j.req, j.v)
 			}
 			e.judgeMu.Unlock()
 		}
+	}
+}
+
+// askRetry is how long an ask whose queued line failed to record waits
+// before the next try.
+const askRetry = time.Second
+
+// dropJudging ends the judging of batch's requests, unshown.
+func (e *Engine) dropJudging(batch []*judged) {
+	for _, j := range batch {
+		e.doneJudging(j.req.ID)
 	}
 }
 

@@ -260,3 +260,41 @@ func TestJudgingDoesNotHoldOthers(t *testing.T) {
 		}
 	}
 }
+
+// failingRecorder fails the first fail queued records (a full disk),
+// then records.
+type failingRecorder struct {
+	memRecorder
+	fail int
+}
+
+func (f *failingRecorder) Record(ev Event) error {
+	f.mu.Lock()
+	if ev.Event == EventQueued && f.fail > 0 {
+		f.fail--
+		f.mu.Unlock()
+		return errors.New("no space left on device")
+	}
+	f.mu.Unlock()
+	return f.memRecorder.Record(ev)
+}
+
+// TestEngineAskSurvivesAuditFailure: an ask whose queued line could not
+// be recorded is not shown then, and is shown once the log takes it: it
+// does not wait unseen in new/ until it expires.
+func TestEngineAskSurvivesAuditFailure(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	rec := &failingRecorder{fail: 2}
+	obs := chanObserver{ch: make(chan string, 100)}
+	e := &Engine{Spool: sp, Judge: wordJudge{}, Runner: blockRunner{}, Recorder: rec, Observer: obs}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Serve(ctx)
+	ask := execReq("make deploy")
+	mustDo(t, sp.Submit(ask))
+	expectLine(t, obs.ch, map[string]bool{}, "pending "+ask.ID+" ask")
+	if _, ok := rec.find(ask.ID, EventQueued); !ok {
+		t.Error("shown without its queued line")
+	}
+}
