@@ -143,10 +143,13 @@ func (r *Result) Ran() bool {
 // but a spool is writable by every process of the user, so the bytes are
 // still checked.
 func DecodeResult(data []byte) (*Result, error) {
-	var r Result
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("queue: decode result: %w", err)
+	r, ok := decodeResultFast(data)
+	if !ok {
+		r = &Result{}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		if err := dec.Decode(r); err != nil {
+			return nil, fmt.Errorf("queue: decode result: %w", err)
+		}
 	}
 	if r.Version != Version {
 		return nil, fmt.Errorf("queue: result version %d, want %d", r.Version, Version)
@@ -154,5 +157,5 @@ func DecodeResult(data []byte) (*Result, error) {
 	if !ValidID(r.ID) || r.Status == "" {
 		return nil, fmt.Errorf("queue: result without a valid id and status")
 	}
-	return &r, nil
+	return r, nil
 }
