@@ -22,7 +22,7 @@ func FuzzDecodeResult(f *testing.F) {
 			Verdict: &Verdict{Action: ActionDeny, Reasons: []string{}}},
 		{Version: 1, ID: "A2", Status: StatusTimeout, ExitCode: &code, Command: "go test ./... 2>&1 | tail -n 20",
 			ChangedFiles: []FileChange{{Path: "/home/me/p/a.go", Change: "changed"}, {Path: "/home/me/p/b é.go", Change: "created"}},
-			Checkpoint: &Checkpoint{Roots: []string{"/home/me/p"}}, StartedAt: at.In(time.FixedZone("x", 3600))},
+			Checkpoint:   &Checkpoint{Roots: []string{"/home/me/p"}}, StartedAt: at.In(time.FixedZone("x", 3600))},
 		{Version: 1, ID: "A3", Status: StatusExpired, Checkpoint: &Checkpoint{Error: "not in a git project"}, ChangedFiles: []FileChange{}},
 	} {
 		line, err := marshalLine(r)
