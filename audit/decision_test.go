@@ -2,6 +2,7 @@ package audit
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -64,5 +65,20 @@ func TestCheckAllow(t *testing.T) {
 	late.CreatedAt = now.Add(time.Hour)
 	if _, err := Decision(p, late.ID, late.CreatedAt.Add(-time.Minute)); !errors.Is(err, ErrNoDecision) {
 		t.Errorf("a decision older than the request was taken for its own: %v", err)
+	}
+}
+
+// TestCheckAllowNotJSON: a line that holds a request's id and a decision
+// event as members but is not JSON (cut short, or written by hand) does
+// not back an allow.
+func TestCheckAllowNotJSON(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "audit.jsonl")
+	req := &queue.Request{Version: 1, ID: queue.NewID(), Kind: queue.KindExec, Command: "make test", Cwd: "/tmp", CreatedAt: time.Now().UTC()}
+	line := `{"seq":1,"ts":"` + time.Now().UTC().Format(time.RFC3339Nano) + `","event":"auto_allowed","id":"` + req.ID + `","command":` + "\n"
+	if err := os.WriteFile(p, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckAllow(p, req, &queue.Result{Decision: queue.Allow}); err == nil {
+		t.Error("a line that is not JSON was taken for a decision")
 	}
 }
