@@ -85,13 +85,17 @@ type claudeOutput struct {
 	} `json:"hookSpecificOutput"`
 }
 
+// writeClaude writes claudeOutput (by hand: answer_json.go).
 func writeClaude(w io.Writer, a Answer) {
-	var out claudeOutput
-	out.HookSpecificOutput.HookEventName = "PreToolUse"
-	out.HookSpecificOutput.PermissionDecision = a.Decision
-	out.HookSpecificOutput.PermissionDecisionReason = a.Reason
-	out.HookSpecificOutput.UpdatedInput = a.Input
-	writeHookJSON(w, out)
+	var inner, out jsonObject
+	inner.str("hookEventName", "PreToolUse")
+	inner.str("permissionDecision", string(a.Decision))
+	inner.str("permissionDecisionReason", a.Reason)
+	if len(a.Input) > 0 {
+		inner.raw("updatedInput", a.Input)
+	}
+	out.object("hookSpecificOutput", &inner)
+	out.write(w)
 }
 
 // claudeRequest maps a Claude Code (or Codex) tool call to a request.

@@ -62,9 +62,9 @@ func writeCodex(w io.Writer, a Answer) {
 	case a.Decision == Deny, a.Decision == Allow && a.Input != nil:
 		writeClaude(w, a)
 	case a.Decision == Ask:
-		writeHookJSON(w, struct {
-			SystemMessage string `json:"systemMessage"`
-		}{a.Reason + "; Codex's own approval policy applies"})
+		var out jsonObject
+		out.str("systemMessage", a.Reason+"; Codex's own approval policy applies")
+		out.write(w)
 	}
 }
 

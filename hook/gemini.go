@@ -86,15 +86,21 @@ type geminiToolOverride struct {
 	ToolInput     json.RawMessage `json:"tool_input"`
 }
 
+// writeGemini writes geminiOutput (by hand: answer_json.go).
 func writeGemini(w io.Writer, a Answer) {
-	out := geminiOutput{Decision: a.Decision, Reason: a.Reason}
-	if a.Decision == Ask {
-		out.SystemMessage = a.Reason
+	var out jsonObject
+	out.str("decision", string(a.Decision))
+	out.str("reason", a.Reason)
+	if a.Decision == Ask && a.Reason != "" {
+		out.str("systemMessage", a.Reason)
 	}
 	if a.Input != nil {
-		out.HookSpecificOutput = &geminiToolOverride{HookEventName: "BeforeTool", ToolInput: a.Input}
+		var inner jsonObject
+		inner.str("hookEventName", "BeforeTool")
+		inner.raw("tool_input", a.Input)
+		out.object("hookSpecificOutput", &inner)
 	}
-	writeHookJSON(w, out)
+	out.write(w)
 }
 
 // geminiRequest maps a Gemini CLI tool call to a request.

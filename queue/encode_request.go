@@ -105,6 +105,11 @@ func appendTime(b []byte, name string, t time.Time) []byte {
 	return append(b, '"')
 }
 
+// AppendJSONString appends s quoted as encoding/json quotes it with HTML
+// escaping off (for writers that must not pay for encoding/json's first
+// use: the hooks' answers).
+func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s) }
+
 // appendJSONString appends s quoted as encoding/json quotes it with HTML
 // escaping off: ", \ and control characters escaped, invalid UTF-8 as
 // U+FFFD, U+2028 and U+2029 as \u escapes.
