@@ -145,6 +145,13 @@ func TestWriterGone(t *testing.T) {
 	// the FIFO close, the FIFO stays.
 	unix.Close(w.rd)
 	unix.Close(w.wr)
+	if sp.WriterGone(req.ID) {
+		t.Fatal("a FIFO made just now counts as a gone writer: a writer may open it after it submits")
+	}
+	old := time.Now().Add(-time.Minute) // past the writer's grace
+	if err := os.Chtimes(sp.WakePath(req.ID), old, old); err != nil {
+		t.Fatal(err)
+	}
 	// A child another test of this process forks at that moment holds a
 	// copy of the read end until its exec closes it: wait that out (a
 	// writer process of its own forks nothing).

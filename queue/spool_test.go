@@ -548,6 +548,8 @@ func TestWakeWithoutReaderDoesNotBlock(t *testing.T) {
 	req = execReq("true")
 	mustDo(t, sp.Submit(req))
 	mustDo(t, syscall.Mkfifo(sp.WakePath(req.ID), 0o600))
+	old := time.Now().Add(-time.Minute) // made before the writer's grace
+	mustDo(t, os.Chtimes(sp.WakePath(req.ID), old, old))
 	if _, err := sp.Claim(req.ID, time.Now()); !errors.Is(err, ErrExpired) {
 		t.Fatalf("claim of a dead writer's request: %v, want ErrExpired", err)
 	}

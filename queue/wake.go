@@ -34,10 +34,12 @@ func (s *Spool) notifyWake(id string) {
 }
 
 // WriterGone reports whether request id's writer has stopped waiting
-// without withdrawing it: its wake FIFO is there but nobody holds it open
-// for reading (a non-blocking open for writing fails with ENXIO), so the
-// process that made it exited or was killed (SIGKILL included). A writer
-// that made no FIFO (it polls, or does not wait) is never gone.
+// without withdrawing it: its wake FIFO is there, was made over
+// writerGrace ago, and nobody holds it open for reading (a non-blocking
+// open for writing fails with ENXIO), so the process that made it exited
+// or was killed (SIGKILL included). A writer that made no FIFO (it polls,
+// or does not wait) is never gone; one that opens its FIFO only after it
+// submitted has writerGrace to do so.
 func (s *Spool) WriterGone(id string) bool {
 	if !s.localFIFOs {
 		// A spool shared between machines (or with a VM): the writer's
@@ -52,11 +54,15 @@ func (s *Spool) WriterGone(id string) bool {
 		}
 		// ENXIO is also what a socket gives: only a FIFO counts.
 		fi, lerr := os.Lstat(p)
-		return lerr == nil && fi.Mode()&fs.ModeNamedPipe != 0
+		return lerr == nil && fi.Mode()&fs.ModeNamedPipe != 0 && time.Since(fi.ModTime()) >= writerGrace
 	}
 	unix.Close(fd)
 	return false
 }
+
+// writerGrace is how long after making its FIFO a writer may leave it
+// without a reader (protocol section 3).
+var writerGrace = time.Second
 
 // ErrWriterGone: a claim found the request's writer gone (WriterGone) and
 // answered it expired instead; it comes wrapped with ErrExpired.
