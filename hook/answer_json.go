@@ -11,8 +11,8 @@ import (
 // The answers are written by hand: a hook is a fresh process for every
 // tool call, and encoding/json's first Encode of an answer type builds its
 // cache by reflection (~40 us, against <1 us after). The bytes are what
-// writeHookJSON (encoding/json, HTML escaping off) writes for the same
-// value: FuzzAnswerJSON compares them.
+// encoding/json (HTML escaping off) writes for the answer types:
+// FuzzAnswerJSON compares them.
 
 // jsonObject builds one JSON object, members in the order added.
 type jsonObject struct {

@@ -3,8 +3,42 @@ package hook
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"testing"
 )
+
+// The answers as encoding/json writes them: what the hand-written ones
+// must equal.
+
+// claudeOutput is Claude Code's PreToolUse answer.
+type claudeOutput struct {
+	HookSpecificOutput struct {
+		HookEventName            string          `json:"hookEventName"`
+		PermissionDecision       Decision        `json:"permissionDecision"`
+		PermissionDecisionReason string          `json:"permissionDecisionReason"`
+		UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
+	} `json:"hookSpecificOutput"`
+}
+
+// geminiOutput is Gemini CLI's BeforeTool answer.
+type geminiOutput struct {
+	Decision           Decision            `json:"decision"`
+	Reason             string              `json:"reason"`
+	SystemMessage      string              `json:"systemMessage,omitempty"`
+	HookSpecificOutput *geminiToolOverride `json:"hookSpecificOutput,omitempty"`
+}
+
+type geminiToolOverride struct {
+	HookEventName string          `json:"hookEventName"`
+	ToolInput     json.RawMessage `json:"tool_input"`
+}
+
+// writeHookJSON prints v as one line of JSON, HTML escaping off.
+func writeHookJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
 
 // FuzzAnswerJSON: the answers written by hand are byte for byte what
 // encoding/json writes for the answer types, for any reason and input

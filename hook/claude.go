@@ -1,7 +1,6 @@
 package hook
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -75,17 +74,10 @@ var Claude = &Agent{
 	write:        writeClaude,
 }
 
-// claudeOutput is Claude Code's PreToolUse answer.
-type claudeOutput struct {
-	HookSpecificOutput struct {
-		HookEventName            string          `json:"hookEventName"`
-		PermissionDecision       Decision        `json:"permissionDecision"`
-		PermissionDecisionReason string          `json:"permissionDecisionReason"`
-		UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
-	} `json:"hookSpecificOutput"`
-}
-
-// writeClaude writes claudeOutput (by hand: answer_json.go).
+// writeClaude writes Claude Code's PreToolUse answer,
+// {"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":D,
+// "permissionDecisionReason":R[,"updatedInput":INPUT]}}, by hand
+// (answer_json.go).
 func writeClaude(w io.Writer, a Answer) {
 	var inner, out jsonObject
 	inner.str("hookEventName", "PreToolUse")

@@ -2,7 +2,6 @@ package hook
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -72,21 +71,11 @@ var Gemini = &Agent{
 	write:   writeGemini,
 }
 
-// geminiOutput is Gemini CLI's BeforeTool answer.
-type geminiOutput struct {
-	Decision           Decision            `json:"decision"`
-	Reason             string              `json:"reason"`
-	SystemMessage      string              `json:"systemMessage,omitempty"`
-	HookSpecificOutput *geminiToolOverride `json:"hookSpecificOutput,omitempty"`
-}
-
-// geminiToolOverride replaces tool arguments (merged over the model's).
-type geminiToolOverride struct {
-	HookEventName string          `json:"hookEventName"`
-	ToolInput     json.RawMessage `json:"tool_input"`
-}
-
-// writeGemini writes geminiOutput (by hand: answer_json.go).
+// writeGemini writes Gemini CLI's BeforeTool answer,
+// {"decision":D,"reason":R[,"systemMessage":R][,"hookSpecificOutput":
+// {"hookEventName":"BeforeTool","tool_input":INPUT}]}, by hand
+// (answer_json.go); tool_input replaces tool arguments (merged over the
+// model's).
 func writeGemini(w io.Writer, a Answer) {
 	var out jsonObject
 	out.str("decision", string(a.Decision))

@@ -241,13 +241,6 @@ func readForPreview(p string) (content string, exists bool, err error) {
 	return string(data), true, nil
 }
 
-// writeHookJSON prints v as one line of JSON.
-func writeHookJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-}
-
 // clip shortens s to n runes, marking the cut.
 func clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {

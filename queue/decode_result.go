@@ -36,16 +36,7 @@ type resultParser struct {
 	i    int
 }
 
-func (p *resultParser) space() {
-	for p.i < len(p.data) {
-		switch p.data[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
+func (p *resultParser) space() { p.i = skipSpace(p.data, p.i) }
 
 func (p *resultParser) next(c byte) bool {
 	p.space()
@@ -189,25 +180,32 @@ func (p *resultParser) integer() (int64, bool) {
 	return v, err == nil
 }
 
-func (p *resultParser) strings() ([]string, bool) {
+// array parses [elem, ...], calling elem with the parser at each one.
+func (p *resultParser) array(elem func() bool) bool {
 	if !p.next('[') {
-		return nil, false
+		return false
 	}
-	out := []string{}
 	if p.next(']') {
-		return out, true
+		return true
 	}
 	for {
-		s, ok := p.str()
-		if !ok {
-			return nil, false
+		if !elem() {
+			return false
 		}
-		out = append(out, s)
-		if p.next(',') {
-			continue
+		if !p.next(',') {
+			return p.next(']')
 		}
-		return out, p.next(']')
 	}
+}
+
+func (p *resultParser) strings() ([]string, bool) {
+	out := []string{}
+	ok := p.array(func() bool {
+		s, ok := p.str()
+		out = append(out, s)
+		return ok
+	})
+	return out, ok
 }
 
 // timeValue parses a time as time.Time's UnmarshalJSON does: the string's
@@ -313,14 +311,8 @@ func (p *resultParser) verdictField(v *Verdict, key string) bool {
 }
 
 func (p *resultParser) fileChanges(r *Result) bool {
-	if !p.next('[') {
-		return false
-	}
 	r.ChangedFiles = []FileChange{}
-	if p.next(']') {
-		return true
-	}
-	for {
+	return p.array(func() bool {
 		var fc FileChange
 		ok := p.object(func(key string) bool {
 			var ok bool
@@ -332,13 +324,7 @@ func (p *resultParser) fileChanges(r *Result) bool {
 			}
 			return ok
 		})
-		if !ok {
-			return false
-		}
 		r.ChangedFiles = append(r.ChangedFiles, fc)
-		if p.next(',') {
-			continue
-		}
-		return p.next(']')
-	}
+		return ok
+	})
 }

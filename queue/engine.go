@@ -389,22 +389,7 @@ func (e *Engine) recordAsks(asks <-chan *judged) {
 			}
 		}
 		e.judgeMu.Unlock()
-		var err error
-		switch {
-		case len(events) == 0:
-		case len(events) == 1:
-			err = e.Recorder.Record(events[0])
-		default:
-			if br, ok := e.Recorder.(BatchRecorder); ok {
-				err = br.RecordAll(events)
-			} else {
-				for _, ev := range events {
-					if err = e.Recorder.Record(ev); err != nil {
-						break
-					}
-				}
-			}
-		}
+		err := e.recordAll(events)
 		if err != nil {
 			e.logf("queue: audit %s: %v (tried again in %s)", EventQueued, err, askRetry)
 		}
@@ -517,15 +502,21 @@ func (e *Engine) recordSteps(j *judged, req *Request, evs ...Event) error {
 	if j.queued {
 		evs = append([]Event{NewEvent(EventQueued, req)}, evs...)
 	}
+	if err := e.recordAll(evs); err != nil {
+		return fmt.Errorf("queue: audit %s %s: %w", evs[len(evs)-1].Event, req.ID, err)
+	}
+	return nil
+}
+
+// recordAll records evs in order, with one fsync where the Recorder can
+// batch; on an error the steps they record must not happen.
+func (e *Engine) recordAll(evs []Event) error {
 	if br, ok := e.Recorder.(BatchRecorder); ok && len(evs) > 1 {
-		if err := br.RecordAll(evs); err != nil {
-			return fmt.Errorf("queue: audit %s %s: %w", evs[len(evs)-1].Event, req.ID, err)
-		}
-		return nil
+		return br.RecordAll(evs)
 	}
 	for _, ev := range evs {
 		if err := e.Recorder.Record(ev); err != nil {
-			return fmt.Errorf("queue: audit %s %s: %w", ev.Event, req.ID, err)
+			return err
 		}
 	}
 	return nil

@@ -38,15 +38,20 @@ type shapeScanner struct {
 	keys [][]byte // the keys of the objects being scanned, a stack
 }
 
-func (s *shapeScanner) space() {
-	for s.i < len(s.data) {
-		switch s.data[s.i] {
+func (s *shapeScanner) space() { s.i = skipSpace(s.data, s.i) }
+
+// skipSpace returns the index of the first byte at or after i in data
+// that is not JSON whitespace.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
 		case ' ', '\t', '\n', '\r':
-			s.i++
+			i++
 		default:
-			return
+			return i
 		}
 	}
+	return i
 }
 
 // object scans the object at s.i (its '{') at depth.
