@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluice-dev/sluice/checkpoint"
@@ -30,6 +31,9 @@ type Actor struct {
 	// runs the policy allowed with a checkpoint (Options.Caches): they do
 	// not write the shared caches.
 	ProjectCaches string
+
+	warmMu sync.Mutex
+	warmed map[string]time.Time // cwd -> when Warm last looked at it
 }
 
 var _ queue.Runner = (*Actor)(nil)
@@ -72,7 +76,7 @@ var _ queue.Warmer = (*Actor)(nil)
 // background, so that approving it does not wait for a first checkpoint
 // (seconds for a large project). Errors show at the run.
 func (a *Actor) Warm(req *queue.Request, v queue.Verdict) {
-	if a.checkpointed(req, queue.RunOptions{Verdict: v}) == nil {
+	if a.checkpointed(req, queue.RunOptions{Verdict: v}) == nil || !a.warmDue(req.Cwd) {
 		return
 	}
 	var jail []string
@@ -85,6 +89,28 @@ func (a *Actor) Warm(req *queue.Request, v queue.Verdict) {
 		_ = a.Checkpoints.Warm(ctx, root)
 	}
 }
+
+// warmDue says whether Warm should look at cwd's roots: not when it did
+// within warmAgain. A burst of asks from one project (an agent's flood)
+// then costs a map lookup each rather than a project lookup and a stat;
+// the store warms each root once anyway, so this only delays noticing a
+// project made in cwd meanwhile, which the run's checkpoint takes in.
+func (a *Actor) warmDue(cwd string) bool {
+	now := time.Now()
+	a.warmMu.Lock()
+	defer a.warmMu.Unlock()
+	if t, ok := a.warmed[cwd]; ok && now.Sub(t) < warmAgain {
+		return false
+	}
+	if a.warmed == nil || len(a.warmed) >= 1024 {
+		a.warmed = map[string]time.Time{}
+	}
+	a.warmed[cwd] = now
+	return true
+}
+
+// warmAgain is how long Warm leaves a cwd it looked at alone.
+const warmAgain = 5 * time.Second
 
 // checkpointTimeout bounds the snapshots of one run (the first one of a
 // large project copies every file into its shadow repository).

@@ -15,7 +15,7 @@ func (s *Spool) peek(name string) (*Request, error) {
 	if stem == "" {
 		return nil, invalidf("file name is not <id>.json")
 	}
-	f, err := openNoFollow(s.path(dirNew, name))
+	req, err := readRequestPath(s.path(dirNew, name), stem)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, ErrNotFound
@@ -26,10 +26,13 @@ func (s *Spool) peek(name string) (*Request, error) {
 	case errors.Is(err, syscall.ENXIO):
 		return nil, invalidf("a socket, not a regular file")
 	case err != nil:
+		var inv *InvalidError
+		if errors.As(err, &inv) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("queue: read %s: %w", name, err)
 	}
-	defer f.Close()
-	return readRequestFile(f, stem)
+	return req, nil
 }
 
 // settle deals with new/<name> the way every watcher must: a valid, live

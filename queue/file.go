@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,6 +78,74 @@ func readRequestFile(f *os.File, stem string) (*Request, error) {
 	req.digest = sha256.Sum256(data)
 	req.stamp = stampOf(fi)
 	return req, nil
+}
+
+// readRequestPath reads and decodes the request file at p (not following
+// a final symlink, not blocking on a FIFO) as readRequestFile does an open
+// one, with raw system calls: the watcher reads every request that
+// arrives, and an *os.File costs it a poller registration, a finalizer
+// and a growing buffer each.
+func readRequestPath(p, stem string) (*Request, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("queue: stat request: %w", err)
+	}
+	if m := uint32(st.Mode) & unix.S_IFMT; m != unix.S_IFREG {
+		return nil, invalidf("%s, not a regular file", fileKind(modeType(m)))
+	}
+	if st.Size > MaxRequestSize {
+		return nil, invalidf("file is %d bytes, over the %d byte limit", st.Size, MaxRequestSize)
+	}
+	// One byte over the size seen: a file that grew meanwhile is still
+	// read to its end (or past the limit, and refused).
+	data := make([]byte, 0, st.Size+1)
+	for len(data) <= MaxRequestSize {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := unix.Read(fd, data[len(data):cap(data)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue: read request: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+		data = data[:len(data)+n]
+	}
+	req, err := DecodeRequest(data, stem)
+	if err != nil {
+		return nil, err
+	}
+	req.digest = sha256.Sum256(data)
+	req.stamp = fileStamp{ino: int64(st.Ino), size: st.Size, mtime: time.Unix(st.Mtim.Unix())}
+	return req, nil
+}
+
+// modeType is the fs.FileMode type bits of a stat mode's S_IFMT bits.
+func modeType(m uint32) fs.FileMode {
+	switch m {
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
 }
 
 // SameFile reports whether the open file f is still the file at path p

@@ -3,9 +3,11 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -752,5 +754,77 @@ func TestEmptyResultEndsTheWait(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second): // a hang guard, not a timing
 		t.Fatal("the writer still waits on an empty result 20 s after its request expired")
+	}
+}
+
+// A backlog found at start (an engine that was down during a flood) is
+// settled several files at once: every request is still reported once and
+// in the directory's order, bad files are quarantined, expired requests
+// and those whose writer is gone are answered expired, as one at a time.
+func TestWatchBacklog(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	want := map[string]WatchOp{}
+	for i := range 300 {
+		req := execReq(fmt.Sprintf("echo %d", i))
+		if i%5 == 1 {
+			req.CreatedAt = time.Now().Add(-2 * time.Minute)
+			req.ExpiresAt = time.Now().Add(-time.Minute)
+		}
+		mustDo(t, sp.Submit(req))
+		switch i % 5 {
+		case 1:
+			want[req.ID] = Expired
+		case 2:
+			mustDo(t, syscall.Mkfifo(sp.WakePath(req.ID), 0o600))
+			old := time.Now().Add(-time.Minute)
+			mustDo(t, os.Chtimes(sp.WakePath(req.ID), old, old))
+			want[req.ID] = Expired // its writer is gone
+		default:
+			want[req.ID] = Pending
+		}
+		if i%5 == 3 {
+			bad := NewID()
+			mustDo(t, os.WriteFile(filepath.Join(sp.Dir(), "new", bad+".json"), []byte(`{"id":"`+bad+`","kind":"exec"`), 0o600))
+			want[bad] = Invalid
+		}
+	}
+	dir, err := os.Open(filepath.Join(sp.Dir(), "new"))
+	mustDo(t, err)
+	entries, err := dir.ReadDir(-1) // unsorted, as the rescan reads it
+	dir.Close()
+	mustDo(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	w := &watcher{s: sp, opt: WatchOptions{Now: time.Now}, out: make(chan WatchEvent, len(want)+1),
+		pending: map[string]pendingFile{}, finished: map[string]bool{}, ctx: ctx}
+	w.rescan()
+	close(w.out)
+	var order []string
+	for ev := range w.out {
+		op, ok := want[ev.ID]
+		if !ok || op != ev.Op {
+			t.Fatalf("event %v for %s, want %v", ev.Op, ev.ID, op)
+		}
+		delete(want, ev.ID)
+		order = append(order, ev.ID)
+	}
+	if len(want) != 0 {
+		t.Fatalf("%d requests not reported", len(want))
+	}
+	var dirOrder []string
+	for _, e := range entries {
+		dirOrder = append(dirOrder, stemOf(e.Name()))
+	}
+	if !slices.Equal(order, dirOrder) {
+		t.Error("events not in the directory's order")
+	}
+	if n := len(w.pending); n != 180 {
+		t.Errorf("%d requests left pending, want 180", n)
+	}
+	left, err := os.ReadDir(filepath.Join(sp.Dir(), "new"))
+	mustDo(t, err)
+	if len(left) != 180 {
+		t.Errorf("%d files left in new/, want the 180 pending", len(left))
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -205,6 +208,52 @@ func (w *watcher) drop(name string) {
 // look settles one name in new/ and reports what happened to it.
 func (w *watcher) look(name string) {
 	req, err := w.s.settle(name, w.opt.Now())
+	w.settled(name, req, err)
+}
+
+// lookAll looks at names, a rescan's batch, settling them on a few
+// goroutines at once (reading and decoding every file is most of what a
+// rescan of a flood costs) and reporting them in order, as look would,
+// a chunk at a time so that judging starts before the batch is through.
+func (w *watcher) lookAll(names []string) {
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	if workers < 2 || len(names) < 2 {
+		for _, name := range names {
+			w.look(name)
+		}
+		return
+	}
+	type settled struct {
+		req *Request
+		err error
+	}
+	out := make([]settled, min(len(names), lookChunk))
+	for len(names) > 0 {
+		chunk := names[:min(len(names), lookChunk)]
+		names = names[len(chunk):]
+		now := w.opt.Now()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range min(workers, len(chunk)) {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < len(chunk); i = int(next.Add(1) - 1) {
+					out[i].req, out[i].err = w.s.settle(chunk[i], now)
+				}
+			})
+		}
+		wg.Wait()
+		for i, name := range chunk {
+			w.settled(name, out[i].req, out[i].err)
+			out[i] = settled{}
+		}
+	}
+}
+
+// lookChunk is how many names lookAll settles before it reports them.
+const lookChunk = 64
+
+// settled records and reports what settling name gave.
+func (w *watcher) settled(name string, req *Request, err error) {
 	old, known := w.pending[name]
 	switch {
 	case err == nil:
@@ -259,6 +308,7 @@ func (w *watcher) rescan() {
 		// A batch at a time: a burst of 10,000 requests is not read
 		// into memory at once.
 		entries, err := dir.ReadDir(1024)
+		var look []string
 		for _, e := range entries {
 			name := e.Name()
 			p, known := w.pending[name]
@@ -269,8 +319,9 @@ func (w *watcher) rescan() {
 					continue
 				}
 			}
-			w.look(name)
+			look = append(look, name)
 		}
+		w.lookAll(look)
 		if err == io.EOF {
 			break
 		}

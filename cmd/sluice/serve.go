@@ -144,8 +144,10 @@ func cmdServe(args []string, std stdio, g *globals) int {
 	if err != nil {
 		return spoolErr(std, "serve", err)
 	}
+	logw := newLineWriter(std.err)
+	defer logw.Close()
 	logf := func(format string, args ...any) {
-		fmt.Fprintf(std.err, "%s sluice serve: %s\n", time.Now().Format("15:04:05"), show(fmt.Sprintf(format, args...)))
+		fmt.Fprintf(logw, "%s sluice serve: %s\n", time.Now().Format("15:04:05"), show(fmt.Sprintf(format, args...)))
 	}
 	eng, log, err := ef.engine(sp, cfg, logf)
 	if err != nil {

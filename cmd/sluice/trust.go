@@ -38,14 +38,21 @@ type trustEntry struct {
 }
 
 // trustStore reads and writes the trust file; it is safe for concurrent
-// use and re-reads the file only when it changed.
+// use and re-reads the file only when it changed. It looks at the file at
+// most every trustRecheck: an engine judging a flood stats it once rather
+// than once a request, and a trust granted or revoked by another process
+// is in force within that time.
 type trustStore struct {
 	path string
 
 	mu      sync.Mutex
 	st      stamp
+	checked time.Time // when st was taken (monotonic); zero: never
 	entries []trustEntry
 }
+
+// trustRecheck is how long all trusts what it last read of the file.
+const trustRecheck = 100 * time.Millisecond
 
 func trustPath() string { return filepath.Join(filepath.Dir(checkpointDir()), "trust.json") }
 
@@ -53,13 +60,18 @@ func trustPath() string { return filepath.Join(filepath.Dir(checkpointDir()), "t
 func (t *trustStore) all() ([]trustEntry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := time.Now()
+	if !t.checked.IsZero() && now.Sub(t.checked) < trustRecheck {
+		return slices.Clone(t.entries), nil
+	}
 	st := statStamp(t.path)
 	if st == t.st && (st.exists || t.entries == nil) {
+		t.checked = now
 		return slices.Clone(t.entries), nil
 	}
 	data, err := os.ReadFile(t.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		t.st, t.entries = st, nil
+		t.st, t.entries, t.checked = st, nil, now
 		return nil, nil
 	}
 	if err != nil {
@@ -69,7 +81,7 @@ func (t *trustStore) all() ([]trustEntry, error) {
 	if err := json.Unmarshal(data, &es); err != nil {
 		return nil, fmt.Errorf("trust: %s does not hold trusts (%v); remove it to start again", t.path, err)
 	}
-	t.st, t.entries = st, es
+	t.st, t.entries, t.checked = st, es, now
 	return slices.Clone(es), nil
 }
 
@@ -103,7 +115,7 @@ func (t *trustStore) update(edit func([]trustEntry) ([]trustEntry, error)) error
 		return fmt.Errorf("trust: lock: %w", err)
 	}
 	t.mu.Lock()
-	t.st = stamp{} // read it again below
+	t.st, t.checked = stamp{}, time.Time{} // read it again below
 	t.mu.Unlock()
 	es, err := t.all()
 	if err != nil {
@@ -124,6 +136,9 @@ func (t *trustStore) update(edit func([]trustEntry) ([]trustEntry, error)) error
 	if err := os.Rename(tmp, t.path); err != nil {
 		return fmt.Errorf("trust: %w", err)
 	}
+	t.mu.Lock()
+	t.checked = time.Time{} // this process sees its own change at once
+	t.mu.Unlock()
 	return nil
 }
 
