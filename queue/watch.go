@@ -213,44 +213,54 @@ func (w *watcher) look(name string) {
 
 // lookAll looks at names, a rescan's batch, settling them on a few
 // goroutines at once (reading and decoding every file is most of what a
-// rescan of a flood costs) and reporting them in order, as look would,
-// a chunk at a time so that judging starts before the batch is through.
+// rescan of a flood costs) and reporting each, in order, as soon as it and
+// those before it are settled, as look would.
 func (w *watcher) lookAll(names []string) {
-	workers := min(runtime.GOMAXPROCS(0), 4)
-	if workers < 2 || len(names) < 2 {
+	workers := min(runtime.GOMAXPROCS(0), 4, len(names))
+	if workers < 2 {
 		for _, name := range names {
 			w.look(name)
 		}
 		return
 	}
 	type settled struct {
-		req *Request
-		err error
+		req  *Request
+		err  error
+		done chan struct{}
 	}
-	out := make([]settled, min(len(names), lookChunk))
-	for len(names) > 0 {
-		chunk := names[:min(len(names), lookChunk)]
-		names = names[len(chunk):]
-		now := w.opt.Now()
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range min(workers, len(chunk)) {
-			wg.Go(func() {
-				for i := int(next.Add(1) - 1); i < len(chunk); i = int(next.Add(1) - 1) {
-					out[i].req, out[i].err = w.s.settle(chunk[i], now)
+	out := make([]settled, len(names))
+	for i := range out {
+		out[i].done = make(chan struct{})
+	}
+	now := w.opt.Now()
+	var next atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(names); i = int(next.Add(1) - 1) {
+				select {
+				case <-stop:
+					return
+				default:
 				}
-			})
+				out[i].req, out[i].err = w.s.settle(names[i], now)
+				close(out[i].done)
+			}
+		})
+	}
+	defer wg.Wait()
+	defer close(stop)
+	for i, name := range names {
+		select {
+		case <-out[i].done:
+		case <-w.ctx.Done():
+			return
 		}
-		wg.Wait()
-		for i, name := range chunk {
-			w.settled(name, out[i].req, out[i].err)
-			out[i] = settled{}
-		}
+		w.settled(name, out[i].req, out[i].err)
+		out[i] = settled{}
 	}
 }
-
-// lookChunk is how many names lookAll settles before it reports them.
-const lookChunk = 64
 
 // settled records and reports what settling name gave.
 func (w *watcher) settled(name string, req *Request, err error) {
