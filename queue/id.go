@@ -1,7 +1,9 @@
 package queue
 
 import (
-	"github.com/oklog/ulid/v2"
+	"crypto/rand"
+	"sync"
+	"time"
 )
 
 // ValidID reports whether id is a well-formed request id: the grammar
@@ -25,8 +27,66 @@ func ValidID(id string) bool {
 	return true
 }
 
-// NewID returns a new time-sortable request id (a ULID). Ids from one
-// process increase monotonically even within a millisecond.
+// NewID returns a new time-sortable request id: a ULID (48 bits of Unix
+// milliseconds, 80 random bits, in Crockford's base 32). Ids from one
+// process increase strictly even within a millisecond: the random part of
+// the last one plus one. (Written out rather than taken from a ULID
+// package: its package init seeds a random source in every sluice process,
+// an agent's hook included, whether or not it makes an id.)
 func NewID() string {
-	return ulid.Make().String()
+	ms := uint64(time.Now().UnixMilli())
+	idMu.Lock()
+	defer idMu.Unlock()
+	if ms > idLast.ms {
+		idLast.ms = ms
+		if _, err := rand.Read(idLast.rnd[:]); err != nil {
+			panic("queue: no randomness for an id: " + err.Error()) // crypto/rand does not fail on Linux or macOS
+		}
+	} else if !increment(&idLast.rnd) {
+		// 2^80 ids in one millisecond (or the clock went back and the
+		// count ran out): borrow the next millisecond.
+		idLast.ms++
+		if _, err := rand.Read(idLast.rnd[:]); err != nil {
+			panic("queue: no randomness for an id: " + err.Error())
+		}
+	}
+	return encodeULID(idLast.ms, &idLast.rnd)
+}
+
+var (
+	idMu   sync.Mutex
+	idLast struct {
+		ms  uint64
+		rnd [10]byte
+	}
+)
+
+// increment adds one to the big-endian b, reporting false if it wrapped.
+func increment(b *[10]byte) bool {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i]++
+		if b[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+// encodeULID writes the 128 bits ms(48) || rnd(80) as 26 base-32 digits,
+// the first taking the top 3 bits.
+func encodeULID(ms uint64, rnd *[10]byte) string {
+	hi := ms<<16 | uint64(rnd[0])<<8 | uint64(rnd[1]) // bits 127..64
+	var lo uint64                                     // bits 63..0
+	for _, c := range rnd[2:] {
+		lo = lo<<8 | uint64(c)
+	}
+	var out [26]byte
+	for i := 25; i >= 0; i-- {
+		out[i] = crockford[lo&31]
+		lo = lo>>5 | hi<<59
+		hi >>= 5
+	}
+	return string(out[:])
 }

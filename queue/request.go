@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -159,8 +160,9 @@ func checkJSONShapeTokens(data []byte) error {
 	return nil
 }
 
-// requestFields are the members of a request, as spelled.
-var requestFields = func() map[string]bool {
+// requestFields are the members of a request, as spelled; built on first
+// use (by reflection), not when every sluice process starts.
+var requestFields = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	t := reflect.TypeOf(Request{})
 	for i := range t.NumField() {
@@ -169,7 +171,7 @@ var requestFields = func() map[string]bool {
 		}
 	}
 	return m
-}()
+})
 
 // maxDepth bounds nesting in a request (tool inputs are the deepest part).
 const maxDepth = 64
@@ -192,8 +194,8 @@ func checkObject(dec *json.Decoder, depth int) error {
 		// encoding/json matches struct fields without regard to case (and
 		// folds U+212A to k): "COMMAND" would fill command, and a second
 		// spelling would win over what a case-sensitive reader sees.
-		if depth == 1 && !requestFields[key] {
-			for f := range requestFields {
+		if depth == 1 && !requestFields()[key] {
+			for f := range requestFields() {
 				if strings.EqualFold(key, f) {
 					return invalidf("unknown field %q (the field is spelled %q)", key, f)
 				}

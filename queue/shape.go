@@ -84,7 +84,7 @@ func (s *shapeScanner) object(depth int) bool {
 				return false
 			}
 		}
-		if depth == 1 && !requestFields[string(key)] {
+		if depth == 1 && !requestFields()[string(key)] {
 			return false // misspelled in case, or unknown: the slow path says which
 		}
 		s.keys = append(s.keys, key)
