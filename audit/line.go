@@ -152,9 +152,10 @@ func (h *hasher) canonical(line []byte, f frame) []byte {
 
 // encoder turns events into lines. It is not safe for concurrent use.
 type encoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-	h   *hasher
+	buf  bytes.Buffer // encoding/json's output, for what appendEvent leaves to it
+	line []byte       // appendEvent's
+	enc  *json.Encoder
+	h    *hasher
 }
 
 func newEncoder() *encoder {
@@ -171,10 +172,15 @@ func newEncoder() *encoder {
 func (e *encoder) appendLine(dst []byte, ev *queue.Event) ([]byte, error) {
 	ev.Hash = ""
 	e.buf.Reset()
-	if err := e.enc.Encode(ev); err != nil {
-		return dst, fmt.Errorf("audit: encode %s event: %w", ev.Event, err)
+	var ok bool
+	e.line, ok = appendEvent(e.line[:0], ev)
+	body := e.line
+	if !ok {
+		if err := e.enc.Encode(ev); err != nil {
+			return dst, fmt.Errorf("audit: encode %s event: %w", ev.Event, err)
+		}
+		body = bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
 	}
-	body := bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
 	// The canonical form is body itself; the tests hold parseFrame to
 	// accepting every line this writes.
 	if !bytes.HasPrefix(body, seqPrefix) || !bytes.HasSuffix(body, lineEnd) {
