@@ -1,7 +1,8 @@
 package queue
 
 import (
-	"crypto/rand"
+	"encoding/binary"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -39,16 +40,12 @@ func NewID() string {
 	defer idMu.Unlock()
 	if ms > idLast.ms {
 		idLast.ms = ms
-		if _, err := rand.Read(idLast.rnd[:]); err != nil {
-			panic("queue: no randomness for an id: " + err.Error()) // crypto/rand does not fail on Linux or macOS
-		}
+		randomize(&idLast.rnd)
 	} else if !increment(&idLast.rnd) {
 		// 2^80 ids in one millisecond (or the clock went back and the
 		// count ran out): borrow the next millisecond.
 		idLast.ms++
-		if _, err := rand.Read(idLast.rnd[:]); err != nil {
-			panic("queue: no randomness for an id: " + err.Error())
-		}
+		randomize(&idLast.rnd)
 	}
 	return encodeULID(idLast.ms, &idLast.rnd)
 }
@@ -60,6 +57,15 @@ var (
 		rnd [10]byte
 	}
 )
+
+// randomize fills b from the runtime's generator (ChaCha8, seeded by the
+// kernel at exec): ids need to differ between processes, not to be
+// secret (they are file names in the spool), and crypto/rand's first read
+// in a process costs a getrandom state mapping and a timer.
+func randomize(b *[10]byte) {
+	binary.BigEndian.PutUint64(b[:8], rand.Uint64())
+	binary.BigEndian.PutUint16(b[8:], uint16(rand.Uint32()))
+}
 
 // increment adds one to the big-endian b, reporting false if it wrapped.
 func increment(b *[10]byte) bool {

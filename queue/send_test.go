@@ -132,7 +132,7 @@ func TestWriterGone(t *testing.T) {
 	if err := sp.Submit(req); err != nil {
 		t.Fatal(err)
 	}
-	if !sp.localFIFOs {
+	if !sp.localFIFOs() {
 		t.Skipf("the test's spool %s is on a file system sluice takes for shared (FIFOs are not judged there)", sp.Dir())
 	}
 	if sp.WriterGone(req.ID) {
@@ -164,7 +164,7 @@ func TestWriterGone(t *testing.T) {
 	}
 	// On a spool shared with another machine the reader may be there.
 	shared := *sp
-	shared.localFIFOs = false
+	shared.localFIFOs = func() bool { return false }
 	if shared.WriterGone(req.ID) {
 		t.Fatal("on a shared file system, a FIFO without a reader here counts as a gone writer")
 	}

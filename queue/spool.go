@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -33,8 +34,9 @@ type Spool struct {
 
 	// localFIFOs: the spool's file system is one where a FIFO's readers
 	// are processes of this kernel (not NFS, SMB, 9p, virtiofs...), so a
-	// FIFO nobody reads means its writer is gone (WriterGone).
-	localFIFOs bool
+	// FIFO nobody reads means its writer is gone (WriterGone). Looked up
+	// on first use: only engines ask, and every writer opens a spool.
+	localFIFOs func() bool
 }
 
 // Sentinel errors callers branch on.
@@ -119,25 +121,33 @@ func Open(dir string) (*Spool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: spool path: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return nil, fmt.Errorf("queue: create spool parent: %w", err)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("queue: create spool: %w", err)
+	// Looked at before anything is made: a spool that is there already
+	// (every writer's case) costs a stat per directory.
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+			return nil, fmt.Errorf("queue: create spool parent: %w", err)
+		}
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("queue: create spool: %w", err)
+		}
 	}
 	if err := checkDir(dir, dir); err != nil {
 		return nil, err
 	}
 	for _, sub := range subdirs {
 		p := filepath.Join(dir, sub)
-		if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("queue: create %s: %w", p, err)
+		err := checkDir(p, dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return nil, fmt.Errorf("queue: create %s: %w", p, err)
+			}
+			err = checkDir(p, dir)
 		}
-		if err := checkDir(p, dir); err != nil {
+		if err != nil {
 			return nil, err
 		}
 	}
-	return &Spool{dir: dir, localFIFOs: localFS(dir)}, nil
+	return &Spool{dir: dir, localFIFOs: sync.OnceValue(func() bool { return localFS(dir) })}, nil
 }
 
 // checkDir applies the spool's safety rules to p.

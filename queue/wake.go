@@ -41,7 +41,7 @@ func (s *Spool) notifyWake(id string) {
 // or does not wait) is never gone; one that opens its FIFO only after it
 // submitted has writerGrace to do so.
 func (s *Spool) WriterGone(id string) bool {
-	if !s.localFIFOs {
+	if !s.localFIFOs() {
 		// A spool shared between machines (or with a VM): the writer's
 		// FIFO is open on another kernel, and this one sees no reader.
 		return false
