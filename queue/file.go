@@ -87,13 +87,20 @@ func readRequestFile(f *os.File, stem string) (*Request, error) {
 // and a growing buffer each.
 func readRequestPath(p, stem string) (*Request, error) {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR { // a signal, on a network or FUSE file system
+		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("queue: stat request: %w", err)
+	err = unix.Fstat(fd, &st)
+	for err == unix.EINTR {
+		err = unix.Fstat(fd, &st)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stat: %w", err)
 	}
 	if m := uint32(st.Mode) & unix.S_IFMT; m != unix.S_IFREG {
 		return nil, invalidf("%s, not a regular file", fileKind(modeType(m)))
@@ -108,12 +115,12 @@ func readRequestPath(p, stem string) (*Request, error) {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
 		}
-		n, err := unix.Read(fd, data[len(data):cap(data)])
+		n, err := unix.Read(fd, data[len(data):min(cap(data), MaxRequestSize+1)])
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("queue: read request: %w", err)
+			return nil, fmt.Errorf("read: %w", err)
 		}
 		if n == 0 {
 			break

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -826,5 +827,52 @@ func TestWatchBacklog(t *testing.T) {
 	mustDo(t, err)
 	if len(left) != 180 {
 		t.Errorf("%d files left in new/, want the 180 pending", len(left))
+	}
+}
+
+// A watcher stopped in the middle of a rescan's batch reports nothing gone
+// that is still in new/: the files it had not settled again keep their
+// place (an engine shutting down must not take them for withdrawn).
+func TestWatchCancelledMidBatch(t *testing.T) {
+	sp := newSpool(t)
+	for range 200 {
+		mustDo(t, sp.Submit(execReq("echo hi")))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var calls atomic.Int64
+	var armed atomic.Bool
+	now := func() time.Time {
+		if armed.Load() && calls.Add(1) == 2 { // rescan's Now, then lookAll's
+			cancel()
+		}
+		return time.Now()
+	}
+	w := &watcher{s: sp, opt: WatchOptions{Now: now}, out: make(chan WatchEvent, 1000),
+		pending: map[string]pendingFile{}, finished: map[string]bool{}, ctx: ctx}
+	w.rescan()
+	for len(w.out) > 0 {
+		<-w.out
+	}
+	if len(w.pending) != 200 {
+		t.Fatalf("%d pending", len(w.pending))
+	}
+	// every file touched: its stamp differs, the content does not
+	later := time.Now().Add(time.Second)
+	ents, _ := os.ReadDir(filepath.Join(sp.Dir(), "new"))
+	for _, e := range ents {
+		mustDo(t, os.Chtimes(filepath.Join(sp.Dir(), "new", e.Name()), later, later))
+	}
+	armed.Store(true)
+	w.rescan()
+	close(w.out)
+	gone := 0
+	for ev := range w.out {
+		if ev.Op == Gone && exists(sp.path(dirNew, ev.ID+".json")) {
+			gone++
+		}
+	}
+	if gone > 0 {
+		t.Errorf("%d requests still in new/ reported Gone after ctx ended mid-batch", gone)
 	}
 }

@@ -332,6 +332,9 @@ func (w *watcher) rescan() {
 			look = append(look, name)
 		}
 		w.lookAll(look)
+		if w.ctx.Err() != nil {
+			return // a batch cut short: nothing is dropped for it
+		}
 		if err == io.EOF {
 			break
 		}

@@ -109,7 +109,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	judge := policyJudge(eng.Judge)
 	sbText, sbOff := sandboxStatus(actor.Runner.Confine)
 
-	rules := &consoleRules{judge: judge, file: ef.userPolicyFile(), trust: &trustStore{path: trustPath()}, rec: log,
+	rules := &consoleRules{judge: judge, file: ef.userPolicyFile(), trust: trustStoreFor(trustPath()), rec: log,
 		actor: loginName(), trustOf: cfg.Console.trustMinutes()}
 	undoer := &consoleUndo{st: cfg.checkpointStore(), logPath: log.Path(), rec: log, actor: loginName()}
 	if undoer.st == nil {

@@ -36,18 +36,22 @@ func newLineWriter(w io.Writer) *lineWriter {
 // to report (there is nowhere else to say it).
 func (l *lineWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return l.w.Write(p)
-	}
 	for len(l.buf) >= maxPending && !l.closed {
 		l.drained.Wait()
+	}
+	if l.closed {
+		// After Close (or during it): once what was pending is out,
+		// straight through, in order.
+		l.mu.Unlock()
+		<-l.done
+		return l.w.Write(p)
 	}
 	l.buf = append(l.buf, p...)
 	select {
 	case l.wake <- struct{}{}:
 	default: // a write is due already
 	}
+	l.mu.Unlock()
 	return len(p), nil
 }
 

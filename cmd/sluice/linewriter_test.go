@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the writer's goroutine and the
@@ -117,5 +118,42 @@ func TestLineWriterWaitsWhenFull(t *testing.T) {
 	l.Close()
 	if want := n * len(line); out.b.Len() != want {
 		t.Fatalf("%d bytes written, want %d", out.b.Len(), want)
+	}
+}
+
+// Closing while a writer waits for room (the log stalled, then drained):
+// the writer's line still comes out, after everything before it, and
+// nothing panics.
+func TestLineWriterCloseWhileWriterWaits(t *testing.T) {
+	out := &blockingWriter{release: make(chan struct{})}
+	l := newLineWriter(out)
+	line := []byte(strings.Repeat("x", 1023) + "\n")
+	const lines = 3 * maxPending / 1024
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		for range lines {
+			l.Write(line)
+		}
+	}()
+	for { // until the writer waits for room
+		l.mu.Lock()
+		full := len(l.buf) >= maxPending
+		l.mu.Unlock()
+		if full {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	closed := make(chan struct{})
+	go func() { l.Close(); close(closed) }()
+	time.Sleep(10 * time.Millisecond)
+	close(out.release)
+	if p := <-panicked; p != nil {
+		t.Fatalf("Write panicked during Close: %v", p)
+	}
+	<-closed
+	if got := out.b.Len(); got != lines*len(line) {
+		t.Fatalf("%d bytes written, want %d", got, lines*len(line))
 	}
 }

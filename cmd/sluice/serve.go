@@ -88,7 +88,7 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	r := cfg.runner(sp.Dir(), user, path, stateDir(path), checkpointDir(), trustPath())
 	runner := &exec.Actor{Runner: r, Jail: policy.Roots, Checkpoints: cfg.checkpointStore(), ProjectCaches: projectCacheDir()}
 	judge := requireSandbox{inner: &policy.Judge{Options: opts}, runner: r, checkpoints: cfg.checkpointStore() != nil,
-		trust: &trustStore{path: trustPath()}}
+		trust: trustStoreFor(trustPath())}
 	// A reloaded configuration changes what new runs get.
 	ef.reconfigure = func(c *config) {
 		nr := c.runner(sp.Dir(), user, path, stateDir(path), checkpointDir(), trustPath())
@@ -178,7 +178,7 @@ func cmdServe(args []string, std stdio, g *globals) int {
 			}
 		}}
 	cw.start(ctx, cfg)
-	go expireTrusts(ctx, &trustStore{path: trustPath()}, log, logf)
+	go expireTrusts(ctx, trustStoreFor(trustPath()), log, logf)
 	eng.Serve(ctx)
 	logf("stopped")
 	return exitOK

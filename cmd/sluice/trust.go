@@ -51,6 +51,17 @@ type trustStore struct {
 	entries []trustEntry
 }
 
+// trustStores are this process's stores, one per file: the console grants
+// through the same store its engine judges with, so a grant applies to the
+// very next request.
+var trustStores sync.Map // path -> *trustStore
+
+// trustStoreFor is the process's store for the trust file at path.
+func trustStoreFor(path string) *trustStore {
+	ts, _ := trustStores.LoadOrStore(path, &trustStore{path: path})
+	return ts.(*trustStore)
+}
+
 // trustRecheck is how long all trusts what it last read of the file.
 const trustRecheck = 100 * time.Millisecond
 
@@ -247,7 +258,7 @@ func cmdTrust(args []string, std stdio, g *globals) int {
 		fmt.Fprint(w, "Usage: sluice trust ls | revoke ID\n\n"+trustHelp)
 		return code
 	}
-	ts := &trustStore{path: trustPath()}
+	ts := trustStoreFor(trustPath())
 	now := time.Now()
 	switch args[0] {
 	case "ls":

@@ -92,3 +92,25 @@ func fileSize(t *testing.T, path string) int64 {
 	}
 	return fi.Size()
 }
+
+// A trust the console grants applies to the next request its own engine
+// judges, without waiting for the file to be looked at again: both go
+// through the process's one store for the file.
+func TestTrustGrantAppliesAtOnceInProcess(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "trust.json")
+	judge := trustStoreFor(p)   // as the engine gets it
+	console := trustStoreFor(p) // as the console gets it
+	req := &queue.Request{Kind: queue.KindExec, Session: "s1", Agent: "claude-code", Command: "go test ./..."}
+	if pats, _ := judge.trustRules(req, time.Now()); len(pats) != 0 {
+		t.Fatal("trusted before the grant")
+	}
+	now := time.Now()
+	e := trustEntry{ID: "T" + queue.NewID()[1:], Session: "s1", Agent: "claude-code", Pattern: "go test *",
+		Until: now.Add(time.Hour), By: "me", Created: now}
+	if err := console.update(func(es []trustEntry) ([]trustEntry, error) { return append(es, e), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if pats, _ := judge.trustRules(req, time.Now()); len(pats) != 1 {
+		t.Fatalf("the engine does not apply the grant its console just made (got %v)", pats)
+	}
+}
