@@ -385,7 +385,12 @@ func (e *Engine) recordAsks(asks <-chan *judged) {
 		e.judgeMu.Lock()
 		for _, j := range batch {
 			if j.queued && !e.goneWhile[j.req.ID] {
-				events = append(events, NewEvent(EventQueued, j.req))
+				// An ask's queued line carries its verdict: what a person
+				// is shown, and what a fleet hub publishes.
+				ev := NewEvent(EventQueued, j.req)
+				v := j.v
+				ev.Verdict = &v
+				events = append(events, ev)
 			}
 		}
 		e.judgeMu.Unlock()
@@ -482,7 +487,8 @@ func (e *Engine) askLate(j *judged) {
 		return
 	}
 	if needQueued {
-		if err := e.record(EventQueued, j.req, "", nil); err != nil {
+		v := j.v
+		if err := e.record(EventQueued, j.req, "", func(x *Event) { x.Verdict = &v }); err != nil {
 			e.logf("%v", err)
 			e.doneJudging(id)
 			return
@@ -744,6 +750,10 @@ type Approval struct {
 	// claimed file is not byte for byte the one shown (an agent swapped
 	// it), the request is refused, not run: ErrChangedSinceShown.
 	Shown *Request
+	// ShownDigest, when not empty, is the Digest of the request as the
+	// person saw it elsewhere (at a console of the hub): the same check
+	// as Shown.
+	ShownDigest string
 	// Unconfined runs the command without the confinement its verdict
 	// would give it; the approval is audited with sandbox "unconfined".
 	Unconfined bool
@@ -765,7 +775,7 @@ func (e *Engine) ApproveAs(ctx context.Context, id string, a Approval) (Result, 
 		return Result{}, err
 	}
 	actor, output := a.Actor, a.Output
-	if a.Shown != nil && !c.Request.Same(a.Shown) {
+	if (a.Shown != nil && !c.Request.Same(a.Shown)) || (a.ShownDigest != "" && c.Request.Digest() != a.ShownDigest) {
 		reason := "the request file changed after a person was shown it; submit it again"
 		if err := e.record(EventDenied, c.Request, actor, func(x *Event) { x.Status, x.Reason = StatusDenied, reason }); err != nil {
 			c.Close()

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,6 +86,16 @@ type Request struct {
 // agent swapped in between.
 func (r *Request) Same(o *Request) bool {
 	return r.digest != [32]byte{} && r.digest == o.digest
+}
+
+// Digest is the SHA-256, in hex, of the request file's bytes as they were
+// read; "" for a request not read from a file. A person deciding from
+// elsewhere names it (Approval.ShownDigest): what they saw is what runs.
+func (r *Request) Digest() string {
+	if r.digest == [32]byte{} {
+		return ""
+	}
+	return hex.EncodeToString(r.digest[:])
 }
 
 // InvalidError says why request bytes were refused. Its message is one line

@@ -33,16 +33,24 @@ you answer y (--yes does not ask). The command's output reaches your terminal as
 dropped; out/<id>.log keeps every byte. 'sluice show ID' shows a request
 without deciding it.
 
+--digest SHA256 approves the request only if its file is, byte for byte,
+the one with that SHA-256 (hex; the hub publishes it with the request): a request
+changed since it was shown elsewhere is refused. --as NAME records NAME as
+who approved it. The hub bridge ('sluice hub box') uses both for a person
+at a console of the hub.
+
 Exit status: the command's own; 126 the policy denies it; 124 timeout; 125
 not run; 1 no such request or not confirmed; 2 usage; 130/143 interrupted.
 `
 
 func cmdApprove(args []string, std stdio, g *globals) int {
-	fs := newFlags("approve", "[--policy FILE] [--audit FILE] [--unconfined] [--yes] ID", approveHelp, std, g)
+	fs := newFlags("approve", "[--policy FILE] [--audit FILE] [--unconfined] [--yes] [--digest SHA256] [--as NAME] ID", approveHelp, std, g)
 	var ef engineFlags
 	ef.register(fs)
 	unconfined := fs.Bool("unconfined", false, "run the command WITHOUT its confinement (it can read your secrets, write anywhere, use the network); audited as unconfined")
 	yes := fs.Bool("yes", false, "apply a file change without showing its diff and asking")
+	digest := fs.String("digest", "", "approve only the request file with this `SHA256` (hex)")
+	as := fs.String("as", "", "record `NAME` as who approved it (default: your login name)")
 	ids, code, ok := fs.parse(args, true)
 	if !ok {
 		return code
@@ -87,12 +95,16 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 	}
 	// The output goes to a person's terminal: text only.
 	out := io.Writer(&termSafe{w: std.out})
-	res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: loginName(), Claimed: started,
+	res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actorName(*as), Claimed: started, ShownDigest: *digest,
 		Output: func(p []byte) { out.Write(p) }, Unconfined: *unconfined})
 	if err != nil {
 		if errors.Is(err, queue.ErrPolicyDenies) {
 			fmt.Fprintf(std.err, "sluice approve: %s: %s\n", id, show(err.Error()))
 			return exitDenied
+		}
+		if errors.Is(err, queue.ErrChangedSinceShown) {
+			fmt.Fprintf(std.err, "sluice approve: %s: the request file is not the one with digest %s: it changed since it was shown, so it was refused (answered denied)\n", id, show(*digest))
+			return exitFail
 		}
 		fmt.Fprintf(std.err, "sluice approve: %s\n", show(explainClaim(sp, id, err).Error()))
 		return exitFail

@@ -15,13 +15,17 @@ at least 4 characters of a pending request's id, as 'sluice ls' shows it.
 Each denial is recorded in the audit log (durably) before the agent is
 answered.
 
+--as NAME records NAME as who denied it instead of your login name: the hub
+bridge ('sluice hub box') says so for a person at a console of the hub.
+
 Exit status: 0 when every request was denied; 1 when one was not pending
 (already decided, or no such id) or the audit log failed; 2 for bad flags.
 `
 
 func cmdDeny(args []string, std stdio, g *globals) int {
-	fs := newFlags("deny", "[--reason TEXT] ID...", denyHelp, std, g).unused("config")
+	fs := newFlags("deny", "[--reason TEXT] [--as NAME] ID...", denyHelp, std, g).unused("config")
 	reason := fs.String("reason", "", "tell the agent why (it sees this text)")
+	as := fs.String("as", "", "record `NAME` as who denied it (default: your login name)")
 	auditFile := fs.String("audit", "", auditFlagHelp)
 	ids, code, ok := fs.parse(args, true)
 	if !ok {
@@ -59,7 +63,7 @@ func cmdDeny(args []string, std stdio, g *globals) int {
 	for _, arg := range ids {
 		id, err := resolveID(sp, arg)
 		if err == nil {
-			if _, err = eng.Deny(id, loginName(), why); err != nil {
+			if _, err = eng.Deny(id, actorName(*as), why); err != nil {
 				err = explainClaim(sp, id, err)
 			}
 		}
@@ -75,6 +79,15 @@ func cmdDeny(args []string, std stdio, g *globals) int {
 
 // loginName is the person acting, as the audit log records them.
 func loginName() string { return audit.Login() }
+
+// actorName is as, shown safely, when given (someone deciding elsewhere,
+// named by the hub bridge), else the login name.
+func actorName(as string) string {
+	if as == "" {
+		return loginName()
+	}
+	return show(as)
+}
 
 // explainClaim turns a failed claim into a message that says what happened
 // to the request and what to do.

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	osexec "os/exec"
-	"path/filepath"
 	"syscall"
 )
 
@@ -26,7 +23,7 @@ or, in a checkout, 'make build' (bin/sluice and bin/sluice-mcp).
 // file: --config is not passed on.)
 func cmdMCP(args []string, std stdio, g *globals) int {
 	self, _ := os.Executable()
-	prog, err := findMCP(self)
+	prog, err := findBeside(self, mcpProgram)
 	if err != nil {
 		fmt.Fprintf(std.err, mcpMissing, self)
 		return exitUsage
@@ -39,19 +36,4 @@ func cmdMCP(args []string, std stdio, g *globals) int {
 	err = syscall.Exec(prog, argv, os.Environ())
 	fmt.Fprintf(std.err, "sluice mcp: run %s: %v\n", prog, err)
 	return exitFail
-}
-
-// findMCP looks for sluice-mcp beside this program, then on $PATH.
-func findMCP(self string) (string, error) {
-	if self != "" {
-		p := filepath.Join(filepath.Dir(self), mcpProgram)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	p, err := osexec.LookPath(mcpProgram)
-	if err != nil {
-		return "", errors.New("sluice-mcp not found")
-	}
-	return filepath.Abs(p)
 }

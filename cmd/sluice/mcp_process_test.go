@@ -198,7 +198,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // mcp' says where it looked and how to install both programs.
 func TestMCPMissing(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	if p, err := findMCP(filepath.Join(t.TempDir(), "sluice")); err == nil {
+	if p, err := findBeside(filepath.Join(t.TempDir(), "sluice"), mcpProgram); err == nil {
 		t.Fatalf("found %s", p)
 	}
 	dir := t.TempDir()
@@ -206,8 +206,8 @@ func TestMCPMissing(t *testing.T) {
 	if err := os.WriteFile(want, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := findMCP(filepath.Join(dir, "sluice")); err != nil || p != want {
-		t.Fatalf("findMCP beside sluice: %q, %v; want %q", p, err, want)
+	if p, err := findBeside(filepath.Join(dir, "sluice"), mcpProgram); err != nil || p != want {
+		t.Fatalf("findBeside beside sluice: %q, %v; want %q", p, err, want)
 	}
 	if !strings.Contains(mcpMissing, "go install github.com/sluice-dev/sluice/cmd/...@latest") {
 		t.Error("the message does not say how to install sluice-mcp")

@@ -26,6 +26,14 @@ the audit log before it happens. Logs go to stderr.
 SIGINT or SIGTERM stops it cleanly: the commands it started are killed and
 answered "killed"; nothing is left claimed.
 
+--hub URL also bridges this box to a fleet hub ('sluice hub --help'): what
+waits for a person here is published there, and decisions made at the
+hub's consoles are applied here, through this box's own claim, confinement
+and audit log. The box's credentials come from --hub-creds (default
+~/.config/sluice/hub.creds, written by 'sluice hub add-box NAME'). A hub
+that is down changes nothing here: the box serves on, and publishes what
+waits once the hub is back. The bridge is sluice-hub, run as a child.
+
 Exit status: 0 when stopped; 1 when the spool or the audit log cannot be
 used; 2 for bad flags, a configuration or policy file that does not load,
 or an unsafe path.
@@ -121,10 +129,12 @@ func engineErrExit(err error) int {
 }
 
 func cmdServe(args []string, std stdio, g *globals) int {
-	fs := newFlags("serve", "[--policy FILE] [--audit FILE] [--max-auto N]", serveHelp, std, g)
+	fs := newFlags("serve", "[--policy FILE] [--audit FILE] [--max-auto N] [--hub URL [--hub-creds FILE]]", serveHelp, std, g)
 	var ef engineFlags
 	ef.register(fs)
 	maxAuto := fs.Int("max-auto", 0, "run at most `N` auto-allowed requests at once (default max_auto in config.toml, else 4)")
+	hubURL := fs.String("hub", "", "also bridge this box to the fleet hub at `URL` (nats://HOST:PORT)")
+	hubCreds := fs.String("hub-creds", "", "the box's hub credentials `FILE` (default ~/.config/sluice/hub.creds)")
 	pos, code, ok := fs.parse(args, true)
 	if !ok {
 		return code
@@ -179,6 +189,12 @@ func cmdServe(args []string, std stdio, g *globals) int {
 		}}
 	cw.start(ctx, cfg)
 	go expireTrusts(ctx, trustStoreFor(trustPath()), log, logf)
+	if *hubURL != "" || *hubCreds != "" {
+		if err := hubBridge(ctx, *hubURL, *hubCreds, sp.Dir(), log.Path(), logf); err != nil {
+			fmt.Fprint(std.err, err)
+			return exitUsage
+		}
+	}
 	eng.Serve(ctx)
 	logf("stopped")
 	return exitOK

@@ -1,0 +1,335 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// Applier carries out a decision on the box, through the box's own
+// sluice, so that the claim, the confinement and the audit line are the
+// box's.
+type Applier interface {
+	// Approve approves request id if its file has digest, as actor,
+	// writing the run's output to out.
+	Approve(ctx context.Context, id, digest, actor string, out io.Writer) error
+	// Deny denies request id as actor with reason.
+	Deny(ctx context.Context, id, actor, reason string) error
+}
+
+// Box bridges one box's spool to the hub.
+type Box struct {
+	Name      string
+	Spool     *queue.Spool
+	AuditPath string
+	Client    *Client
+	Apply     Applier
+	Logf      func(string, ...any)
+	// Every is how often the box compares its spool with what it
+	// published; 500 ms if zero.
+	Every time.Duration
+
+	mu        sync.Mutex
+	asks      map[string]*queue.Event // queued asks not yet left, by id
+	published map[string]string       // id -> digest published
+	applying  map[string]bool
+	done      map[string]bool // decisions applied (or found moot) this run
+}
+
+func (b *Box) logf(format string, args ...any) {
+	if b.Logf != nil {
+		b.Logf(format, args...)
+	}
+}
+
+// Run bridges until ctx ends. A hub that cannot be reached is retried: the
+// box keeps serving locally meanwhile, and what waits is published once
+// the hub is back.
+func (b *Box) Run(ctx context.Context) error {
+	if b.Every <= 0 {
+		b.Every = 500 * time.Millisecond
+	}
+	b.asks, b.published, b.applying, b.done = map[string]*queue.Event{}, map[string]string{}, map[string]bool{}, map[string]bool{}
+	off, err := b.readAsks()
+	if err != nil {
+		return err
+	}
+	events := make(chan *queue.Event, 256)
+	go func() {
+		fw := audit.Follower{Path: b.AuditPath, Offset: off, Every: 100 * time.Millisecond}
+		err := fw.Run(ctx, func(l audit.Line) error {
+			if l.Event != nil && l.Event.ID != "" {
+				select {
+				case events <- l.Event:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.logf("the audit log cannot be followed: %v", err)
+		}
+	}()
+	decisions := make(chan jetstream.KeyValueEntry, 64)
+	go b.watchDecisions(ctx, decisions)
+	tick := time.NewTicker(b.Every)
+	defer tick.Stop()
+	b.sync(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-events:
+			b.note(ev)
+			b.sync(ctx)
+		case e := <-decisions:
+			b.decided(ctx, e)
+		case <-tick.C:
+			b.sync(ctx)
+		}
+	}
+}
+
+// readAsks reads the asks still open from the audit log's last lines and
+// returns where the log ends.
+func (b *Box) readAsks() (int64, error) {
+	f, err := os.Open(b.AuditPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("hub box: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	// A day of a busy box: far more than stays pending.
+	lines, end, err := audit.Last(f, fi.Size(), 50000, audit.Filter{})
+	if err != nil {
+		return 0, fmt.Errorf("hub box: %w", err)
+	}
+	for _, l := range lines {
+		if l.Event != nil && l.Event.ID != "" {
+			b.note(l.Event)
+		}
+	}
+	return end, nil
+}
+
+// note follows one audit event: a queued ask opens, anything after it
+// closes.
+func (b *Box) note(ev *queue.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ev.Event == queue.EventQueued {
+		if ev.Verdict != nil && ev.Verdict.Action == queue.ActionAsk {
+			b.asks[ev.ID] = ev
+		}
+		return
+	}
+	delete(b.asks, ev.ID)
+}
+
+// sync publishes the asks waiting in the spool that the hub does not have
+// yet, and withdraws those that left (with what became of them).
+func (b *Box) sync(ctx context.Context) {
+	list, err := b.Spool.List()
+	if err != nil {
+		b.logf("the spool cannot be listed: %v", err)
+		return
+	}
+	waiting := map[string]*queue.Request{}
+	for _, e := range list {
+		if e.State == queue.StatePending && e.Request != nil {
+			waiting[e.ID] = e.Request
+		}
+	}
+	b.mu.Lock()
+	var publish []*Pending
+	for id, ev := range b.asks {
+		req, ok := waiting[id]
+		if !ok || b.published[id] == req.Digest() {
+			continue
+		}
+		raw, err := json.Marshal(req)
+		if err != nil {
+			continue
+		}
+		publish = append(publish, &Pending{Box: b.Name, ID: id, Request: raw, Verdict: ev.Verdict, Digest: req.Digest(), QueuedAt: ev.TS})
+	}
+	var left []string
+	for id := range b.published {
+		if _, ok := waiting[id]; !ok {
+			left = append(left, id)
+		} else if _, ok := b.asks[id]; !ok {
+			left = append(left, id)
+		}
+	}
+	b.mu.Unlock()
+
+	for _, p := range publish {
+		data, _ := json.Marshal(p)
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := b.Client.Pending.Put(cctx, Key(b.Name, p.ID), data)
+		cancel()
+		if err != nil {
+			b.logf("%s not published to the hub (retried): %v", p.ID, err)
+			return
+		}
+		b.mu.Lock()
+		b.published[p.ID] = p.Digest
+		b.mu.Unlock()
+		b.logf("%s published to the hub", p.ID)
+	}
+	for _, id := range left {
+		b.withdraw(ctx, id)
+	}
+}
+
+// withdraw removes a request that left the spool from the hub's pending
+// bucket, recording what became of it when a console is waiting to know.
+func (b *Box) withdraw(ctx context.Context, id string) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if res, err := b.Spool.ReadResult(id); err == nil && res != nil {
+		out := Outcome{Status: res.Status, ExitCode: res.ExitCode, Reason: res.Reason, At: time.Now().UTC(), DecidedBy: string(res.DecidedBy)}
+		data, _ := json.Marshal(out)
+		// A decision applied here has written its own (fuller) outcome.
+		if _, err := b.Client.Results.Create(cctx, Key(b.Name, id), data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			b.logf("%s: outcome not published (retried): %v", id, err)
+			return
+		}
+	}
+	if err := b.Client.Pending.Delete(cctx, Key(b.Name, id)); err != nil {
+		b.logf("%s: not withdrawn from the hub (retried): %v", id, err)
+		return
+	}
+	b.mu.Lock()
+	delete(b.published, id)
+	b.mu.Unlock()
+}
+
+// watchDecisions passes on the decisions made for this box, waiting and
+// retrying while the hub cannot be reached.
+func (b *Box) watchDecisions(ctx context.Context, out chan<- jetstream.KeyValueEntry) {
+	for ctx.Err() == nil {
+		w, err := b.Client.Decisions.Watch(ctx, b.Name+".*")
+		if err != nil {
+			b.logf("decisions cannot be watched (retrying): %v", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for e := range w.Updates() {
+			if e == nil {
+				continue // the end of what was there already
+			}
+			select {
+			case out <- e:
+			case <-ctx.Done():
+				w.Stop()
+				return
+			}
+		}
+		w.Stop()
+	}
+}
+
+// decided applies a decision made for this box, once.
+func (b *Box) decided(ctx context.Context, e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		return
+	}
+	box, id, ok := SplitKey(e.Key())
+	if !ok || box != b.Name {
+		return
+	}
+	var d Decision
+	if err := json.Unmarshal(e.Value(), &d); err != nil || (d.Decision != Approve && d.Decision != Deny) {
+		b.logf("%s: a decision that is not one ignored: %q", id, e.Value())
+		return
+	}
+	b.mu.Lock()
+	if b.done[id] || b.applying[id] {
+		b.mu.Unlock()
+		return
+	}
+	b.applying[id] = true
+	b.mu.Unlock()
+	go func() {
+		out, ok := b.apply(ctx, id, d)
+		b.mu.Lock()
+		delete(b.applying, id)
+		b.done[id] = true
+		b.mu.Unlock()
+		if !ok {
+			return
+		}
+		data, _ := json.Marshal(out)
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := b.Client.Results.Put(cctx, Key(b.Name, id), data); err != nil {
+			b.logf("%s: outcome not published: %v", id, err)
+		}
+		b.sync(ctx)
+	}()
+}
+
+// apply carries out d for request id, if the request still waits, and
+// says what became of it; false when an outcome is on the hub already (a
+// previous run of the bridge applied it, or the request had left).
+func (b *Box) apply(ctx context.Context, id string, d Decision) (Outcome, bool) {
+	now := func() time.Time { return time.Now().UTC() }
+	if _, err := b.Client.Results.Get(ctx, Key(b.Name, id)); err == nil {
+		return Outcome{}, false
+	}
+	if _, err := os.Lstat(b.Spool.RequestPath(id)); err != nil {
+		res, _ := b.Spool.ReadResult(id)
+		o := Outcome{Decision: d.Decision, By: d.By, Applied: false, At: now(), Reason: "the request was no longer waiting when the decision came"}
+		if res != nil {
+			o.Status, o.ExitCode, o.DecidedBy = res.Status, res.ExitCode, string(res.DecidedBy)
+		}
+		return o, true
+	}
+	actor := d.By + " (via the hub)"
+	var err error
+	if d.Decision == Approve {
+		b.logf("%s approved by %s at the hub: running it", id, d.By)
+		err = b.Apply.Approve(ctx, id, d.Digest, actor, &publisher{c: b.Client, subject: OutputSubject(b.Name, id)})
+	} else {
+		b.logf("%s denied by %s at the hub", id, d.By)
+		err = b.Apply.Deny(ctx, id, actor, d.Reason)
+	}
+	o := Outcome{Decision: d.Decision, By: d.By, Applied: true, At: now()}
+	if res, rerr := b.Spool.ReadResult(id); rerr == nil && res != nil {
+		o.Status, o.ExitCode, o.Reason, o.DecidedBy = res.Status, res.ExitCode, res.Reason, string(res.DecidedBy)
+	} else if err != nil {
+		o.Applied, o.Reason = false, err.Error()
+	}
+	return o, true
+}
+
+// publisher streams a run's output to the hub, best effort.
+type publisher struct {
+	c       *Client
+	subject string
+}
+
+func (p *publisher) Write(b []byte) (int, error) {
+	_ = p.c.NC.Publish(p.subject, b)
+	return len(b), nil
+}

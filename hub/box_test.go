@@ -1,0 +1,370 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// testBox is one box: a spool, its audit log, and the bridge to the hub.
+type testBox struct {
+	name  string
+	spool *queue.Spool
+	log   *audit.Log
+	apply *spoolApplier
+	stop  func() // stops the bridge
+}
+
+// spoolApplier carries decisions out as an engine does, on the spool: the
+// claim (a rename) is what makes a decision apply once; an approved
+// request "runs" by being answered done.
+type spoolApplier struct {
+	spool *queue.Spool
+	log   *audit.Log
+	mu    sync.Mutex
+	ran   []string
+}
+
+func (a *spoolApplier) Approve(ctx context.Context, id, digest, actor string, out io.Writer) error {
+	eng := &queue.Engine{Spool: a.spool, Recorder: a.log, AuditPath: a.log.Path(), Judge: askJudge{}, Runner: &echoRunner{a: a}}
+	_, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actor, ShownDigest: digest, Output: func(p []byte) { out.Write(p) }})
+	return err
+}
+
+func (a *spoolApplier) Deny(ctx context.Context, id, actor, reason string) error {
+	eng := &queue.Engine{Spool: a.spool, Recorder: a.log, AuditPath: a.log.Path()}
+	_, err := eng.Deny(id, actor, reason)
+	return err
+}
+
+func (a *spoolApplier) runs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.ran...)
+}
+
+type askJudge struct{}
+
+func (askJudge) Judge(*queue.Request) queue.Verdict {
+	return queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium", Profile: "mutating"}
+}
+
+type echoRunner struct{ a *spoolApplier }
+
+func (r *echoRunner) Run(_ context.Context, req *queue.Request, ro queue.RunOptions) (queue.Result, string) {
+	r.a.mu.Lock()
+	r.a.ran = append(r.a.ran, req.ID)
+	r.a.mu.Unlock()
+	if ro.Output != nil {
+		ro.Output([]byte("ran " + req.Command + "\n"))
+	}
+	code := 0
+	return queue.Result{Version: queue.Version, ID: req.ID, Status: queue.StatusDone, ExitCode: &code}, ""
+}
+
+func newTestBox(t *testing.T, h *Hub, c *Creds) *testBox {
+	t.Helper()
+	dir := t.TempDir()
+	sp, err := queue.Open(filepath.Join(dir, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := audit.Open(filepath.Join(dir, "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	sp.Recorder = log
+	tb := &testBox{name: c.Name, spool: sp, log: log, apply: &spoolApplier{spool: sp, log: log}}
+	tb.stop = tb.bridge(t, h.URL(), c)
+	return tb
+}
+
+// bridge starts the box's bridge to the hub at url; the func stops it.
+func (tb *testBox) bridge(t *testing.T, url string, c *Creds) func() {
+	t.Helper()
+	cl, err := Connect(ctxT(t), url, c, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Box{Name: c.Name, Spool: tb.spool, AuditPath: tb.log.Path(), Client: cl, Apply: tb.apply, Every: 50 * time.Millisecond,
+		Logf: func(f string, a ...any) { t.Logf(c.Name+": "+f, a...) }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); b.Run(ctx) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done; cl.Close() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// ask submits a command and records the engine's queued ask for it, as
+// serve does for a request it leaves to a person.
+func (tb *testBox) ask(t *testing.T, command string) *queue.Request {
+	t.Helper()
+	req := &queue.Request{Kind: queue.KindExec, Command: command, Cwd: "/home/dev/app", Agent: "claude-code"}
+	if err := tb.spool.Submit(req); err != nil {
+		t.Fatal(err)
+	}
+	ev := queue.NewEvent(queue.EventQueued, req)
+	ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium"}
+	if err := tb.log.Record(ev); err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func pendingKeys(t *testing.T, c *Client) map[string]Pending {
+	ps, err := c.List(ctxT(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]Pending{}
+	for _, p := range ps {
+		m[Key(p.Box, p.ID)] = p
+	}
+	return m
+}
+
+// Two boxes, one console: each box's asks reach the console; approving on
+// one box runs the request there (once), denying on the other answers it
+// denied there, and each box's audit chain records the person.
+func TestTwoBoxesOneConsole(t *testing.T) {
+	h, creds := testHub(t, []string{"b1", "b2"}, []string{"c1"})
+	b1, b2 := newTestBox(t, h, creds["b1"]), newTestBox(t, h, creds["b2"])
+	con := connect(t, h, creds["c1"])
+
+	r1 := b1.ask(t, "npm install left-pad")
+	r2 := b2.ask(t, "rm -rf build")
+	waitFor(t, "both asks on the hub", func() bool { return len(pendingKeys(t, con)) == 2 })
+	p := pendingKeys(t, con)[Key("b1", r1.ID)]
+	if p.Digest == "" || p.Verdict == nil || p.Verdict.Action != queue.ActionAsk {
+		t.Fatalf("published ask %+v: digest or verdict missing", p)
+	}
+
+	out, err := con.NC.SubscribeSync(OutputSubject("b1", r1.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := con.Decide(ctxT(t), "b1", r1.ID, Approve, "alice@c1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := con.Decide(ctxT(t), "b2", r2.ID, Deny, "alice@c1", "not on the build box"); err != nil {
+		t.Fatal(err)
+	}
+	o1, err := con.Outcome(ctxT(t), "b1", r1.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o1.Applied || o1.Status != queue.StatusDone || o1.ExitCode == nil || *o1.ExitCode != 0 {
+		t.Fatalf("b1's outcome %+v, want applied and done", o1)
+	}
+	msg, err := out.NextMsg(5 * time.Second)
+	if err != nil || string(msg.Data) != "ran npm install left-pad\n" {
+		t.Fatalf("output stream: %v, %v", msg, err)
+	}
+	o2, err := con.Outcome(ctxT(t), "b2", r2.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o2.Applied || o2.Status != queue.StatusDenied {
+		t.Fatalf("b2's outcome %+v, want applied and denied", o2)
+	}
+	if got := b1.apply.runs(); len(got) != 1 || got[0] != r1.ID {
+		t.Fatalf("b1 ran %v, want only %s", got, r1.ID)
+	}
+	if got := b2.apply.runs(); len(got) != 0 {
+		t.Fatalf("b2 ran %v after a deny", got)
+	}
+	res, err := b2.spool.ReadResult(r2.ID)
+	if err != nil || res.Status != queue.StatusDenied || res.Reason != "not on the build box" {
+		t.Fatalf("b2's result for the agent: %+v, %v", res, err)
+	}
+	// Each box's own chain records who decided, and verifies.
+	for _, b := range []*testBox{b1, b2} {
+		ev, err := audit.Decision(b.log.Path(), map[string]string{"b1": r1.ID, "b2": r2.ID}[b.name], time.Time{})
+		if err != nil || ev.Actor != "alice@c1 (via the hub)" {
+			t.Fatalf("%s: decision in the audit log %+v, %v", b.name, ev, err)
+		}
+		if _, err := audit.VerifyFile(b.log.Path()); err != nil {
+			t.Fatalf("%s: audit chain: %v", b.name, err)
+		}
+	}
+	waitFor(t, "the decided requests withdrawn from the hub", func() bool { return len(pendingKeys(t, con)) == 0 })
+}
+
+// Two consoles deciding one request: the first decision wins, the second
+// is told who decided, and the box acts once.
+func TestTwoConsolesRace(t *testing.T) {
+	h, creds := testHub(t, []string{"b1"}, []string{"c1", "c2"})
+	b1 := newTestBox(t, h, creds["b1"])
+	c1, c2 := connect(t, h, creds["c1"]), connect(t, h, creds["c2"])
+	req := b1.ask(t, "make deploy")
+	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, c1)) == 1 })
+
+	type try struct {
+		who string
+		err error
+	}
+	results := make(chan try, 2)
+	var start sync.WaitGroup
+	start.Add(1)
+	for _, c := range []struct {
+		cl  *Client
+		who string
+		d   string
+	}{{c1, "alice@c1", Approve}, {c2, "bob@c2", Deny}} {
+		go func() {
+			start.Wait()
+			_, err := c.cl.Decide(ctxT(t), "b1", req.ID, c.d, c.who, "")
+			results <- try{c.who, err}
+		}()
+	}
+	start.Done()
+	var won string
+	var lost *ErrDecided
+	for range 2 {
+		r := <-results
+		var ed *ErrDecided
+		switch {
+		case r.err == nil:
+			won = r.who
+		case errors.As(r.err, &ed):
+			lost = ed
+		default:
+			t.Fatalf("%s: %v", r.who, r.err)
+		}
+	}
+	if won == "" || lost == nil || lost.Decision.By != won {
+		t.Fatalf("winner %q, loser told %+v: want one winner and the other told who", won, lost)
+	}
+	o, err := c1.Outcome(ctxT(t), "b1", req.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]queue.Status{"alice@c1": queue.StatusDone, "bob@c2": queue.StatusDenied}[won]
+	if o.Status != want || o.By != won {
+		t.Fatalf("outcome %+v, want %s by %s", o, want, won)
+	}
+	if n := len(b1.apply.runs()); (won == "alice@c1") != (n == 1) || n > 1 {
+		t.Fatalf("the box ran it %d times", n)
+	}
+}
+
+// A decision made on a request as it was shown does not run the request
+// if its file changed since (an agent swapped the command): the box
+// refuses it, answers it denied, and says why.
+func TestDecisionOnChangedRequestRefused(t *testing.T) {
+	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
+	b1 := newTestBox(t, h, creds["b1"])
+	c1 := connect(t, h, creds["c1"])
+	req := b1.ask(t, "git push origin main")
+	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, c1)) == 1 })
+	// What a console that was shown another file would send.
+	d := Decision{Decision: Approve, By: "alice@c1", Digest: strings.Repeat("0", 64), At: time.Now().UTC()}
+	data, _ := json.Marshal(d)
+	if _, err := c1.Decisions.Create(ctxT(t), Key("b1", req.ID), data); err != nil {
+		t.Fatal(err)
+	}
+	o, err := c1.Outcome(ctxT(t), "b1", req.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Status != queue.StatusDenied || len(b1.apply.runs()) != 0 {
+		t.Fatalf("outcome %+v, runs %v: a changed request ran", o, b1.apply.runs())
+	}
+}
+
+// A box whose bridge was down when the decision was made finds it waiting
+// when the bridge comes back, and applies it once.
+func TestBoxFindsDecisionWaiting(t *testing.T) {
+	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
+	b1 := newTestBox(t, h, creds["b1"])
+	c1 := connect(t, h, creds["c1"])
+	req := b1.ask(t, "terraform apply")
+	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, c1)) == 1 })
+	b1.stop()
+	if _, err := c1.Decide(ctxT(t), "b1", req.ID, Approve, "alice@c1", ""); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := len(b1.apply.runs()); n != 0 {
+		t.Fatalf("ran %d times with the bridge down", n)
+	}
+	b1.bridge(t, h.URL(), creds["b1"])
+	o, err := c1.Outcome(ctxT(t), "b1", req.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Status != queue.StatusDone || !o.Applied {
+		t.Fatalf("outcome %+v", o)
+	}
+	// A third start of the bridge does not apply it again.
+	b1.bridge(t, h.URL(), creds["b1"])
+	time.Sleep(300 * time.Millisecond)
+	if n := len(b1.apply.runs()); n != 1 {
+		t.Fatalf("ran %d times, want once", n)
+	}
+}
+
+// With the hub down the box keeps its asks (and serves locally); once
+// the hub is back, what waits is published.
+func TestHubDownThenBack(t *testing.T) {
+	st, err := Open(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, _, err := st.Add("b1", RoleBox, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, _, err := st.Add("c1", RoleConsole, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := h.Addr().String()
+	url := h.URL()
+	b1 := newTestBox(t, h, bc)
+	h.Shutdown()
+	req := b1.ask(t, "docker compose up -d")
+	time.Sleep(300 * time.Millisecond) // the bridge tries and fails meanwhile
+	h2, err := StartHub(HubOptions{Listen: addr, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h2.Shutdown)
+	c1, err := Connect(ctxT(t), url, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	waitFor(t, "the ask published after the hub came back", func() bool {
+		_, ok := pendingKeys(t, c1)[Key("b1", req.ID)]
+		return ok
+	})
+}

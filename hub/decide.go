@@ -1,0 +1,125 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// List returns the requests waiting for a person on every box, oldest
+// first (box filters to one box when not empty).
+func (c *Client) List(ctx context.Context, box string) ([]Pending, error) {
+	lister, err := c.Pending.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Pending
+	for key := range lister.Keys() {
+		b, _, ok := SplitKey(key)
+		if !ok || (box != "" && b != box) {
+			continue
+		}
+		e, err := c.Pending.Get(ctx, key)
+		if err != nil {
+			continue // withdrawn meanwhile
+		}
+		var p Pending
+		if json.Unmarshal(e.Value(), &p) != nil || p.Box != b {
+			continue
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Pending) int { return a.QueuedAt.Compare(b.QueuedAt) })
+	return out, nil
+}
+
+// ErrDecided says another console decided the request first.
+type ErrDecided struct {
+	Decision Decision
+}
+
+func (e *ErrDecided) Error() string {
+	return fmt.Sprintf("already decided: %s by %s at %s", e.Decision.Decision, e.Decision.By, e.Decision.At.Local().Format(time.DateTime))
+}
+
+// ErrNotPending says the hub holds no waiting request under that key.
+var ErrNotPending = errors.New("no such request waits on the hub")
+
+// Decide records decision (approve or deny) for box's request id as by,
+// on the request as the hub holds it now (its digest). The first decision
+// for a request wins: a later one gets *ErrDecided naming it.
+func (c *Client) Decide(ctx context.Context, box, id, decision, by, reason string) (*Pending, error) {
+	if decision != Approve && decision != Deny {
+		return nil, fmt.Errorf("decision %q: approve or deny", decision)
+	}
+	key := Key(box, id)
+	e, err := c.Pending.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		if prev, perr := c.decision(ctx, key); perr == nil {
+			return nil, &ErrDecided{Decision: *prev}
+		}
+		return nil, fmt.Errorf("%s/%s: %w", box, id, ErrNotPending)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var p Pending
+	if err := json.Unmarshal(e.Value(), &p); err != nil {
+		return nil, fmt.Errorf("%s/%s: the hub holds something that is not a request", box, id)
+	}
+	d := Decision{Decision: decision, By: by, Reason: reason, Digest: p.Digest, At: time.Now().UTC()}
+	data, _ := json.Marshal(d)
+	if _, err := c.Decisions.Create(ctx, key, data); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			if prev, perr := c.decision(ctx, key); perr == nil {
+				return nil, &ErrDecided{Decision: *prev}
+			}
+		}
+		return nil, err
+	}
+	return &p, nil
+}
+
+func (c *Client) decision(ctx context.Context, key string) (*Decision, error) {
+	e, err := c.Decisions.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var d Decision
+	if err := json.Unmarshal(e.Value(), &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Outcome waits for what box did with its request id, until ctx ends.
+func (c *Client) Outcome(ctx context.Context, box, id string) (*Outcome, error) {
+	w, err := c.Results.Watch(ctx, Key(box, id))
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, errors.New("the hub stopped answering")
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			var o Outcome
+			if err := json.Unmarshal(e.Value(), &o); err != nil {
+				return nil, err
+			}
+			return &o, nil
+		}
+	}
+}

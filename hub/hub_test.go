@@ -1,0 +1,150 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// testHub starts an embedded hub on a free loopback port with the named
+// boxes and consoles, and returns it and their credentials.
+func testHub(t *testing.T, boxes, consoles []string) (*Hub, map[string]*Creds) {
+	t.Helper()
+	st, err := Open(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := map[string]*Creds{}
+	for _, b := range boxes {
+		c, _, err := st.Add(b, RoleBox, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		creds[b] = c
+	}
+	for _, n := range consoles {
+		c, _, err := st.Add(n, RoleConsole, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		creds[n] = c
+	}
+	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Shutdown)
+	return h, creds
+}
+
+func connect(t *testing.T, h *Hub, c *Creds) *Client {
+	t.Helper()
+	cl, _ := connectWatched(t, h, c)
+	return cl
+}
+
+// connectWatched also returns the asynchronous errors the hub sent the
+// client so far (its refusals: "Permissions Violation for ...").
+func connectWatched(t *testing.T, h *Hub, c *Creds) (*Client, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var errs []string
+	cl, err := Connect(ctxT(t), h.URL(), c, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		mu.Lock()
+		errs = append(errs, err.Error())
+		mu.Unlock()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl, func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(errs) }
+}
+
+// ctxT bounds one operation: a publish the hub refuses is not answered,
+// so it ends when this does.
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// refused bounds an operation the hub is expected to refuse: a refused
+// publish gets no answer, so it ends only when this does.
+func refused(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 750*time.Millisecond)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// What the hub's permissions let each user do: a box writes only its own
+// keys and decides nothing; a console decides, once per request.
+func TestPermissions(t *testing.T) {
+	h, creds := testHub(t, []string{"b1", "b2"}, []string{"c1", "c2"})
+	b1, b1errs := connectWatched(t, h, creds["b1"])
+	c1, c2 := connect(t, h, creds["c1"]), connect(t, h, creds["c2"])
+	id := "01KAB5Y6SR7ZQ9M2F0K1W3X4YZ"
+
+	if _, err := b1.Pending.Put(ctxT(t), Key("b1", id), []byte(`{}`)); err != nil {
+		t.Fatalf("a box cannot publish its own pending request: %v", err)
+	}
+	if _, err := b1.Pending.Put(refused(t), Key("b2", id), []byte(`{}`)); err == nil {
+		t.Fatal("box b1 published a pending request as box b2")
+	}
+	if _, err := b1.Decisions.Create(refused(t), Key("b1", id), []byte(`{"decision":"approve"}`)); err == nil {
+		t.Fatal("a box decided a request")
+	}
+	if _, err := b1.Results.Put(refused(t), Key("b2", id), []byte(`{}`)); err == nil {
+		t.Fatal("box b1 wrote a result as box b2")
+	}
+	if _, err := c1.Pending.Put(refused(t), Key("b1", id), []byte(`{}`)); err == nil {
+		t.Fatal("a console published a pending request")
+	}
+
+	if _, err := c1.Decisions.Create(ctxT(t), Key("b1", id), []byte(`{"decision":"approve","by":"c1"}`)); err != nil {
+		t.Fatalf("a console cannot decide: %v", err)
+	}
+	if _, err := c2.Decisions.Create(ctxT(t), Key("b1", id), []byte(`{"decision":"deny","by":"c2"}`)); !errors.Is(err, jetstream.ErrKeyExists) {
+		t.Fatalf("a second decision for one request: %v, want ErrKeyExists", err)
+	}
+
+	// b1 sees its own decisions, and cannot watch b2's.
+	w, err := b1.Decisions.Watch(ctxT(t), "b1.*")
+	if err != nil {
+		t.Fatalf("a box cannot watch its decisions: %v", err)
+	}
+	select {
+	case e := <-w.Updates():
+		if e == nil || e.Key() != Key("b1", id) {
+			t.Fatalf("first update %v, want the decision", e)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no decision seen")
+	}
+	w.Stop()
+	if w, err := b1.Decisions.Watch(refused(t), "b2.*"); err == nil {
+		w.Stop()
+		t.Fatal("box b1 watched box b2's decisions")
+	}
+	if w, err := b1.Decisions.WatchAll(refused(t)); err == nil {
+		w.Stop()
+		t.Fatal("box b1 watched every box's decisions")
+	}
+	// Refused by the hub's permissions, not lost: the hub said so.
+	for _, subj := range []string{"$KV.sluice-pending.b2.", "$KV.sluice-decisions.b1.", "$KV.sluice-results.b2.",
+		"$JS.API.CONSUMER.CREATE.KV_sluice-decisions"} {
+		if !slices.ContainsFunc(b1errs(), func(e string) bool {
+			return strings.Contains(e, "Permissions Violation") && strings.Contains(e, subj)
+		}) {
+			t.Errorf("no permissions violation reported for %s...: %q", subj, b1errs())
+		}
+	}
+}

@@ -1,0 +1,492 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+const usage = `sluice hub: one place to decide from for sluice on many machines (NATS JetStream).
+
+On the hub machine:
+  sluice hub serve [--listen ADDR] [--store DIR]   run the hub (embedded NATS, TLS, JetStream)
+  sluice hub add-box NAME [--url nats://HOST:PORT] issue a box's credentials
+  sluice hub add-console NAME [--url ...]          issue a console's credentials
+  sluice hub users | remove NAME                   who the hub admits; stop admitting one
+
+On a box (beside its 'sluice serve' or console; 'sluice serve --hub' starts it):
+  sluice hub box [--hub URL] [--hub-creds FILE]    publish what waits for a person; apply decisions
+
+From anywhere with console credentials:
+  sluice hub ls [--box NAME]                       what waits on every box
+  sluice hub approve BOX/ID | deny BOX/ID [--reason TEXT]
+                                                   decide; the first decision for a request wins
+
+Files: the hub's store is $XDG_STATE_HOME/sluice/hub (--store); credentials
+default to $XDG_CONFIG_HOME/sluice/hub.creds (--hub-creds), written by
+add-box and add-console (copy them to the box or console, mode 600).
+
+Exit status: 0 done; 1 failed (no hub, refused, already decided); 2 usage.
+`
+
+// Main is sluice-hub's command line.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "hub" {
+		args = args[1:]
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return cmdServe(rest, stdout, stderr)
+	case "add-box":
+		return cmdAdd(RoleBox, rest, stdout, stderr)
+	case "add-console":
+		return cmdAdd(RoleConsole, rest, stdout, stderr)
+	case "users":
+		return cmdUsers(rest, stdout, stderr)
+	case "remove":
+		return cmdRemove(rest, stdout, stderr)
+	case "box":
+		return cmdBox(rest, stdout, stderr)
+	case "ls":
+		return cmdLs(rest, stdout, stderr)
+	case "approve":
+		return cmdDecide(Approve, rest, stdout, stderr)
+	case "deny":
+		return cmdDecide(Deny, rest, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "sluice hub: unknown command %q; see 'sluice hub --help'\n", cmd)
+	return exitUsage
+}
+
+// flags is a subcommand's flag set: errors go to stderr, --help to stdout.
+func flags(name, args, help string, stdout, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("sluice hub "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "usage: sluice hub %s %s\n\n%s\n", name, args, help)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(stderr)
+	}
+	return fs
+}
+
+// parse parses args, allowing flags after the positional arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitUsage, false
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, 0, true
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), 0, true
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+}
+
+func stateHome() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state")
+}
+
+func configHome() string {
+	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".config")
+}
+
+func defaultStore() string { return filepath.Join(stateHome(), "sluice", "hub") }
+
+// DefaultCreds is where a box or console keeps its credentials.
+func DefaultCreds() string { return filepath.Join(configHome(), "sluice", "hub.creds") }
+
+func signalCtx() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+}
+
+func cmdServe(args []string, stdout, stderr io.Writer) int {
+	fs := flags("serve", "[--listen ADDR] [--store DIR]", "Run the hub: a NATS server with JetStream on disk, TLS only (its certificate is\nmade on first start; boxes and consoles pin its fingerprint), admitting the\nboxes and consoles add-box and add-console issued (added ones within a\nsecond, without a restart).", stdout, stderr)
+	listen := fs.String("listen", ":4222", "`ADDR` to listen on (HOST:PORT)")
+	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`: certificate, users, streams")
+	if _, code, ok := parse(fs, args); !ok {
+		return code
+	}
+	st, err := Open(*storeDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub serve: %v\n", err)
+		return exitFail
+	}
+	h, err := StartHub(HubOptions{Listen: *listen, Store: st, Log: stderr})
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub serve: %v\n", err)
+		return exitFail
+	}
+	fp, _ := st.Fingerprint()
+	us, _ := st.Users()
+	fmt.Fprintf(stderr, "sluice hub: listening on %s (TLS), store %s\n", h.Addr(), st.Dir)
+	fmt.Fprintf(stderr, "sluice hub: certificate fingerprint (SHA-256) %s\n", fp)
+	fmt.Fprintf(stderr, "sluice hub: %d boxes and consoles admitted; add one with 'sluice hub add-box NAME' or 'add-console NAME'\n", len(us))
+	ctx, stop := signalCtx()
+	defer stop()
+	if err := h.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "sluice hub serve: %v\n", err)
+		return exitFail
+	}
+	fmt.Fprintf(stderr, "sluice hub: stopped\n")
+	return exitOK
+}
+
+func cmdAdd(role string, args []string, stdout, stderr io.Writer) int {
+	name := "add-" + role
+	fs := flags(name, "NAME [--url nats://HOST:PORT] [--store DIR]", "Issue credentials for a "+role+": an NKey the hub admits with a "+role+"'s permissions,\nwritten with the hub's fingerprint (and --url) to STORE/creds/NAME.creds. Copy\nthat file to the "+role+" as ~/.config/sluice/hub.creds (mode 600).", stdout, stderr)
+	url := fs.String("url", "", "the hub's address as the "+role+" reaches it, written into the credentials")
+	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`")
+	pos, code, ok := parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "sluice hub %s: give one NAME (lower-case letters, digits, '-')\n", name)
+		return exitUsage
+	}
+	st, err := Open(*storeDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub %s: %v\n", name, err)
+		return exitFail
+	}
+	if *url != "" && !strings.Contains(*url, "://") {
+		*url = "nats://" + *url
+	}
+	_, path, err := st.Add(pos[0], role, *url)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub %s: %v\n", name, err)
+		return exitFail
+	}
+	fmt.Fprintf(stdout, "%s %s added; its credentials: %s\n", role, pos[0], path)
+	fmt.Fprintf(stdout, "copy them to the %s: scp %s HOST:.config/sluice/hub.creds (keep them secret: they admit it to the hub)\n", role, path)
+	hubArg := "--hub nats://THIS-HOST:4222" // the box must be told where the hub is
+	if *url != "" {
+		hubArg = "--hub " + *url
+	}
+	if role == RoleBox {
+		fmt.Fprintf(stdout, "then on the box: sluice serve %s (or, beside its console: sluice hub box %s)\n", hubArg, hubArg)
+	} else {
+		fmt.Fprintf(stdout, "then on the console's machine: sluice hub ls %s\n", hubArg)
+	}
+	return exitOK
+}
+
+func cmdUsers(args []string, stdout, stderr io.Writer) int {
+	fs := flags("users", "[--store DIR]", "List the boxes and consoles the hub admits.", stdout, stderr)
+	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`")
+	if _, code, ok := parse(fs, args); !ok {
+		return code
+	}
+	st, err := Open(*storeDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub users: %v\n", err)
+		return exitFail
+	}
+	us, err := st.Users()
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub users: %v\n", err)
+		return exitFail
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tROLE\tADDED\tNKEY")
+	for _, u := range us {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Name, u.Role, u.Added.Local().Format(time.DateTime), u.NKey)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func cmdRemove(args []string, stdout, stderr io.Writer) int {
+	fs := flags("remove", "NAME [--store DIR]", "Stop admitting a box or console (a running hub drops it within a second).", stdout, stderr)
+	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`")
+	pos, code, ok := parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "sluice hub remove: give one NAME\n")
+		return exitUsage
+	}
+	st, err := Open(*storeDir)
+	if err == nil {
+		err = st.Remove(pos[0])
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub remove: %v\n", err)
+		return exitFail
+	}
+	fmt.Fprintf(stdout, "removed %s\n", pos[0])
+	return exitOK
+}
+
+// clientFlags are --hub and --hub-creds.
+func clientFlags(fs *flag.FlagSet) (url, creds *string) {
+	url = fs.String("hub", "", "the hub's `URL` (nats://HOST:PORT); default: the one in the credentials")
+	creds = fs.String("hub-creds", DefaultCreds(), "the credentials `FILE` add-box or add-console wrote")
+	return url, creds
+}
+
+func dial(ctx context.Context, url, credsPath string, opts ...nats.Option) (*Client, error) {
+	c, err := ReadCreds(credsPath)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	return Connect(cctx, url, c, opts...)
+}
+
+func cmdBox(args []string, stdout, stderr io.Writer) int {
+	fs := flags("box", "[--hub URL] [--hub-creds FILE] [--spool DIR] [--audit FILE]", "Bridge this box to the hub: each request the box's engine leaves for a person\nis published with its verdict; a decision made at a console is applied here\nwith 'sluice approve --digest' or 'sluice deny' (the claim, the confinement and\nthe audit line are this box's, the person at the console named as actor).\nRuns until interrupted; a hub that is down is retried, and what waits is\npublished when it is back.", stdout, stderr)
+	url, credsPath := clientFlags(fs)
+	spoolDir := fs.String("spool", os.Getenv("SLUICE_SPOOL"), "the spool `DIR` (env SLUICE_SPOOL)")
+	auditFile := fs.String("audit", os.Getenv("SLUICE_AUDIT"), "the audit log `FILE` the box's engine writes (env SLUICE_AUDIT)")
+	if _, code, ok := parse(fs, args); !ok {
+		return code
+	}
+	c, err := ReadCreds(*credsPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
+		return exitFail
+	}
+	if c.Role != RoleBox {
+		fmt.Fprintf(stderr, "sluice hub box: %s holds a %s's credentials, not a box's: issue one with 'sluice hub add-box NAME' on the hub\n", *credsPath, c.Role)
+		return exitUsage
+	}
+	if *spoolDir == "" {
+		if *spoolDir, err = queue.DefaultDir(); err != nil {
+			fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
+			return exitFail
+		}
+	}
+	sp, err := queue.Open(*spoolDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
+		return exitFail
+	}
+	if *auditFile == "" {
+		if p := sp.AuditPath(); p != "" {
+			*auditFile = p
+		} else if *auditFile, err = audit.DefaultPath(); err != nil {
+			fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
+			return exitFail
+		}
+	}
+	sluice, err := SluiceBeside()
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
+		return exitFail
+	}
+	ctx, stop := signalCtx()
+	defer stop()
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(stderr, "%s sluice hub box %s: %s\n", time.Now().Format("15:04:05"), c.Name, fmt.Sprintf(format, a...))
+	}
+	// The first connection is waited for: a hub that is not up yet is
+	// tried again, while the box serves locally.
+	var cl *Client
+	for {
+		cl, err = dial(ctx, *url, *credsPath, nats.RetryOnFailedConnect(true),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				if err != nil {
+					logf("lost the hub (%v); serving locally, retrying", err)
+				}
+			}),
+			nats.ReconnectHandler(func(*nats.Conn) { logf("reconnected to the hub") }))
+		if err == nil {
+			break
+		}
+		logf("the hub cannot be reached (%v); retrying in 5 s", err)
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-time.After(5 * time.Second):
+		}
+	}
+	defer cl.Close()
+	logf("bridging spool %s (audit log %s) to %s", sp.Dir(), *auditFile, cl.NC.ConnectedUrlRedacted())
+	b := &Box{Name: c.Name, Spool: sp, AuditPath: *auditFile, Client: cl, Logf: logf,
+		Apply: &ExecApplier{Sluice: sluice, Args: []string{"--spool", sp.Dir()}, Audit: *auditFile}}
+	if err := b.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+func cmdLs(args []string, stdout, stderr io.Writer) int {
+	fs := flags("ls", "[--box NAME] [--hub URL] [--hub-creds FILE]", "List the requests waiting for a person on every box (oldest first).", stdout, stderr)
+	url, credsPath := clientFlags(fs)
+	box := fs.String("box", "", "only this box's")
+	if _, code, ok := parse(fs, args); !ok {
+		return code
+	}
+	ctx, stop := signalCtx()
+	defer stop()
+	cl, err := dial(ctx, *url, *credsPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub ls: %v\n", err)
+		return exitFail
+	}
+	defer cl.Close()
+	ps, err := cl.List(ctx, *box)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub ls: %v\n", err)
+		return exitFail
+	}
+	if len(ps) == 0 {
+		fmt.Fprintln(stdout, "nothing waits on any box")
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "BOX/ID\tAGE\tAGENT\tVERDICT\tREQUEST")
+	for _, p := range ps {
+		var req queue.Request
+		summary, agent := "(unreadable)", ""
+		if err := jsonUnmarshal(p.Request, &req); err == nil {
+			summary, agent = req.Summary(), req.Agent
+		}
+		verdict := ""
+		if p.Verdict != nil {
+			verdict = string(p.Verdict.Action) + " " + p.Verdict.Category
+		}
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\n", p.Box, p.ID, age(p.QueuedAt), safe(agent), safe(verdict), safe(summary))
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func cmdDecide(decision string, args []string, stdout, stderr io.Writer) int {
+	name := decision
+	help := "Approve a request waiting on a box: the box runs it, confined and audited\nthere, with you (and this console) named as who approved; its output\nstreams here. Refused if another console decided first."
+	if decision == Deny {
+		help = "Deny a request waiting on a box: its agent gets the reason. Refused if another\nconsole decided first."
+	}
+	fs := flags(name, "BOX/ID [--reason TEXT] [--no-wait] [--hub URL] [--hub-creds FILE]", help, stdout, stderr)
+	url, credsPath := clientFlags(fs)
+	reason := fs.String("reason", "", "tell the agent why (deny)")
+	noWait := fs.Bool("no-wait", false, "do not wait for the box to act")
+	pos, code, ok := parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "sluice hub %s: give one BOX/ID (see 'sluice hub ls')\n", name)
+		return exitUsage
+	}
+	box, id, found := strings.Cut(pos[0], "/")
+	if !found || !ValidName(box) || !queue.ValidID(id) {
+		fmt.Fprintf(stderr, "sluice hub %s: %q is not BOX/ID (see 'sluice hub ls')\n", name, pos[0])
+		return exitUsage
+	}
+	ctx, stop := signalCtx()
+	defer stop()
+	cl, err := dial(ctx, *url, *credsPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub %s: %v\n", name, err)
+		return exitFail
+	}
+	defer cl.Close()
+	by := audit.Login() + "@" + cl.Creds.Name
+	var out *nats.Subscription
+	if decision == Approve && !*noWait {
+		// Subscribed before deciding: nothing of the output is missed.
+		out, err = cl.NC.Subscribe(OutputSubject(box, id), func(m *nats.Msg) { stdout.Write(termText(m.Data)) })
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice hub %s: %v\n", name, err)
+			return exitFail
+		}
+		defer out.Unsubscribe()
+	}
+	if _, err := cl.Decide(ctx, box, id, decision, by, *reason); err != nil {
+		fmt.Fprintf(stderr, "sluice hub %s: %s/%s: %v\n", name, box, id, err)
+		return exitFail
+	}
+	fmt.Fprintf(stderr, "sluice hub %s: %s/%s %s by %s\n", name, box, id, map[string]string{Approve: "approved", Deny: "denied"}[decision], by)
+	if *noWait {
+		return exitOK
+	}
+	o, err := cl.Outcome(ctx, box, id)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub %s: no word from %s yet (%v); its result will be on the hub ('sluice hub ls')\n", name, box, err)
+		return exitFail
+	}
+	if out != nil {
+		_ = cl.NC.Flush()
+	}
+	switch {
+	case !o.Applied:
+		fmt.Fprintf(stderr, "sluice hub %s: %s did not apply it: %s\n", name, box, safe(o.Reason))
+		return exitFail
+	case o.ExitCode != nil:
+		fmt.Fprintf(stderr, "sluice hub %s: %s: %s, exit status %d\n", name, box, o.Status, *o.ExitCode)
+	case o.Reason != "":
+		fmt.Fprintf(stderr, "sluice hub %s: %s: %s (%s)\n", name, box, o.Status, safe(o.Reason))
+	default:
+		fmt.Fprintf(stderr, "sluice hub %s: %s: %s\n", name, box, o.Status)
+	}
+	return exitOK
+}
+
+func age(t time.Time) string {
+	d := time.Since(t).Round(time.Second)
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	}
+	if d < time.Hour {
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%dh", int(d.Hours()))
+}
+
+// safe is s as a line a terminal shows as text.
+func safe(s string) string {
+	p, _ := queue.Printable(s)
+	return p
+}

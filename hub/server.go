@@ -1,0 +1,212 @@
+package hub
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+)
+
+// HubOptions configure an embedded hub.
+type HubOptions struct {
+	Listen string    // host:port; default ":4222"
+	Store  *Store    // required
+	Log    io.Writer // where the hub says what it does; nil: nowhere
+}
+
+// Hub is a running embedded hub.
+type Hub struct {
+	srv   *server.Server
+	store *Store
+	opts  server.Options
+	admin nkeys.KeyPair
+	users []User
+	log   io.Writer
+}
+
+// StartHub starts the NATS server with JetStream in store, admitting the
+// store's users, and makes the buckets. Stop it with Shutdown.
+func StartHub(o HubOptions) (*Hub, error) {
+	if o.Listen == "" {
+		o.Listen = ":4222"
+	}
+	host, portStr, err := net.SplitHostPort(o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: %v (want HOST:PORT or :PORT)", o.Listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("--listen %q: bad port", o.Listen)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	cert, err := o.Store.TLS()
+	if err != nil {
+		return nil, err
+	}
+	admin, err := nkeys.CreateUser() // this process's own, never written down
+	if err != nil {
+		return nil, err
+	}
+	h := &Hub{store: o.Store, admin: admin, log: o.Log}
+	if h.log == nil {
+		h.log = io.Discard
+	}
+	h.users, err = o.Store.Users()
+	if err != nil {
+		return nil, err
+	}
+	h.opts = server.Options{
+		ServerName: "sluice-hub",
+		Host:       host,
+		Port:       port,
+		NoSigs:     true,
+		NoLog:      true,
+		JetStream:  true,
+		StoreDir:   filepath.Join(o.Store.Dir, "jetstream"),
+		// Every client speaks TLS 1.3 to the pinned certificate.
+		TLS:        true,
+		TLSConfig:  &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13},
+		TLSTimeout: 5,
+		MaxPayload: 8 << 20,
+	}
+	h.opts.Nkeys = h.nkeyUsers(h.users)
+	srv, err := server.NewServer(&h.opts)
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	srv.SetLoggerV2(&logger{w: h.log}, false, false, false)
+	go srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("hub: the NATS server did not start listening on %s within 30 s", o.Listen)
+	}
+	h.srv = srv
+	if err := h.makeBuckets(); err != nil {
+		srv.Shutdown()
+		return nil, err
+	}
+	return h, nil
+}
+
+// nkeyUsers are the server's users: the admin and the store's.
+func (h *Hub) nkeyUsers(us []User) []*server.NkeyUser {
+	pub, _ := h.admin.PublicKey()
+	out := []*server.NkeyUser{{Nkey: pub}}
+	for _, u := range us {
+		out = append(out, &server.NkeyUser{Nkey: u.NKey, Permissions: permissions(u.Role, u.Name)})
+	}
+	return out
+}
+
+// Addr is the address the hub listens on (with the port it got for :0).
+func (h *Hub) Addr() net.Addr { return h.srv.Addr() }
+
+// URL is a nats:// URL of the hub on this machine.
+func (h *Hub) URL() string {
+	a := h.srv.Addr().(*net.TCPAddr)
+	return fmt.Sprintf("nats://127.0.0.1:%d", a.Port)
+}
+
+// Shutdown stops the hub.
+func (h *Hub) Shutdown() {
+	h.srv.Shutdown()
+	h.srv.WaitForShutdown()
+}
+
+// adminConn connects in-process with the hub's own key.
+func (h *Hub) adminConn() (*nats.Conn, error) {
+	pub, _ := h.admin.PublicKey()
+	return nats.Connect("", nats.InProcessServer(h.srv), nats.Nkey(pub, h.admin.Sign), nats.Name("sluice-hub admin"))
+}
+
+// makeBuckets creates the three buckets (or checks they are there).
+func (h *Hub) makeBuckets() error {
+	nc, err := h.adminConn()
+	if err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	defer nc.Close()
+	return MakeBuckets(nc)
+}
+
+// MakeBuckets creates the fleet's buckets on the NATS server nc is
+// connected to, with the privileges that takes: the embedded hub does it
+// at start; for an existing cluster, 'sluice hub init' does it once.
+func MakeBuckets(nc *nats.Conn) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, cfg := range []jetstream.KeyValueConfig{
+		{Bucket: BucketPending, Description: "sluice: requests waiting for a person, by BOX.ID", History: 1, Storage: jetstream.FileStorage},
+		// Decisions are the fleet's record of who decided what: kept.
+		{Bucket: BucketDecisions, Description: "sluice: decisions, by BOX.ID; the first one wins", History: 5, Storage: jetstream.FileStorage},
+		{Bucket: BucketResults, Description: "sluice: what each box did with a decision, by BOX.ID", History: 1, Storage: jetstream.FileStorage, TTL: 30 * 24 * time.Hour},
+	} {
+		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+			return fmt.Errorf("hub: bucket %s: %w", cfg.Bucket, err)
+		}
+	}
+	return nil
+}
+
+// Run serves until ctx ends, admitting users added to or removed from the
+// store meanwhile within a second.
+func (h *Hub) Run(ctx context.Context) error {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			h.Shutdown()
+			return nil
+		case <-t.C:
+			us, err := h.store.Users()
+			if err != nil {
+				fmt.Fprintf(h.log, "sluice hub: users NOT reloaded, the last good list stays in force: %v\n", err)
+				continue
+			}
+			if slices.Equal(us, h.users) {
+				continue
+			}
+			opts := h.opts.Clone()
+			opts.Nkeys = h.nkeyUsers(us)
+			if err := h.srv.ReloadOptions(opts); err != nil {
+				fmt.Fprintf(h.log, "sluice hub: users NOT reloaded: %v\n", err)
+				continue
+			}
+			h.opts, h.users = *opts, us
+			fmt.Fprintf(h.log, "sluice hub: %d boxes and consoles admitted\n", len(us))
+		}
+	}
+}
+
+// logger passes the server's warnings and errors on.
+type logger struct{ w io.Writer }
+
+func (l *logger) Noticef(string, ...any) {}
+func (l *logger) Tracef(string, ...any)  {}
+func (l *logger) Debugf(string, ...any)  {}
+func (l *logger) Warnf(f string, a ...any) {
+	fmt.Fprintf(l.w, "sluice hub: nats: "+f+"\n", a...)
+}
+func (l *logger) Errorf(f string, a ...any) {
+	fmt.Fprintf(l.w, "sluice hub: nats: error: "+f+"\n", a...)
+}
+func (l *logger) Fatalf(f string, a ...any) {
+	fmt.Fprintf(l.w, "sluice hub: nats: fatal: "+f+"\n", a...)
+}
