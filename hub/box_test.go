@@ -72,7 +72,7 @@ func (r *echoRunner) Run(_ context.Context, req *queue.Request, ro queue.RunOpti
 	return queue.Result{Version: queue.Version, ID: req.ID, Status: queue.StatusDone, ExitCode: &code}, ""
 }
 
-func newTestBox(t *testing.T, h *Hub, c *Creds) *testBox {
+func newTestBox(t *testing.T, url string, c *Creds) *testBox {
 	t.Helper()
 	dir := t.TempDir()
 	sp, err := queue.Open(filepath.Join(dir, "spool"))
@@ -86,7 +86,7 @@ func newTestBox(t *testing.T, h *Hub, c *Creds) *testBox {
 	t.Cleanup(func() { log.Close() })
 	sp.Recorder = log
 	tb := &testBox{name: c.Name, spool: sp, log: log, apply: &spoolApplier{spool: sp, log: log}}
-	tb.stop = tb.bridge(t, h.URL(), c)
+	tb.stop = tb.bridge(t, url, c)
 	return tb
 }
 
@@ -152,8 +152,12 @@ func pendingKeys(t *testing.T, c *Client) map[string]Pending {
 // denied there, and each box's audit chain records the person.
 func TestTwoBoxesOneConsole(t *testing.T) {
 	h, creds := testHub(t, []string{"b1", "b2"}, []string{"c1"})
-	b1, b2 := newTestBox(t, h, creds["b1"]), newTestBox(t, h, creds["b2"])
-	con := connect(t, h, creds["c1"])
+	twoBoxesOneConsole(t, h.URL(), creds)
+}
+
+func twoBoxesOneConsole(t *testing.T, url string, creds map[string]*Creds) {
+	b1, b2 := newTestBox(t, url, creds["b1"]), newTestBox(t, url, creds["b2"])
+	con := connect(t, url, creds["c1"])
 
 	r1 := b1.ask(t, "npm install left-pad")
 	r2 := b2.ask(t, "rm -rf build")
@@ -218,8 +222,8 @@ func TestTwoBoxesOneConsole(t *testing.T) {
 // is told who decided, and the box acts once.
 func TestTwoConsolesRace(t *testing.T) {
 	h, creds := testHub(t, []string{"b1"}, []string{"c1", "c2"})
-	b1 := newTestBox(t, h, creds["b1"])
-	c1, c2 := connect(t, h, creds["c1"]), connect(t, h, creds["c2"])
+	b1 := newTestBox(t, h.URL(), creds["b1"])
+	c1, c2 := connect(t, h.URL(), creds["c1"]), connect(t, h.URL(), creds["c2"])
 	req := b1.ask(t, "make deploy")
 	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, c1)) == 1 })
 
@@ -277,8 +281,8 @@ func TestTwoConsolesRace(t *testing.T) {
 // refuses it, answers it denied, and says why.
 func TestDecisionOnChangedRequestRefused(t *testing.T) {
 	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
-	b1 := newTestBox(t, h, creds["b1"])
-	c1 := connect(t, h, creds["c1"])
+	b1 := newTestBox(t, h.URL(), creds["b1"])
+	c1 := connect(t, h.URL(), creds["c1"])
 	req := b1.ask(t, "git push origin main")
 	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, c1)) == 1 })
 	// What a console that was shown another file would send.
@@ -300,8 +304,8 @@ func TestDecisionOnChangedRequestRefused(t *testing.T) {
 // when the bridge comes back, and applies it once.
 func TestBoxFindsDecisionWaiting(t *testing.T) {
 	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
-	b1 := newTestBox(t, h, creds["b1"])
-	c1 := connect(t, h, creds["c1"])
+	b1 := newTestBox(t, h.URL(), creds["b1"])
+	c1 := connect(t, h.URL(), creds["c1"])
 	req := b1.ask(t, "terraform apply")
 	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, c1)) == 1 })
 	b1.stop()
@@ -349,7 +353,7 @@ func TestHubDownThenBack(t *testing.T) {
 	}
 	addr := h.Addr().String()
 	url := h.URL()
-	b1 := newTestBox(t, h, bc)
+	b1 := newTestBox(t, h.URL(), bc)
 	h.Shutdown()
 	req := b1.ask(t, "docker compose up -d")
 	time.Sleep(300 * time.Millisecond) // the bridge tries and fails meanwhile

@@ -45,19 +45,19 @@ func testHub(t *testing.T, boxes, consoles []string) (*Hub, map[string]*Creds) {
 	return h, creds
 }
 
-func connect(t *testing.T, h *Hub, c *Creds) *Client {
+func connect(t *testing.T, url string, c *Creds) *Client {
 	t.Helper()
-	cl, _ := connectWatched(t, h, c)
+	cl, _ := connectWatched(t, url, c)
 	return cl
 }
 
 // connectWatched also returns the asynchronous errors the hub sent the
 // client so far (its refusals: "Permissions Violation for ...").
-func connectWatched(t *testing.T, h *Hub, c *Creds) (*Client, func() []string) {
+func connectWatched(t *testing.T, url string, c *Creds) (*Client, func() []string) {
 	t.Helper()
 	var mu sync.Mutex
 	var errs []string
-	cl, err := Connect(ctxT(t), h.URL(), c, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	cl, err := Connect(ctxT(t), url, c, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		mu.Lock()
 		errs = append(errs, err.Error())
 		mu.Unlock()
@@ -89,8 +89,12 @@ func refused(t *testing.T) context.Context {
 // keys and decides nothing; a console decides, once per request.
 func TestPermissions(t *testing.T) {
 	h, creds := testHub(t, []string{"b1", "b2"}, []string{"c1", "c2"})
-	b1, b1errs := connectWatched(t, h, creds["b1"])
-	c1, c2 := connect(t, h, creds["c1"]), connect(t, h, creds["c2"])
+	permissionsScenario(t, h.URL(), creds)
+}
+
+func permissionsScenario(t *testing.T, url string, creds map[string]*Creds) {
+	b1, b1errs := connectWatched(t, url, creds["b1"])
+	c1, c2 := connect(t, url, creds["c1"]), connect(t, url, creds["c2"])
 	id := "01KAB5Y6SR7ZQ9M2F0K1W3X4YZ"
 
 	if _, err := b1.Pending.Put(ctxT(t), Key("b1", id), []byte(`{}`)); err != nil {

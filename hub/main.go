@@ -33,6 +33,9 @@ On the hub machine:
   sluice hub add-box NAME [--url nats://HOST:PORT] issue a box's credentials
   sluice hub add-console NAME [--url ...]          issue a console's credentials
   sluice hub users | remove NAME                   who the hub admits; stop admitting one
+  sluice hub config [--listen ADDR] > hub.conf     a nats-server configuration for the same store,
+  sluice hub init --hub URL                          to run a nats-server process instead; then make
+                                                   the buckets on it once
 
 On a box (beside its 'sluice serve' or console; 'sluice serve --hub' starts it):
   sluice hub box [--hub URL] [--hub-creds FILE]    publish what waits for a person; apply decisions
@@ -73,6 +76,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdUsers(rest, stdout, stderr)
 	case "remove":
 		return cmdRemove(rest, stdout, stderr)
+	case "config":
+		return cmdConfig(rest, stdout, stderr)
+	case "init":
+		return cmdInit(rest, stdout, stderr)
 	case "box":
 		return cmdBox(rest, stdout, stderr)
 	case "ls":
@@ -262,6 +269,49 @@ func cmdRemove(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	fmt.Fprintf(stdout, "removed %s\n", pos[0])
+	return exitOK
+}
+
+func cmdConfig(args []string, stdout, stderr io.Writer) int {
+	fs := flags("config", "[--listen ADDR] [--store DIR]", "Print a nats-server configuration (JSON) that serves this store as the\nembedded hub does: its certificate, the boxes and consoles with their\npermissions, JetStream in the store. Users added later need the file made\nagain and the server reloaded (nats-server --signal reload).", stdout, stderr)
+	listen := fs.String("listen", ":4222", "`ADDR` the server is to listen on")
+	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`")
+	if _, code, ok := parse(fs, args); !ok {
+		return code
+	}
+	st, err := Open(*storeDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub config: %v\n", err)
+		return exitFail
+	}
+	cfg, err := st.ServerConfig(*listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub config: %v\n", err)
+		return exitFail
+	}
+	stdout.Write(cfg)
+	return exitOK
+}
+
+func cmdInit(args []string, stdout, stderr io.Writer) int {
+	fs := flags("init", "--hub URL [--store DIR]", "Make the fleet's buckets on a nats-server started with 'sluice hub config'\n(the embedded hub makes them itself).", stdout, stderr)
+	url := fs.String("hub", "nats://127.0.0.1:4222", "the server's `URL`")
+	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`")
+	if _, code, ok := parse(fs, args); !ok {
+		return code
+	}
+	st, err := Open(*storeDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub init: %v\n", err)
+		return exitFail
+	}
+	ctx, stop := signalCtx()
+	defer stop()
+	if err := st.Init(ctx, *url); err != nil {
+		fmt.Fprintf(stderr, "sluice hub init: %v\n", err)
+		return exitFail
+	}
+	fmt.Fprintf(stdout, "buckets %s, %s, %s ready on %s\n", BucketPending, BucketDecisions, BucketResults, *url)
 	return exitOK
 }
 

@@ -55,7 +55,7 @@ func StartHub(o HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	admin, err := nkeys.CreateUser() // this process's own, never written down
+	admin, err := o.Store.adminKey()
 	if err != nil {
 		return nil, err
 	}
