@@ -9,14 +9,27 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
 
-// natsServer runs a real nats-server process (the Debian package, or any
-// on PATH) from the store's 'sluice hub config', and makes the buckets
-// with Init. In CI (CI set) a missing nats-server fails the test.
-func natsServer(t *testing.T, st *Store) string {
+// natsProc is a nats-server process (the Debian package, or any on PATH)
+// run from the store's 'sluice hub config': it can be killed (SIGKILL)
+// and started again on the same address and store.
+type natsProc struct {
+	t    *testing.T
+	bin  string
+	conf string
+	url  string
+	mu   sync.Mutex
+	cmd  *osexec.Cmd
+}
+
+// natsServer starts a natsProc for st and makes the buckets with Init. In
+// CI (CI set) a missing nats-server fails the test.
+func natsServer(t *testing.T, st *Store) *natsProc {
 	t.Helper()
 	bin, err := osexec.LookPath("nats-server")
 	if err != nil {
@@ -35,16 +48,34 @@ func natsServer(t *testing.T, st *Store) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := filepath.Join(t.TempDir(), "hub.conf")
-	if err := os.WriteFile(conf, cfg, 0o600); err != nil {
+	p := &natsProc{t: t, bin: bin, conf: filepath.Join(t.TempDir(), "hub.conf"), url: "nats://" + addr}
+	if err := os.WriteFile(p.conf, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := osexec.Command(bin, "-c", conf)
+	p.start()
+	t.Cleanup(p.kill)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := st.Init(ctx, p.url); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// start runs the server and waits until it says it is ready.
+func (p *natsProc) start() {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		return // running
+	}
+	cmd := osexec.Command(p.bin, "-c", p.conf)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		p.t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	p.cmd = cmd
 	ready := make(chan string, 1)
 	go func() {
 		var log strings.Builder
@@ -60,18 +91,22 @@ func natsServer(t *testing.T, st *Store) string {
 	select {
 	case out := <-ready:
 		if out != "" {
-			t.Fatalf("nats-server exited:\n%s", out)
+			p.t.Errorf("nats-server exited:\n%s", out)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("nats-server did not get ready in 20 s")
+		p.t.Error("nats-server did not get ready in 20 s")
 	}
-	url := "nats://" + addr
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := st.Init(ctx, url); err != nil {
-		t.Fatal(err)
+}
+
+// kill stops the server with SIGKILL: no shutdown of its own.
+func (p *natsProc) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.cmd.Wait()
+		p.cmd = nil
 	}
-	return url
 }
 
 // The same fleet against nats-server run as a process of its own, from
@@ -90,7 +125,7 @@ func TestRealNATSServer(t *testing.T) {
 		}
 		creds[u.name] = c
 	}
-	url := natsServer(t, st)
+	url := natsServer(t, st).url
 	out, _ := osexec.Command("nats-server", "--version").Output()
 	t.Logf("against %s at %s", strings.TrimSpace(string(out)), url)
 	t.Run("permissions", func(t *testing.T) { permissionsScenario(t, url, creds) })
