@@ -189,6 +189,7 @@ func cmdServe(args []string, std stdio, g *globals) int {
 		}}
 	cw.start(ctx, cfg)
 	go expireTrusts(ctx, trustStoreFor(trustPath()), log, logf)
+	go softMemory(ctx)
 	if *hubURL != "" || *hubCreds != "" {
 		if err := hubBridge(ctx, *hubURL, *hubCreds, sp.Dir(), log.Path(), logf); err != nil {
 			fmt.Fprint(std.err, err)
