@@ -23,12 +23,11 @@ type ExecApplier struct {
 
 // Approve implements Applier.
 func (a *ExecApplier) Approve(ctx context.Context, id, digest, actor string, out io.Writer) error {
-	args := append(append([]string{}, a.Args...), "approve", "--yes", "--as", actor)
+	// Values as --flag=VALUE: what the hub carries (a person's name) can
+	// never be taken for a flag of its own.
+	args := append(append([]string{}, a.Args...), "approve", "--yes", "--as="+actor, "--digest="+digest)
 	if a.Audit != "" {
-		args = append(args, "--audit", a.Audit)
-	}
-	if digest != "" {
-		args = append(args, "--digest", digest)
+		args = append(args, "--audit="+a.Audit)
 	}
 	return a.run(ctx, out, append(args, "--", id)...)
 }
@@ -38,9 +37,9 @@ func (a *ExecApplier) Deny(ctx context.Context, id, actor, reason string) error 
 	if reason == "" {
 		reason = "denied by " + actor
 	}
-	args := append(append([]string{}, a.Args...), "deny", "--as", actor, "--reason", reason)
+	args := append(append([]string{}, a.Args...), "deny", "--as="+actor, "--reason="+reason)
 	if a.Audit != "" {
-		args = append(args, "--audit", a.Audit)
+		args = append(args, "--audit="+a.Audit)
 	}
 	return a.run(ctx, io.Discard, append(args, "--", id)...)
 }

@@ -260,12 +260,25 @@ func (b *Box) decided(ctx context.Context, e jetstream.KeyValueEntry) {
 	}
 	var d Decision
 	if err := json.Unmarshal(e.Value(), &d); err != nil || (d.Decision != Approve && d.Decision != Deny) {
-		b.logf("%s: a decision that is not one ignored: %q", id, e.Value())
+		b.logf("%s: a decision that is not one ignored: %s", id, safe(string(e.Value())))
+		return
+	}
+	if d.Decision == Approve && !validDigest(d.Digest) {
+		// Without the digest of what was shown, nothing says the
+		// request that would run is the one a person saw.
+		b.logf("%s: an approval without the request's digest ignored (by %s)", id, safe(d.By))
 		return
 	}
 	b.mu.Lock()
 	if b.done[id] || b.applying[id] {
 		b.mu.Unlock()
+		return
+	}
+	if _, shown := b.published[id]; !shown {
+		// Only what this box published can be decided at the hub: not
+		// a request still being judged, or one the policy decides.
+		b.mu.Unlock()
+		b.logf("%s: a decision for a request this box did not publish ignored (by %s)", id, safe(d.By))
 		return
 	}
 	b.applying[id] = true
@@ -332,4 +345,17 @@ type publisher struct {
 func (p *publisher) Write(b []byte) (int, error) {
 	_ = p.c.NC.Publish(p.subject, b)
 	return len(b), nil
+}
+
+// validDigest reports whether d is a SHA-256 in lower-case hex.
+func validDigest(d string) bool {
+	if len(d) != 64 {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if c := d[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
