@@ -33,9 +33,8 @@ On the hub machine:
   sluice hub add-box NAME [--url nats://HOST:PORT] issue a box's credentials
   sluice hub add-console NAME [--url ...]          issue a console's credentials
   sluice hub users | remove NAME                   who the hub admits; stop admitting one
-  sluice hub config [--listen ADDR] > hub.conf     a nats-server configuration for the same store,
-  sluice hub init --hub URL                          to run a nats-server process instead; then make
-                                                   the buckets on it once
+  sluice hub config [--listen ADDR] > hub.conf     a nats-server configuration serving the same store
+  sluice hub init --hub URL                        then, once, the buckets on that server
 
 On a box (beside its 'sluice serve' or console; 'sluice serve --hub' starts it):
   sluice hub box [--hub URL] [--hub-creds FILE]    publish what waits for a person; apply decisions
