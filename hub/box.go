@@ -42,7 +42,8 @@ type Box struct {
 	asks      map[string]*queue.Event // queued asks not yet left, by id
 	published map[string]string       // id -> digest published
 	applying  map[string]bool
-	done      map[string]bool // decisions applied (or found moot) this run
+	done      map[string]bool                   // decisions applied (or found moot) this run
+	deferred  map[string]jetstream.KeyValueEntry // decisions that came before this run published their request
 }
 
 func (b *Box) logf(format string, args ...any) {
@@ -59,6 +60,7 @@ func (b *Box) Run(ctx context.Context) error {
 		b.Every = 500 * time.Millisecond
 	}
 	b.asks, b.published, b.applying, b.done = map[string]*queue.Event{}, map[string]string{}, map[string]bool{}, map[string]bool{}
+	b.deferred = map[string]jetstream.KeyValueEntry{}
 	off, err := b.readAsks()
 	if err != nil {
 		return err
@@ -157,9 +159,18 @@ func (b *Box) sync(ctx context.Context) {
 	}
 	b.mu.Lock()
 	var publish []*Pending
+	var left []string
 	for id, ev := range b.asks {
 		req, ok := waiting[id]
 		if !ok || b.published[id] == req.Digest() {
+			continue
+		}
+		if b.published[id] != "" {
+			// Its file changed since it was published (with the verdict
+			// on the old one): withdrawn, and published again only once
+			// the engine has judged it again and queued it anew.
+			delete(b.asks, id)
+			left = append(left, id)
 			continue
 		}
 		raw, err := json.Marshal(req)
@@ -168,7 +179,6 @@ func (b *Box) sync(ctx context.Context) {
 		}
 		publish = append(publish, &Pending{Box: b.Name, ID: id, Request: raw, Verdict: ev.Verdict, Digest: req.Digest(), QueuedAt: ev.TS})
 	}
-	var left []string
 	for id := range b.published {
 		if _, ok := waiting[id]; !ok {
 			left = append(left, id)
@@ -189,8 +199,13 @@ func (b *Box) sync(ctx context.Context) {
 		}
 		b.mu.Lock()
 		b.published[p.ID] = p.Digest
+		e, waited := b.deferred[p.ID]
+		delete(b.deferred, p.ID)
 		b.mu.Unlock()
 		b.logf("%s published to the hub", p.ID)
+		if waited {
+			b.decided(ctx, e)
+		}
 	}
 	for _, id := range left {
 		b.withdraw(ctx, id)
@@ -276,9 +291,15 @@ func (b *Box) decided(ctx context.Context, e jetstream.KeyValueEntry) {
 	}
 	if _, shown := b.published[id]; !shown {
 		// Only what this box published can be decided at the hub: not
-		// a request still being judged, or one the policy decides.
+		// a request still being judged, or one the policy decides. A
+		// decision that came before this run of the bridge published
+		// its request (again) waits for it.
+		if _, ask := b.asks[id]; ask && len(b.deferred) < maxDeferred {
+			b.deferred[id] = e
+		} else {
+			b.logf("%s: a decision for a request this box did not publish ignored (by %s)", id, safe(d.By))
+		}
 		b.mu.Unlock()
-		b.logf("%s: a decision for a request this box did not publish ignored (by %s)", id, safe(d.By))
 		return
 	}
 	b.applying[id] = true
@@ -346,6 +367,10 @@ func (p *publisher) Write(b []byte) (int, error) {
 	_ = p.c.NC.Publish(p.subject, b)
 	return len(b), nil
 }
+
+// maxDeferred bounds the decisions a box keeps for requests it has yet to
+// publish (a console could send any number).
+const maxDeferred = 1024
 
 // validDigest reports whether d is a SHA-256 in lower-case hex.
 func validDigest(d string) bool {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,8 +30,8 @@ func (c *Client) List(ctx context.Context, box string) ([]Pending, error) {
 			continue // withdrawn meanwhile
 		}
 		var p Pending
-		if json.Unmarshal(e.Value(), &p) != nil || p.Box != b {
-			continue
+		if json.Unmarshal(e.Value(), &p) != nil || p.Box != b || Key(p.Box, p.ID) != key {
+			continue // what a box wrote under its key must be about that key
 		}
 		out = append(out, p)
 	}
@@ -44,19 +45,14 @@ type ErrDecided struct {
 }
 
 func (e *ErrDecided) Error() string {
-	return fmt.Sprintf("already decided: %s by %s at %s", e.Decision.Decision, e.Decision.By, e.Decision.At.Local().Format(time.DateTime))
+	return fmt.Sprintf("already decided: %s by %s at %s", safe(e.Decision.Decision), safe(e.Decision.By), e.Decision.At.Local().Format(time.DateTime))
 }
 
 // ErrNotPending says the hub holds no waiting request under that key.
 var ErrNotPending = errors.New("no such request waits on the hub")
 
-// Decide records decision (approve or deny) for box's request id as by,
-// on the request as the hub holds it now (its digest). The first decision
-// for a request wins: a later one gets *ErrDecided naming it.
-func (c *Client) Decide(ctx context.Context, box, id, decision, by, reason string) (*Pending, error) {
-	if decision != Approve && decision != Deny {
-		return nil, fmt.Errorf("decision %q: approve or deny", decision)
-	}
+// Request is box's request id as the hub holds it now.
+func (c *Client) Request(ctx context.Context, box, id string) (*Pending, error) {
 	key := Key(box, id)
 	e, err := c.Pending.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -69,8 +65,34 @@ func (c *Client) Decide(ctx context.Context, box, id, decision, by, reason strin
 		return nil, err
 	}
 	var p Pending
-	if err := json.Unmarshal(e.Value(), &p); err != nil {
-		return nil, fmt.Errorf("%s/%s: the hub holds something that is not a request", box, id)
+	if err := json.Unmarshal(e.Value(), &p); err != nil || Key(p.Box, p.ID) != key {
+		return nil, fmt.Errorf("%s/%s: the hub holds something that is not this request", box, id)
+	}
+	return &p, nil
+}
+
+// ErrChanged says the request on the hub is not the one the person saw.
+var ErrChanged = errors.New("the request changed since it was shown (another digest); look at it again ('sluice hub ls')")
+
+// Decide records decision (approve or deny) for box's request id as by.
+// shown, when not empty, is the digest (or a prefix of at least 8 hex
+// digits) of the request as the person saw it: a request that is not that
+// one any more is refused (ErrChanged). The first decision for a request
+// wins: a later one gets *ErrDecided naming it.
+func (c *Client) Decide(ctx context.Context, box, id, decision, by, reason, shown string) (*Pending, error) {
+	if decision != Approve && decision != Deny {
+		return nil, fmt.Errorf("decision %q: approve or deny", decision)
+	}
+	if shown != "" && len(shown) < 8 {
+		return nil, fmt.Errorf("digest %q: give at least 8 hex digits", shown)
+	}
+	key := Key(box, id)
+	p, err := c.Request(ctx, box, id)
+	if err != nil {
+		return nil, err
+	}
+	if shown != "" && !strings.HasPrefix(p.Digest, shown) {
+		return nil, fmt.Errorf("%s/%s: %w", box, id, ErrChanged)
 	}
 	d := Decision{Decision: decision, By: by, Reason: reason, Digest: p.Digest, At: time.Now().UTC()}
 	data, _ := json.Marshal(d)
@@ -82,7 +104,7 @@ func (c *Client) Decide(ctx context.Context, box, id, decision, by, reason strin
 		}
 		return nil, err
 	}
-	return &p, nil
+	return p, nil
 }
 
 func (c *Client) decision(ctx context.Context, key string) (*Decision, error) {

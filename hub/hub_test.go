@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sluice-dev/sluice/queue"
 )
 
 // testHub starts an embedded hub on a free loopback port with the named
@@ -150,5 +151,61 @@ func permissionsScenario(t *testing.T, url string, creds map[string]*Creds) {
 		}) {
 			t.Errorf("no permissions violation reported for %s...: %q", subj, b1errs())
 		}
+	}
+}
+
+// What the permissions cannot say, the buckets enforce: a box publishing
+// to its own key with a rollup header wipes nobody's requests, and once a
+// request is decided no console can replace, delete or purge the decision.
+func TestBucketsHardened(t *testing.T) {
+	h, creds := testHub(t, []string{"b1", "b2"}, []string{"c1", "c2"})
+	bucketsHardened(t, h.URL(), creds)
+}
+
+func bucketsHardened(t *testing.T, url string, creds map[string]*Creds) {
+	b1, b2 := connect(t, url, creds["b1"]), connect(t, url, creds["b2"])
+	c1, c2 := connect(t, url, creds["c1"]), connect(t, url, creds["c2"])
+	id := queue.NewID()
+	if _, err := b2.Pending.Put(ctxT(t), Key("b2", id), []byte(`{"box":"b2"}`)); err != nil {
+		t.Fatal(err)
+	}
+	js := func(c *Client) jetstream.JetStream {
+		j, err := jetstream.New(c.NC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	for _, roll := range []string{"all", "sub"} {
+		msg := nats.NewMsg("$KV." + BucketPending + ".b1." + id)
+		msg.Header.Set("Nats-Rollup", roll)
+		msg.Data = []byte("{}")
+		if _, err := js(b1).PublishMsg(ctxT(t), msg); err == nil {
+			t.Errorf("the hub took a rollup (%s) from box b1", roll)
+		}
+	}
+	if e, err := c1.Pending.Get(ctxT(t), Key("b2", id)); err != nil || string(e.Value()) != `{"box":"b2"}` {
+		t.Fatalf("box b2's request after b1's rollup: %v, %v", e, err)
+	}
+
+	key := Key("b1", id)
+	first := []byte(`{"decision":"deny","by":"alice@c1"}`)
+	if _, err := c1.Decisions.Create(ctxT(t), key, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Decisions.Put(ctxT(t), key, []byte(`{"decision":"approve","by":"bob@c2"}`)); err == nil {
+		t.Error("a console replaced a decision with a plain put")
+	}
+	if err := c2.Decisions.Delete(ctxT(t), key); err == nil {
+		t.Error("a console deleted a decision")
+	}
+	if err := c2.Decisions.Purge(ctxT(t), key); err == nil {
+		t.Error("a console purged a decision")
+	}
+	if _, err := c2.Decisions.Create(ctxT(t), key, []byte(`{"decision":"approve","by":"bob@c2"}`)); err == nil {
+		t.Error("a second decision was created")
+	}
+	if e, err := c1.Decisions.Get(ctxT(t), key); err != nil || string(e.Value()) != string(first) {
+		t.Fatalf("the decision now: %v, %v; want the first one", e, err)
 	}
 }

@@ -84,9 +84,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "ls":
 		return cmdLs(rest, stdout, stderr)
 	case "approve":
-		return cmdDecide(Approve, rest, stdout, stderr)
+		return cmdDecide(Approve, rest, stdin, stdout, stderr)
 	case "deny":
-		return cmdDecide(Deny, rest, stdout, stderr)
+		return cmdDecide(Deny, rest, stdin, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "sluice hub: unknown command %q; see 'sluice hub --help'\n", cmd)
 	return exitUsage
@@ -434,7 +434,7 @@ func cmdLs(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "BOX/ID\tAGE\tAGENT\tVERDICT\tREQUEST")
+	fmt.Fprintln(tw, "BOX/ID\tDIGEST\tAGE\tAGENT\tVERDICT\tREQUEST")
 	for _, p := range ps {
 		var req queue.Request
 		summary, agent := "(unreadable)", ""
@@ -445,22 +445,23 @@ func cmdLs(args []string, stdout, stderr io.Writer) int {
 		if p.Verdict != nil {
 			verdict = string(p.Verdict.Action) + " " + p.Verdict.Category
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\n", p.Box, p.ID, age(p.QueuedAt), safe(agent), safe(verdict), safe(summary))
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", p.Box, p.ID, safe(short(p.Digest)), age(p.QueuedAt), safe(agent), safe(verdict), safe(summary))
 	}
 	tw.Flush()
 	return exitOK
 }
 
-func cmdDecide(decision string, args []string, stdout, stderr io.Writer) int {
+func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	name := decision
-	help := "Approve a request waiting on a box: the box runs it, confined and audited\nthere, with you (and this console) named as who approved; its output\nstreams here. Refused if another console decided first."
+	help := "Approve a request waiting on a box: the box runs it, confined and audited\nthere, with you (and this console) named as who approved; its output\nstreams here. The request is shown first and approved on your yes (--yes:\nwithout asking); BOX/ID@DIGEST (the digest 'sluice hub ls' shows) approves\nonly that request file, whatever it became since. Refused if another\nconsole decided first."
 	if decision == Deny {
 		help = "Deny a request waiting on a box: its agent gets the reason. Refused if another\nconsole decided first."
 	}
-	fs := flags(name, "BOX/ID [--reason TEXT] [--no-wait] [--hub URL] [--hub-creds FILE]", help, stdout, stderr)
+	fs := flags(name, "BOX/ID[@DIGEST] [--yes] [--reason TEXT] [--no-wait] [--hub URL] [--hub-creds FILE]", help, stdout, stderr)
 	url, credsPath := clientFlags(fs)
 	reason := fs.String("reason", "", "tell the agent why (deny)")
 	noWait := fs.Bool("no-wait", false, "do not wait for the box to act")
+	yes := fs.Bool("yes", false, "approve without showing the request and asking")
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -469,8 +470,9 @@ func cmdDecide(decision string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice hub %s: give one BOX/ID (see 'sluice hub ls')\n", name)
 		return exitUsage
 	}
-	box, id, found := strings.Cut(pos[0], "/")
-	if !found || !ValidName(box) || !queue.ValidID(id) {
+	ref, shown, _ := strings.Cut(pos[0], "@")
+	box, id, found := strings.Cut(ref, "/")
+	if !found || !ValidName(box) || !queue.ValidID(id) || (shown != "" && !validDigestPrefix(shown)) {
 		fmt.Fprintf(stderr, "sluice hub %s: %q is not BOX/ID (see 'sluice hub ls')\n", name, pos[0])
 		return exitUsage
 	}
@@ -486,15 +488,45 @@ func cmdDecide(decision string, args []string, stdout, stderr io.Writer) int {
 	var out *nats.Subscription
 	if decision == Approve && !*noWait {
 		// Subscribed before deciding: nothing of the output is missed.
-		out, err = cl.NC.Subscribe(OutputSubject(box, id), func(m *nats.Msg) { stdout.Write(termText(m.Data)) })
+		out, err = cl.NC.Subscribe(OutputSubject(box, id), func(m *nats.Msg) {
+			// The box publishes plain messages; one with a reply subject
+			// or headers was delivered by a JetStream consumer someone
+			// pointed here, not written by the box.
+			if m.Reply != "" || len(m.Header) > 0 {
+				return
+			}
+			stdout.Write(termText(m.Data))
+		})
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice hub %s: %v\n", name, err)
 			return exitFail
 		}
 		defer out.Unsubscribe()
 	}
-	if _, err := cl.Decide(ctx, box, id, decision, by, *reason); err != nil {
-		fmt.Fprintf(stderr, "sluice hub %s: %s/%s: %v\n", name, box, id, err)
+	if decision == Approve && shown == "" {
+		// What the person approves is what they see here: its digest
+		// goes with the approval.
+		p, err := cl.Request(ctx, box, id)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice hub %s: %s/%s: %s\n", name, box, id, safe(err.Error()))
+			return exitFail
+		}
+		fmt.Fprint(stderr, describe(p))
+		if !*yes {
+			if !isTerminal(stdin) {
+				fmt.Fprintf(stderr, "sluice hub approve: not asking without a terminal: give --yes, or %s/%s@%s\n", box, id, p.Digest[:12])
+				return exitUsage
+			}
+			fmt.Fprint(stderr, "approve it? [y/N] ")
+			if !readYes(stdin) {
+				fmt.Fprintf(stderr, "sluice hub approve: %s/%s not approved; it still waits\n", box, id)
+				return exitFail
+			}
+		}
+		shown = p.Digest
+	}
+	if _, err := cl.Decide(ctx, box, id, decision, by, *reason, shown); err != nil {
+		fmt.Fprintf(stderr, "sluice hub %s: %s/%s: %s\n", name, box, id, safe(err.Error()))
 		return exitFail
 	}
 	fmt.Fprintf(stderr, "sluice hub %s: %s/%s %s by %s\n", name, box, id, map[string]string{Approve: "approved", Deny: "denied"}[decision], by)
@@ -514,11 +546,11 @@ func cmdDecide(decision string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice hub %s: %s did not apply it: %s\n", name, box, safe(o.Reason))
 		return exitFail
 	case o.ExitCode != nil:
-		fmt.Fprintf(stderr, "sluice hub %s: %s: %s, exit status %d\n", name, box, o.Status, *o.ExitCode)
+		fmt.Fprintf(stderr, "sluice hub %s: %s: %s, exit status %d\n", name, box, safe(string(o.Status)), *o.ExitCode)
 	case o.Reason != "":
-		fmt.Fprintf(stderr, "sluice hub %s: %s: %s (%s)\n", name, box, o.Status, safe(o.Reason))
+		fmt.Fprintf(stderr, "sluice hub %s: %s: %s (%s)\n", name, box, safe(string(o.Status)), safe(o.Reason))
 	default:
-		fmt.Fprintf(stderr, "sluice hub %s: %s: %s\n", name, box, o.Status)
+		fmt.Fprintf(stderr, "sluice hub %s: %s: %s\n", name, box, safe(string(o.Status)))
 	}
 	return exitOK
 }
@@ -538,4 +570,34 @@ func age(t time.Time) string {
 func safe(s string) string {
 	p, _ := queue.Printable(s)
 	return p
+}
+
+// describe is a pending request as a person checks it before approving.
+func describe(p *Pending) string {
+	var req queue.Request
+	summary, agent, cwd := "(unreadable)", "", ""
+	if err := jsonUnmarshal(p.Request, &req); err == nil {
+		summary, agent, cwd = req.Summary(), req.Agent, req.Cwd
+	}
+	verdict := "(none)"
+	if p.Verdict != nil {
+		verdict = string(p.Verdict.Action) + " " + p.Verdict.Category + ", risk " + p.Verdict.Risk
+		if len(p.Verdict.Reasons) > 0 {
+			verdict += ": " + strings.Join(p.Verdict.Reasons, "; ")
+		}
+	}
+	return fmt.Sprintf("  %s/%s (digest %s)\n  agent:   %s\n  in:      %s\n  verdict: %s\n  request: %s\n",
+		p.Box, p.ID, safe(short(p.Digest)), safe(agent), safe(cwd), safe(verdict), safe(summary))
+}
+
+func short(digest string) string {
+	if len(digest) > 12 {
+		return digest[:12]
+	}
+	return digest
+}
+
+// validDigestPrefix reports whether d is 8 to 64 lower-case hex digits.
+func validDigestPrefix(d string) bool {
+	return len(d) >= 8 && len(d) <= 64 && validDigest(d+strings.Repeat("0", 64-len(d)))
 }

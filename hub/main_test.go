@@ -95,3 +95,44 @@ func TestCredsAndStoreModes(t *testing.T) {
 		t.Fatalf("a store others can read: %v", err)
 	}
 }
+
+// sluice hub ls and approve as a person at a console uses them: the
+// listing shows the digest; approving shows the request and, without a
+// terminal to ask on, wants --yes or the digest that was seen; a digest
+// that is not the request's any more is refused; approved, the box runs
+// it and the outcome is printed.
+func TestMainLsApprove(t *testing.T) {
+	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
+	b1 := newTestBox(t, h.URL(), creds["b1"])
+	credsFile := filepath.Join(t.TempDir(), "c1.creds")
+	if err := creds["c1"].Write(credsFile); err != nil {
+		t.Fatal(err)
+	}
+	con := connect(t, h.URL(), creds["c1"])
+	req := b1.ask(t, "kubectl delete pod web-0")
+	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, con)) == 1 })
+	digest := pendingKeys(t, con)[Key("b1", req.ID)].Digest
+	hubArgs := []string{"--hub", h.URL(), "--hub-creds", credsFile}
+
+	code, out, errs := runMain(append([]string{"ls"}, hubArgs...)...)
+	if code != 0 || !strings.Contains(out, "b1/"+req.ID) || !strings.Contains(out, digest[:12]) || !strings.Contains(out, "kubectl delete pod web-0") {
+		t.Fatalf("ls: %d\n%s%s", code, out, errs)
+	}
+	ref := "b1/" + req.ID
+	if code, _, errs := runMain(append([]string{"approve", ref}, hubArgs...)...); code != 2 || !strings.Contains(errs, "not asking without a terminal") || !strings.Contains(errs, "kubectl delete pod web-0") {
+		t.Fatalf("approve without a terminal: %d %s", code, errs)
+	}
+	if code, _, errs := runMain(append([]string{"approve", ref + "@deadbeef"}, hubArgs...)...); code != 1 || !strings.Contains(errs, "changed since it was shown") {
+		t.Fatalf("approve with another digest: %d %s", code, errs)
+	}
+	if n := len(b1.apply.runs()); n != 0 {
+		t.Fatalf("ran %d times before an approval", n)
+	}
+	code, out, errs = runMain(append([]string{"approve", ref + "@" + digest[:12]}, hubArgs...)...)
+	if code != 0 || !strings.Contains(out, "ran kubectl delete pod web-0") || !strings.Contains(errs, "b1: done, exit status 0") {
+		t.Fatalf("approve: %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runMain(append([]string{"deny", ref}, hubArgs...)...); code != 1 || !strings.Contains(errs, "already decided: approve by") {
+		t.Fatalf("deny after the approval: %d %s", code, errs)
+	}
+}

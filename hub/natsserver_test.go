@@ -130,4 +130,5 @@ func TestRealNATSServer(t *testing.T) {
 	t.Logf("against %s at %s", strings.TrimSpace(string(out)), url)
 	t.Run("permissions", func(t *testing.T) { permissionsScenario(t, url, creds) })
 	t.Run("two boxes one console", func(t *testing.T) { twoBoxesOneConsole(t, url, creds) })
+	t.Run("buckets hardened", func(t *testing.T) { bucketsHardened(t, url, creds) })
 }

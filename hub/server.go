@@ -143,7 +143,14 @@ func (h *Hub) makeBuckets() error {
 
 // MakeBuckets creates the fleet's buckets on the NATS server nc is
 // connected to, with the privileges that takes: the embedded hub does it
-// at start; for an existing cluster, 'sluice hub init' does it once.
+// at start; for a nats-server process, 'sluice hub init' does it once.
+//
+// They are key-value buckets with the server enforcing what the clients'
+// permissions cannot: no rollup and no purge (a box's or console's publish
+// to its own keys with a rollup header would otherwise wipe everyone's),
+// no message deletion, and, for decisions, one message per key for good
+// (a later write to a decided key is refused by the server: the first
+// decision wins whatever a console sends).
 func MakeBuckets(nc *nats.Conn) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -151,14 +158,39 @@ func MakeBuckets(nc *nats.Conn) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, cfg := range []jetstream.KeyValueConfig{
-		{Bucket: BucketPending, Description: "sluice: requests waiting for a person, by BOX.ID", History: 1, Storage: jetstream.FileStorage},
-		// Decisions are the fleet's record of who decided what: kept.
-		{Bucket: BucketDecisions, Description: "sluice: decisions, by BOX.ID; the first one wins", History: 5, Storage: jetstream.FileStorage},
-		{Bucket: BucketResults, Description: "sluice: what each box did with a decision, by BOX.ID", History: 1, Storage: jetstream.FileStorage, TTL: 30 * 24 * time.Hour},
+	for _, b := range []struct {
+		bucket, desc string
+		ttl          time.Duration
+		once         bool
+	}{
+		{BucketPending, "sluice: requests waiting for a person, by BOX.ID", 0, false},
+		{BucketDecisions, "sluice: decisions, by BOX.ID; the first one stands", 0, true},
+		{BucketResults, "sluice: what each box did with a decision, by BOX.ID", 30 * 24 * time.Hour, false},
 	} {
-		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
-			return fmt.Errorf("hub: bucket %s: %w", cfg.Bucket, err)
+		cfg := jetstream.StreamConfig{
+			Name:              "KV_" + b.bucket,
+			Description:       b.desc,
+			Subjects:          []string{"$KV." + b.bucket + ".>"},
+			MaxMsgsPerSubject: 1,
+			MaxBytes:          -1,
+			MaxMsgs:           -1,
+			MaxConsumers:      -1,
+			MaxMsgSize:        -1,
+			MaxAge:            b.ttl,
+			Storage:           jetstream.FileStorage,
+			Replicas:          1,
+			Duplicates:        2 * time.Minute,
+			Discard:           jetstream.DiscardNew,
+			AllowDirect:       true,
+			DenyDelete:        true,
+			DenyPurge:         true,
+			AllowRollup:       false,
+		}
+		if b.once {
+			cfg.DiscardNewPerSubject = true
+		}
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("hub: bucket %s: %w", b.bucket, err)
 		}
 	}
 	return nil

@@ -1,8 +1,14 @@
 package hub
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
+	"os"
+	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 )
 
 func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
@@ -25,4 +31,24 @@ func termText(p []byte) []byte {
 		p = p[n:]
 	}
 	return out
+}
+
+// isTerminal reports whether r is a terminal a person answers on.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
+	return err == nil
+}
+
+// readYes reads one line and reports whether it says yes.
+func readYes(r io.Reader) bool {
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
 }
