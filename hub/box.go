@@ -42,7 +42,7 @@ type Box struct {
 	asks      map[string]*queue.Event // queued asks not yet left, by id
 	published map[string]string       // id -> digest published
 	applying  map[string]bool
-	done      map[string]bool                   // decisions applied (or found moot) this run
+	done      map[string]bool                    // decisions applied (or found moot) this run
 	deferred  map[string]jetstream.KeyValueEntry // decisions that came before this run published their request
 }
 
