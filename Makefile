@@ -16,6 +16,7 @@ build:
 test:
 	$(GO) test -race ./...
 	./scripts/e2e.sh
+	./scripts/e2e-hub.sh
 
 # The console in a detached tmux session, driven by keys (needs tmux).
 e2e:
