@@ -14,7 +14,7 @@ import (
 // a handful of strings; reflection made the encoding a large part of the
 // recorder's time with a backlog (FuzzEventEncoding holds the bytes equal).
 func appendEvent(b []byte, ev *queue.Event) ([]byte, bool) {
-	if len(ev.ChangedFiles) > 0 || ev.Checkpoint != nil || ev.Torn != nil || !plainTime(ev.TS) {
+	if len(ev.ChangedFiles) > 0 || ev.Checkpoint != nil || ev.Torn != nil || !queue.EncodableTime(ev.TS) {
 		return b, false
 	}
 	b = append(b, seqPrefix...)
@@ -22,17 +22,17 @@ func appendEvent(b []byte, ev *queue.Event) ([]byte, bool) {
 	b = append(b, `,"ts":"`...)
 	b = ev.TS.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
-	b = field(b, "id", ev.ID)
+	b = queue.AppendJSONMember(b, "id", ev.ID)
 	b = append(b, `,"event":`...)
 	b = queue.AppendJSONString(b, string(ev.Event))
-	b = field(b, "actor", ev.Actor)
-	b = field(b, "agent", ev.Agent)
-	b = field(b, "kind", string(ev.Kind))
-	b = field(b, "command", ev.Command)
-	b = field(b, "edited_from", ev.EditedFrom)
-	b = field(b, "path", ev.Path)
-	b = field(b, "tool", ev.Tool)
-	b = field(b, "cwd", ev.Cwd)
+	b = queue.AppendJSONMember(b, "actor", ev.Actor)
+	b = queue.AppendJSONMember(b, "agent", ev.Agent)
+	b = queue.AppendJSONMember(b, "kind", string(ev.Kind))
+	b = queue.AppendJSONMember(b, "command", ev.Command)
+	b = queue.AppendJSONMember(b, "edited_from", ev.EditedFrom)
+	b = queue.AppendJSONMember(b, "path", ev.Path)
+	b = queue.AppendJSONMember(b, "tool", ev.Tool)
+	b = queue.AppendJSONMember(b, "cwd", ev.Cwd)
 	if v := ev.Verdict; v != nil {
 		b = append(b, `,"verdict":{"action":`...)
 		b = queue.AppendJSONString(b, string(v.Action))
@@ -50,11 +50,11 @@ func appendEvent(b []byte, ev *queue.Event) ([]byte, bool) {
 			}
 			b = append(b, ']')
 		}
-		b = field(b, "profile", v.Profile)
+		b = queue.AppendJSONMember(b, "profile", v.Profile)
 		b = append(b, '}')
 	}
-	b = field(b, "status", string(ev.Status))
-	b = field(b, "reason", ev.Reason)
+	b = queue.AppendJSONMember(b, "status", string(ev.Status))
+	b = queue.AppendJSONMember(b, "reason", ev.Reason)
 	if ev.ExitCode != nil {
 		b = append(b, `,"exit_code":`...)
 		b = strconv.AppendInt(b, int64(*ev.ExitCode), 10)
@@ -63,29 +63,10 @@ func appendEvent(b []byte, ev *queue.Event) ([]byte, bool) {
 		b = append(b, `,"duration_ms":`...)
 		b = strconv.AppendInt(b, ev.DurationMS, 10)
 	}
-	b = field(b, "output_sha256", ev.OutputSHA256)
-	b = field(b, "sandbox", ev.Sandbox)
+	b = queue.AppendJSONMember(b, "output_sha256", ev.OutputSHA256)
+	b = queue.AppendJSONMember(b, "sandbox", ev.Sandbox)
 	b = append(b, `,"prev":`...)
 	b = queue.AppendJSONString(b, ev.Prev)
-	b = field(b, "hash", ev.Hash)
+	b = queue.AppendJSONMember(b, "hash", ev.Hash)
 	return append(b, '}'), true
-}
-
-// field appends ,"name":"s" unless s is empty (omitempty).
-func field(b []byte, name, s string) []byte {
-	if s == "" {
-		return b
-	}
-	b = append(b, ',', '"')
-	b = append(b, name...)
-	b = append(b, '"', ':')
-	return queue.AppendJSONString(b, s)
-}
-
-// plainTime: encoding/json refuses years past 9999 and before 0, and zone
-// offsets of a day or more; those are left to it, to fail the same way.
-func plainTime(t time.Time) bool {
-	y := t.Year()
-	_, off := t.Zone()
-	return y >= 0 && y <= 9999 && off > -24*3600 && off < 24*3600
 }

@@ -33,17 +33,8 @@ func (a *timingApplier) Deny(ctx context.Context, id, actor, reason string) erro
 // bridge handing it to 'sluice approve'. ns/op is the mean; p50-ms and
 // p90-ms the percentiles.
 func BenchmarkDecisionThroughHub(b *testing.B) {
-	st, err := Open(filepath.Join(b.TempDir(), "hub"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	bc, _, _ := st.Add("b1", RoleBox, "")
-	cc, _, _ := st.Add("c1", RoleConsole, "")
-	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: st})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Shutdown()
+	h, creds := testHub(b, []string{"b1"}, []string{"c1"})
+	bc, cc := creds["b1"], creds["c1"]
 	ctx := context.Background()
 	boxCl, err := Connect(ctx, h.URL(), bc)
 	if err != nil {
@@ -101,16 +92,8 @@ func BenchmarkDecisionThroughHub(b *testing.B) {
 // with 10 requests waiting on each: every pending request listed and
 // read.
 func BenchmarkList100Boxes(b *testing.B) {
-	st, err := Open(filepath.Join(b.TempDir(), "hub"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cc, _, _ := st.Add("c1", RoleConsole, "")
-	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: st})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Shutdown()
+	h, creds := testHub(b, nil, []string{"c1"})
+	cc := creds["c1"]
 	ctx := context.Background()
 	admin, err := h.adminConn()
 	if err != nil {

@@ -75,6 +75,14 @@ func (r *echoRunner) Run(_ context.Context, req *queue.Request, ro queue.RunOpti
 
 func newTestBox(t *testing.T, url string, c *Creds) *testBox {
 	t.Helper()
+	tb := openTestBox(t, c.Name)
+	tb.stop = tb.bridge(t, url, c)
+	return tb
+}
+
+// openTestBox is a box's spool and audit log, without a bridge.
+func openTestBox(t *testing.T, name string) *testBox {
+	t.Helper()
 	dir := t.TempDir()
 	sp, err := queue.Open(filepath.Join(dir, "spool"))
 	if err != nil {
@@ -86,9 +94,7 @@ func newTestBox(t *testing.T, url string, c *Creds) *testBox {
 	}
 	t.Cleanup(func() { log.Close() })
 	sp.Recorder = log
-	tb := &testBox{name: c.Name, spool: sp, log: log, apply: &spoolApplier{spool: sp, log: log}}
-	tb.stop = tb.bridge(t, url, c)
-	return tb
+	return &testBox{name: name, spool: sp, log: log, apply: &spoolApplier{spool: sp, log: log}}
 }
 
 // bridge starts the box's bridge to the hub at url; the func stops it.
@@ -339,18 +345,8 @@ func TestBoxFindsDecisionWaiting(t *testing.T) {
 // With the hub down the box keeps its asks (and serves locally); once
 // the hub is back, what waits is published.
 func TestHubDownThenBack(t *testing.T) {
-	st, err := Open(filepath.Join(t.TempDir(), "hub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bc, _, err := st.Add("b1", RoleBox, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, _, err := st.Add("c1", RoleConsole, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, creds := testStore(t, []string{"b1"}, []string{"c1"})
+	bc, cc := creds["b1"], creds["c1"]
 	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: st})
 	if err != nil {
 		t.Fatal(err)

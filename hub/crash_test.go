@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,35 +22,14 @@ func TestFleetSurvivesKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts for ~10 s")
 	}
-	st, err := Open(filepath.Join(t.TempDir(), "hub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds := map[string]*Creds{}
-	for _, u := range []struct{ name, role string }{{"b1", RoleBox}, {"b2", RoleBox}, {"c1", RoleConsole}, {"c2", RoleConsole}} {
-		c, _, err := st.Add(u.name, u.role, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		creds[u.name] = c
-	}
+	st, creds := testStore(t, []string{"b1", "b2"}, []string{"c1", "c2"})
 	srv := natsServer(t, st)
 	url := srv.url
 
 	boxes := map[string]*testBox{}
 	var stops sync.Map
 	for _, name := range []string{"b1", "b2"} {
-		tb := &testBox{name: name}
-		dir := t.TempDir()
-		if tb.spool, err = queue.Open(filepath.Join(dir, "spool")); err != nil {
-			t.Fatal(err)
-		}
-		if tb.log, err = audit.Open(filepath.Join(dir, "audit.log")); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tb.log.Close() })
-		tb.spool.Recorder = tb.log
-		tb.apply = &spoolApplier{spool: tb.spool, log: tb.log}
+		tb := openTestBox(t, name)
 		boxes[name] = tb
 		stops.Store(name, startBridgeRetrying(t, tb, url, creds[name]))
 	}

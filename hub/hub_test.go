@@ -15,29 +15,32 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 )
 
-// testHub starts an embedded hub on a free loopback port with the named
-// boxes and consoles, and returns it and their credentials.
-func testHub(t *testing.T, boxes, consoles []string) (*Hub, map[string]*Creds) {
+// testStore is a hub store with the named boxes and consoles, and their
+// credentials.
+func testStore(t testing.TB, boxes, consoles []string) (*Store, map[string]*Creds) {
 	t.Helper()
 	st, err := Open(filepath.Join(t.TempDir(), "hub"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	creds := map[string]*Creds{}
-	for _, b := range boxes {
-		c, _, err := st.Add(b, RoleBox, "")
-		if err != nil {
-			t.Fatal(err)
+	for role, names := range map[string][]string{RoleBox: boxes, RoleConsole: consoles} {
+		for _, n := range names {
+			c, _, err := st.Add(n, role, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			creds[n] = c
 		}
-		creds[b] = c
 	}
-	for _, n := range consoles {
-		c, _, err := st.Add(n, RoleConsole, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		creds[n] = c
-	}
+	return st, creds
+}
+
+// testHub starts an embedded hub on a free loopback port with the named
+// boxes and consoles, and returns it and their credentials.
+func testHub(t testing.TB, boxes, consoles []string) (*Hub, map[string]*Creds) {
+	t.Helper()
+	st, creds := testStore(t, boxes, consoles)
 	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: st})
 	if err != nil {
 		t.Fatal(err)

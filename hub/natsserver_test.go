@@ -113,18 +113,7 @@ func (p *natsProc) kill() {
 // the configuration 'sluice hub config' writes: the permissions hold, and
 // two boxes and a console work as with the embedded hub.
 func TestRealNATSServer(t *testing.T) {
-	st, err := Open(filepath.Join(t.TempDir(), "hub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds := map[string]*Creds{}
-	for _, u := range []struct{ name, role string }{{"b1", RoleBox}, {"b2", RoleBox}, {"c1", RoleConsole}, {"c2", RoleConsole}} {
-		c, _, err := st.Add(u.name, u.role, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		creds[u.name] = c
-	}
+	st, creds := testStore(t, []string{"b1", "b2"}, []string{"c1", "c2"})
 	url := natsServer(t, st).url
 	out, _ := osexec.Command("nats-server", "--version").Output()
 	t.Logf("against %s at %s", strings.TrimSpace(string(out)), url)

@@ -105,6 +105,14 @@ func appendTime(b []byte, name string, t time.Time) []byte {
 	return append(b, '"')
 }
 
+// AppendJSONMember appends ,"name":"s" unless s is empty, as encoding/json
+// writes a string field with omitempty (for the audit log's hand encoder).
+func AppendJSONMember(b []byte, name, s string) []byte { return appendField(b, name, s) }
+
+// EncodableTime reports whether encoding/json encodes t (years 0-9999,
+// zone offsets under a day); hand encoders leave other times to it.
+func EncodableTime(t time.Time) bool { return plainTime(t) }
+
 // AppendJSONString appends s quoted as encoding/json quotes it with HTML
 // escaping off (for writers that must not pay for encoding/json's first
 // use: the hooks' answers).
