@@ -15,12 +15,22 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 )
 
-// timingApplier notes when each decision reached the box.
-type timingApplier struct{ at chan time.Time }
+// timingApplier notes when each decision reached the box, then answers the
+// request (a claim and a result, so that it leaves the spool as a run's
+// would).
+type timingApplier struct {
+	at chan time.Time
+	sp *queue.Spool
+}
 
 func (a *timingApplier) Approve(ctx context.Context, id, digest, actor string, out io.Writer) error {
 	a.at <- time.Now()
-	return nil
+	c, err := a.sp.Claim(id, time.Now())
+	if err != nil {
+		return err
+	}
+	code := 0
+	return c.Finish(queue.Result{Status: queue.StatusDone, ExitCode: &code})
 }
 func (a *timingApplier) Deny(ctx context.Context, id, actor, reason string) error {
 	a.at <- time.Now()
@@ -50,9 +60,9 @@ func BenchmarkDecisionThroughHub(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	app := &timingApplier{at: make(chan time.Time, 1)}
+	app := &timingApplier{at: make(chan time.Time, 1), sp: sp}
 	box := &Box{Name: "b1", Spool: sp, Client: boxCl, Apply: app}
-	box.asks, box.published, box.applying, box.done = map[string]*queue.Event{}, map[string]string{}, map[string]bool{}, map[string]bool{}
+	box.reset()
 	decisions := make(chan jetstream.KeyValueEntry, 16)
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -66,15 +76,28 @@ func BenchmarkDecisionThroughHub(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
+		box.syncMu.Lock() // what the box's own sync does, in one piece
 		req := &queue.Request{Kind: queue.KindExec, Command: "make deploy", Cwd: "/srv/app", Agent: "claude-code"}
 		if err := sp.Submit(req); err != nil {
 			b.Fatal(err)
 		}
 		raw, _ := json.Marshal(req)
-		p, _ := json.Marshal(Pending{Box: "b1", ID: req.ID, Request: raw, Digest: "x", QueuedAt: time.Now()})
+		digest := ""
+		list, _ := sp.List()
+		for _, e := range list {
+			if e.ID == req.ID && e.Request != nil {
+				digest = e.Request.Digest()
+			}
+		}
+		p, _ := json.Marshal(Pending{Box: "b1", ID: req.ID, Request: raw, Digest: digest, QueuedAt: time.Now()})
 		if _, err := boxCl.Pending.Put(ctx, Key("b1", req.ID), p); err != nil {
 			b.Fatal(err)
 		}
+		box.mu.Lock() // as the box's audit log and sync record an ask
+		box.asks[req.ID] = &queue.Event{ID: req.ID, Event: queue.EventQueued}
+		box.published[req.ID] = digest
+		box.mu.Unlock()
+		box.syncMu.Unlock()
 		b.StartTimer()
 		t0 := time.Now()
 		if _, err := con.Decide(ctx, "b1", req.ID, Approve, "alice@c1", "", ""); err != nil {

@@ -38,6 +38,7 @@ type Box struct {
 	// published; 500 ms if zero.
 	Every time.Duration
 
+	syncMu    sync.Mutex // one sync at a time: its listing and its changes go together
 	mu        sync.Mutex
 	asks      map[string]*queue.Event // queued asks not yet left, by id
 	published map[string]string       // id -> digest published
@@ -59,8 +60,7 @@ func (b *Box) Run(ctx context.Context) error {
 	if b.Every <= 0 {
 		b.Every = 500 * time.Millisecond
 	}
-	b.asks, b.published, b.applying, b.done = map[string]*queue.Event{}, map[string]string{}, map[string]bool{}, map[string]bool{}
-	b.deferred = map[string]jetstream.KeyValueEntry{}
+	b.reset()
 	off, err := b.readAsks()
 	if err != nil {
 		return err
@@ -99,6 +99,12 @@ func (b *Box) Run(ctx context.Context) error {
 			b.sync(ctx)
 		}
 	}
+}
+
+// reset forgets what a previous Run knew.
+func (b *Box) reset() {
+	b.asks, b.published, b.applying, b.done = map[string]*queue.Event{}, map[string]string{}, map[string]bool{}, map[string]bool{}
+	b.deferred = map[string]jetstream.KeyValueEntry{}
 }
 
 // readAsks reads the asks still open from the audit log's last lines and
@@ -146,6 +152,11 @@ func (b *Box) note(ev *queue.Event) {
 // sync publishes the asks waiting in the spool that the hub does not have
 // yet, and withdraws those that left (with what became of them).
 func (b *Box) sync(ctx context.Context) {
+	// Two at once (the loop's, and one after a decision was applied)
+	// would let one withdraw what the other has just published from a
+	// listing made before it arrived.
+	b.syncMu.Lock()
+	defer b.syncMu.Unlock()
 	list, err := b.Spool.List()
 	if err != nil {
 		b.logf("the spool cannot be listed: %v", err)
