@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command compare measures sluice against the physical floor of its spool
 // protocol (bench/floor), interleaved sample by sample in one run, and
 // prints p50/p90 and the ratio sluice/floor per filesystem:

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command floor is the physical floor of sluice's spool protocol
 // (docs/protocol.md, section 3): a client and a server that do the
 // protocol's steps and nothing else, so that what sluice costs on top of

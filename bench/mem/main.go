@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command mem measures what 'sluice serve' costs in memory and time:
 //
 //  1. its peak RSS (VmHWM) while one allowed command writes a lot of

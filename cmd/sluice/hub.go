@@ -81,7 +81,7 @@ func hubBridge(ctx context.Context, url, creds, spool, auditPath string, logf fu
 	go func() {
 		for ctx.Err() == nil {
 			cmd := osexec.Command(prog, args...)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+			cmd.SysProcAttr = childAttr()
 			stderr, err := cmd.StderrPipe()
 			if err == nil {
 				err = cmd.Start()
