@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // benchFS is a filesystem a benchmark's spool can live on.
@@ -38,8 +36,7 @@ var benchFilesystems = []benchFS{
 func openTmpfsSpool(b *testing.B) *Spool {
 	b.Helper()
 	for _, parent := range []string{os.Getenv("XDG_RUNTIME_DIR"), "/dev/shm"} {
-		var st unix.Statfs_t
-		if parent == "" || unix.Statfs(parent, &st) != nil || st.Type != unix.TMPFS_MAGIC {
+		if parent == "" || !isTmpfs(parent) {
 			continue
 		}
 		dir, err := os.MkdirTemp(parent, "sluice-bench-")
