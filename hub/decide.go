@@ -13,30 +13,42 @@ import (
 )
 
 // List returns the requests waiting for a person on every box, oldest
-// first (box filters to one box when not empty).
+// first (box filters to one box when not empty). One watch brings every
+// current value at once, rather than a round trip a key.
 func (c *Client) List(ctx context.Context, box string) ([]Pending, error) {
-	lister, err := c.Pending.ListKeys(ctx)
+	filter := ">"
+	if box != "" {
+		filter = box + ".*"
+	}
+	w, err := c.Pending.Watch(ctx, filter, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, err
 	}
+	defer w.Stop()
 	var out []Pending
-	for key := range lister.Keys() {
-		b, _, ok := SplitKey(key)
-		if !ok || (box != "" && b != box) {
-			continue
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, errors.New("the hub stopped answering")
+			}
+			if e == nil { // all current values delivered
+				slices.SortFunc(out, func(a, b Pending) int { return a.QueuedAt.Compare(b.QueuedAt) })
+				return out, nil
+			}
+			b, _, ok2 := SplitKey(e.Key())
+			if !ok2 || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			var p Pending
+			if json.Unmarshal(e.Value(), &p) != nil || p.Box != b || Key(p.Box, p.ID) != e.Key() {
+				continue // what a box wrote under its key must be about that key
+			}
+			out = append(out, p)
 		}
-		e, err := c.Pending.Get(ctx, key)
-		if err != nil {
-			continue // withdrawn meanwhile
-		}
-		var p Pending
-		if json.Unmarshal(e.Value(), &p) != nil || p.Box != b || Key(p.Box, p.ID) != key {
-			continue // what a box wrote under its key must be about that key
-		}
-		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b Pending) int { return a.QueuedAt.Compare(b.QueuedAt) })
-	return out, nil
 }
 
 // ErrDecided says another console decided the request first.
