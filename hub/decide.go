@@ -27,27 +27,37 @@ func (c *Client) List(ctx context.Context, box string) ([]Pending, error) {
 	defer w.Stop()
 	var out []Pending
 	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("the hub stopped answering")
-			}
-			if e == nil { // all current values delivered
-				slices.SortFunc(out, func(a, b Pending) int { return a.QueuedAt.Compare(b.QueuedAt) })
-				return out, nil
-			}
-			b, _, ok2 := SplitKey(e.Key())
-			if !ok2 || e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			var p Pending
-			if json.Unmarshal(e.Value(), &p) != nil || p.Box != b || Key(p.Box, p.ID) != e.Key() {
-				continue // what a box wrote under its key must be about that key
-			}
-			out = append(out, p)
+		e, err := nextEntry(ctx, w)
+		if err != nil {
+			return nil, err
 		}
+		if e == nil { // all current values delivered
+			slices.SortFunc(out, func(a, b Pending) int { return a.QueuedAt.Compare(b.QueuedAt) })
+			return out, nil
+		}
+		b, _, ok := SplitKey(e.Key())
+		if !ok || e.Operation() != jetstream.KeyValuePut {
+			continue
+		}
+		var p Pending
+		if json.Unmarshal(e.Value(), &p) != nil || p.Box != b || Key(p.Box, p.ID) != e.Key() {
+			continue // what a box wrote under its key must be about that key
+		}
+		out = append(out, p)
+	}
+}
+
+// nextEntry waits for w's next entry; nil marks the end of the values the
+// bucket held when the watch began.
+func nextEntry(ctx context.Context, w jetstream.KeyWatcher) (jetstream.KeyValueEntry, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case e, ok := <-w.Updates():
+		if !ok {
+			return nil, errors.New("the hub stopped answering")
+		}
+		return e, nil
 	}
 }
 
@@ -139,21 +149,17 @@ func (c *Client) Outcome(ctx context.Context, box, id string) (*Outcome, error) 
 	}
 	defer w.Stop()
 	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("the hub stopped answering")
-			}
-			if e == nil || e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			var o Outcome
-			if err := json.Unmarshal(e.Value(), &o); err != nil {
-				return nil, err
-			}
-			return &o, nil
+		e, err := nextEntry(ctx, w)
+		if err != nil {
+			return nil, err
 		}
+		if e == nil || e.Operation() != jetstream.KeyValuePut {
+			continue
+		}
+		var o Outcome
+		if err := json.Unmarshal(e.Value(), &o); err != nil {
+			return nil, err
+		}
+		return &o, nil
 	}
 }
