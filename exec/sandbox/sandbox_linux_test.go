@@ -1146,10 +1146,7 @@ func TestLeaveThreadAfterApply(t *testing.T) {
 	}
 	f := newFixture(t)
 	c := prepare(t, f.spec(Mutating))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+	onDiscardedThread(func() {
 		leave, err := g.enterThread()
 		if err != nil {
 			t.Error(err)
@@ -1165,6 +1162,28 @@ func TestLeaveThreadAfterApply(t *testing.T) {
 		if slices.Contains(strings.Fields(string(data)), tid) {
 			t.Errorf("the confined thread %s is still in %s after leaveThread", tid, g.tasks)
 		}
-	}()
+	})
+}
+
+// onDiscardedThread runs f on a locked OS thread that ends with it, as
+// Start confines one: never the main thread, which the Go runtime parks
+// for good instead of ending (confined, it would stay so for the rest of
+// the process: every later test then finds a confined thread).
+func onDiscardedThread(f func()) {
+	done := make(chan struct{})
+	var run func()
+	run = func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if unix.Gettid() == unix.Getpid() {
+			defer runtime.UnlockOSThread()
+			inner := make(chan struct{})
+			go func() { defer close(inner); run() }()
+			<-inner
+			return
+		}
+		defer close(done)
+		f()
+	}
+	go run()
 	<-done
 }
