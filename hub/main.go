@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -438,7 +439,7 @@ func cmdLs(args []string, stdout, stderr io.Writer) int {
 	for _, p := range ps {
 		var req queue.Request
 		summary, agent := "(unreadable)", ""
-		if err := jsonUnmarshal(p.Request, &req); err == nil {
+		if err := json.Unmarshal(p.Request, &req); err == nil {
 			summary, agent = req.Summary(), req.Agent
 		}
 		verdict := ""
@@ -488,6 +489,7 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 	var out *nats.Subscription
 	if decision == Approve && !*noWait {
 		// Subscribed before deciding: nothing of the output is missed.
+		term := &queue.TermSafe{W: stdout} // one for the whole stream: a sequence split between messages is dropped whole
 		out, err = cl.NC.Subscribe(OutputSubject(box, id), func(m *nats.Msg) {
 			// The box publishes plain messages; one with a reply subject
 			// or headers was delivered by a JetStream consumer someone
@@ -495,7 +497,7 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 			if m.Reply != "" || len(m.Header) > 0 {
 				return
 			}
-			stdout.Write(termText(m.Data))
+			term.Write(m.Data)
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice hub %s: %v\n", name, err)
@@ -576,7 +578,7 @@ func safe(s string) string {
 func describe(p *Pending) string {
 	var req queue.Request
 	summary, agent, cwd := "(unreadable)", "", ""
-	if err := jsonUnmarshal(p.Request, &req); err == nil {
+	if err := json.Unmarshal(p.Request, &req); err == nil {
 		summary, agent, cwd = req.Summary(), req.Agent, req.Cwd
 	}
 	verdict := "(none)"

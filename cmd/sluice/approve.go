@@ -94,7 +94,7 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 		}
 	}
 	// The output goes to a person's terminal: text only.
-	out := io.Writer(&termSafe{w: std.out})
+	out := io.Writer(&queue.TermSafe{W: std.out})
 	res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actorName(*as), Claimed: started, ShownDigest: *digest,
 		Output: func(p []byte) { out.Write(p) }, Unconfined: *unconfined})
 	if err != nil {

@@ -1,16 +1,16 @@
-package main
+package queue
 
 import "io"
 
-// termSafe passes a child's output to a person's terminal without the
+// TermSafe passes a child's output to a person's terminal without the
 // sequences that act on the terminal rather than print: every escape
 // sequence (CSI, OSC such as OSC 52's clipboard writes, DCS, APC, PM,
 // SOS, two-byte ESC forms) and every control character but newline,
 // carriage return, tab and backspace, C1 controls included. It keeps its
 // state across writes, so a sequence split between two reads is still
-// dropped whole.
-type termSafe struct {
-	w     io.Writer
+// dropped whole. (sluice approve and the hub's consoles use it.)
+type TermSafe struct {
+	W     io.Writer
 	state int  // tsText, tsEsc, tsCSI, tsString, tsStringEsc
 	c2    bool // the previous byte was 0xC2 (a C1 control may follow)
 }
@@ -23,7 +23,7 @@ const (
 	tsStringEsc // ESC seen inside a string
 )
 
-func (t *termSafe) Write(p []byte) (int, error) {
+func (t *TermSafe) Write(p []byte) (int, error) {
 	out := make([]byte, 0, len(p))
 	for _, b := range p {
 		if t.c2 {
@@ -73,7 +73,7 @@ func (t *termSafe) Write(p []byte) (int, error) {
 			}
 		}
 	}
-	if _, err := t.w.Write(out); err != nil {
+	if _, err := t.W.Write(out); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -1,4 +1,4 @@
-package main
+package queue
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ func TestTermSafe(t *testing.T) {
 	in := "ok\n\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07\x1b[31mred\x1b[0m\r\n\x1b]0;title\x1b\\\x1bPdcs\x1b\\tab\there\u009bX\x00é\n"
 	for _, split := range []int{1, 3, len(in)} {
 		var b strings.Builder
-		ts := &termSafe{w: &b}
+		ts := &TermSafe{W: &b}
 		for i := 0; i < len(in); i += split {
 			end := min(i+split, len(in))
 			if _, err := ts.Write([]byte(in[i:end])); err != nil {
