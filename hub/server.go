@@ -51,6 +51,11 @@ func StartHub(o HubOptions) (*Hub, error) {
 	if host == "" {
 		host = "0.0.0.0"
 	}
+	if port == 0 {
+		// A free port, as with any listener (NATS reads 0 as its default,
+		// 4222).
+		port = server.RANDOM_PORT
+	}
 	cert, err := o.Store.TLS()
 	if err != nil {
 		return nil, err
