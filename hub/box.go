@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -42,6 +44,7 @@ type Box struct {
 	mu        sync.Mutex
 	asks      map[string]*queue.Event // queued asks not yet left, by id
 	published map[string]string       // id -> digest published
+	pubs      map[string]*Pending     // id -> what was published
 	applying  map[string]bool
 	done      map[string]bool                    // decisions applied (or found moot) this run
 	deferred  map[string]jetstream.KeyValueEntry // decisions that came before this run published their request
@@ -104,6 +107,7 @@ func (b *Box) Run(ctx context.Context) error {
 // reset forgets what a previous Run knew.
 func (b *Box) reset() {
 	b.asks, b.published, b.applying, b.done = map[string]*queue.Event{}, map[string]string{}, map[string]bool{}, map[string]bool{}
+	b.pubs = map[string]*Pending{}
 	b.deferred = map[string]jetstream.KeyValueEntry{}
 }
 
@@ -170,6 +174,7 @@ func (b *Box) sync(ctx context.Context) {
 	}
 	b.mu.Lock()
 	var publish []*Pending
+	var reqs []*queue.Request
 	var left []string
 	for id, ev := range b.asks {
 		req, ok := waiting[id]
@@ -189,6 +194,7 @@ func (b *Box) sync(ctx context.Context) {
 			continue
 		}
 		publish = append(publish, &Pending{Box: b.Name, ID: id, Request: raw, Verdict: ev.Verdict, Digest: req.Digest(), QueuedAt: ev.TS})
+		reqs = append(reqs, req)
 	}
 	for id := range b.published {
 		if _, ok := waiting[id]; !ok {
@@ -199,7 +205,8 @@ func (b *Box) sync(ctx context.Context) {
 	}
 	b.mu.Unlock()
 
-	for _, p := range publish {
+	for i, p := range publish {
+		p.Diff, p.DiffErr = fileDiff(reqs[i])
 		data, _ := json.Marshal(p)
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := b.Client.Pending.Put(cctx, Key(b.Name, p.ID), data)
@@ -210,6 +217,7 @@ func (b *Box) sync(ctx context.Context) {
 		}
 		b.mu.Lock()
 		b.published[p.ID] = p.Digest
+		b.pubs[p.ID] = p
 		e, waited := b.deferred[p.ID]
 		delete(b.deferred, p.ID)
 		b.mu.Unlock()
@@ -229,7 +237,8 @@ func (b *Box) withdraw(ctx context.Context, id string) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if res, err := b.Spool.ReadResult(id); err == nil && res != nil {
-		out := Outcome{Status: res.Status, ExitCode: res.ExitCode, Reason: res.Reason, At: time.Now().UTC(), DecidedBy: string(res.DecidedBy)}
+		out := Outcome{Status: res.Status, ExitCode: res.ExitCode, Reason: res.Reason, At: time.Now().UTC(), DecidedBy: string(res.DecidedBy), DurationMS: res.DurationMS}
+		b.describe(&out, id)
 		data, _ := json.Marshal(out)
 		// A decision applied here has written its own (fuller) outcome.
 		if _, err := b.Client.Results.Create(cctx, Key(b.Name, id), data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
@@ -243,7 +252,17 @@ func (b *Box) withdraw(ctx context.Context, id string) {
 	}
 	b.mu.Lock()
 	delete(b.published, id)
+	delete(b.pubs, id)
 	b.mu.Unlock()
+}
+
+// describe puts the request id as published into o, for History.
+func (b *Box) describe(o *Outcome, id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := b.pubs[id]; p != nil {
+		o.Request, o.Verdict = p.Request, p.Verdict
+	}
 }
 
 // watchDecisions passes on the decisions made for this box, waiting and
@@ -350,6 +369,17 @@ func (b *Box) apply(ctx context.Context, id string, d Decision) (Outcome, bool) 
 		}
 		return o, true
 	}
+	if d.Decision == Approve && !b.diffHolds(id) {
+		// What the person saw is not what approving would do now: the
+		// request leaves the hub (its decision is spent) and waits here.
+		b.mu.Lock()
+		delete(b.asks, id)
+		b.mu.Unlock()
+		o := Outcome{Decision: d.Decision, By: d.By, Applied: false, At: now(),
+			Reason: "the file changed after its diff was shown; the request waits on the box: decide it there"}
+		b.describe(&o, id)
+		return o, true
+	}
 	actor := d.By + " (via the hub)"
 	var err error
 	if d.Decision == Approve {
@@ -360,12 +390,48 @@ func (b *Box) apply(ctx context.Context, id string, d Decision) (Outcome, bool) 
 		err = b.Apply.Deny(ctx, id, actor, d.Reason)
 	}
 	o := Outcome{Decision: d.Decision, By: d.By, Applied: true, At: now()}
+	b.describe(&o, id)
 	if res, rerr := b.Spool.ReadResult(id); rerr == nil && res != nil {
-		o.Status, o.ExitCode, o.Reason, o.DecidedBy = res.Status, res.ExitCode, res.Reason, string(res.DecidedBy)
+		o.Status, o.ExitCode, o.Reason, o.DecidedBy, o.DurationMS = res.Status, res.ExitCode, res.Reason, string(res.DecidedBy), res.DurationMS
 	} else if err != nil {
 		o.Applied, o.Reason = false, err.Error()
 	}
 	return o, true
+}
+
+// diffHolds reports whether a file request id would still make the
+// change its published diff shows (any other request: true).
+func (b *Box) diffHolds(id string) bool {
+	b.mu.Lock()
+	p := b.pubs[id]
+	b.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	req, err := b.Spool.ReadPending(id)
+	if err != nil {
+		return false
+	}
+	diff, derr := fileDiff(req)
+	return diff == p.Diff && derr == p.DiffErr
+}
+
+// fileDiff is the diff a file request would apply now, or why there is
+// none to show; nothing for other requests.
+func fileDiff(req *queue.Request) (diff, why string) {
+	switch req.Kind {
+	case queue.KindWrite, queue.KindEdit, queue.KindPatch:
+	default:
+		return "", ""
+	}
+	ch, err := exec.Plan(req, policy.Roots(req.Cwd))
+	if err != nil {
+		return "", err.Error()
+	}
+	if d := ch.Diff(); len(d) <= maxDiff {
+		return d, ""
+	}
+	return "", fmt.Sprintf("the diff is larger than %d KiB: read it on the box ('sluice show ID')", maxDiff>>10)
 }
 
 // publisher streams a run's output to the hub, best effort.

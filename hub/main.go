@@ -45,6 +45,9 @@ From anywhere with console credentials:
   sluice hub approve BOX/ID | deny BOX/ID [--reason TEXT]
                                                    decide; the first decision for a request wins
 
+The console's screen over the hub ('sluice console --hub URL') runs
+  sluice hub feed [--hub URL] [--hub-creds FILE]   the fleet as JSON lines; decisions read from stdin
+
 Files: the hub's store is $XDG_STATE_HOME/sluice/hub (--store); credentials
 default to $XDG_CONFIG_HOME/sluice/hub.creds (--hub-creds), written by
 add-box and add-console (copy them to the box or console, mode 600).
@@ -84,6 +87,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdBox(rest, stdout, stderr)
 	case "ls":
 		return cmdLs(rest, stdout, stderr)
+	case "feed":
+		return cmdFeed(rest, stdin, stdout, stderr)
 	case "approve":
 		return cmdDecide(Approve, rest, stdin, stdout, stderr)
 	case "deny":
@@ -553,6 +558,49 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 		fmt.Fprintf(stderr, "sluice hub %s: %s: %s (%s)\n", name, box, safe(string(o.Status)), safe(o.Reason))
 	default:
 		fmt.Fprintf(stderr, "sluice hub %s: %s: %s\n", name, box, safe(string(o.Status)))
+	}
+	return exitOK
+}
+
+func cmdFeed(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flags("feed", "[--hub URL] [--hub-creds FILE]", "The fleet as a console shows it, one JSON object a line on stdout (what\nwaits, what left, outcomes, output), taking decisions one JSON object a\nline on stdin; 'sluice console --hub' runs it. Ends when stdin closes.\nThe lines are described in docs/protocol.md (the hub).", stdout, stderr)
+	url, credsPath := clientFlags(fs)
+	if pos, code, ok := parse(fs, args); !ok {
+		return code
+	} else if len(pos) > 0 {
+		fmt.Fprintln(stderr, "sluice hub feed: takes no arguments")
+		return exitUsage
+	}
+	c, err := ReadCreds(*credsPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub feed: %v\n", err)
+		return exitFail
+	}
+	if c.Role != RoleConsole {
+		fmt.Fprintf(stderr, "sluice hub feed: %s holds a %s's credentials, not a console's: issue one with 'sluice hub add-console NAME' on the hub\n", *credsPath, c.Role)
+		return exitUsage
+	}
+	ctx, stop := signalCtx()
+	defer stop()
+	f := &Feed{Out: stdout, By: audit.Login() + "@" + c.Name}
+	cl, err := dial(ctx, *url, *credsPath,
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			text := "lost the hub"
+			if err != nil {
+				text += ": " + err.Error()
+			}
+			f.Link(false, text+"; retrying")
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { f.Link(true, nc.ConnectedUrlRedacted()) }))
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub feed: %v\n", err)
+		return exitFail
+	}
+	defer cl.Close()
+	f.Client = cl
+	if err := f.Run(ctx, stdin); err != nil {
+		fmt.Fprintf(stderr, "sluice hub feed: %v\n", err)
+		return exitFail
 	}
 	return exitOK
 }

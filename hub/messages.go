@@ -1,51 +1,34 @@
 package hub
 
-import (
-	"encoding/json"
-	"time"
+import "github.com/sluice-dev/sluice/hub/wire"
 
-	"github.com/sluice-dev/sluice/queue"
+// The values in the hub's buckets and the feed's lines (package wire).
+type (
+	Pending     = wire.Pending
+	Decision    = wire.Decision
+	Outcome     = wire.Outcome
+	FeedEvent   = wire.FeedEvent
+	FeedCommand = wire.FeedCommand
 )
-
-// Pending is what a box publishes for a request that waits for a person
-// (bucket sluice-pending, key BOX.ID).
-type Pending struct {
-	Box      string          `json:"box"`
-	ID       string          `json:"id"`
-	Request  json.RawMessage `json:"request"` // the request as the box read it
-	Verdict  *queue.Verdict  `json:"verdict,omitempty"`
-	Digest   string          `json:"digest"` // SHA-256 of the request file, hex
-	QueuedAt time.Time       `json:"queued_at"`
-}
-
-// Decision is what a console writes (bucket sluice-decisions, key BOX.ID):
-// the first one for a key is the one that counts.
-type Decision struct {
-	Decision string    `json:"decision"` // approve or deny
-	By       string    `json:"by"`       // person@console
-	Reason   string    `json:"reason,omitempty"`
-	Digest   string    `json:"digest"` // of the request as shown: a changed request is not run
-	At       time.Time `json:"at"`
-}
 
 // The decisions.
 const (
-	Approve = "approve"
-	Deny    = "deny"
+	Approve = wire.Approve
+	Deny    = wire.Deny
 )
 
-// Outcome is what a box did with a decision (bucket sluice-results, key
-// BOX.ID).
-type Outcome struct {
-	Status    queue.Status `json:"status"`
-	Decision  string       `json:"decision,omitempty"` // the decision applied, if one was
-	By        string       `json:"by,omitempty"`
-	ExitCode  *int         `json:"exit_code,omitempty"`
-	Reason    string       `json:"reason,omitempty"`
-	Applied   bool         `json:"applied"` // false: the request had left before the decision came
-	At        time.Time    `json:"at"`
-	DecidedBy string       `json:"decided_by,omitempty"` // policy or human, from the box's result
-}
+// The events of a feed.
+const (
+	FeedHub     = wire.FeedHub
+	FeedPending = wire.FeedPending
+	FeedGone    = wire.FeedGone
+	FeedReady   = wire.FeedReady
+	FeedOutcome = wire.FeedOutcome
+	FeedOutput  = wire.FeedOutput
+	FeedDecided = wire.FeedDecided
+)
+
+const maxDiff = wire.MaxDiff
 
 // OutputSubject is where a box streams the output of a run it carries out
 // for a decision (core NATS, best effort: the box's out/ID.log is the

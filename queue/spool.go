@@ -181,6 +181,15 @@ func (s *Spool) path(sub, name string) string { return filepath.Join(s.dir, sub,
 // RequestPath returns where request id waits while pending (new/<id>.json).
 func (s *Spool) RequestPath(id string) string { return s.path(dirNew, id+".json") }
 
+// ReadPending reads request id as its file in new/ is now (it waits for
+// a decision, or is being judged).
+func (s *Spool) ReadPending(id string) (*Request, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("%q is not a request id", id)
+	}
+	return readRequestPath(s.RequestPath(id), id)
+}
+
 // ResultPath returns out/<id>.json.
 func (s *Spool) ResultPath(id string) string { return s.path(dirOut, id+".json") }
 

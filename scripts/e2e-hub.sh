@@ -93,6 +93,36 @@ grep -q "already decided: deny by" "$work/late.out" || fail "the second decision
 env $(box_env b1) "$sluice" audit tail --json | grep -q '"actor":"[^"]*@me (via the hub)"' || fail "b1's audit log does not name the person"
 for b in b1 b2; do env $(box_env $b) "$sluice" audit verify > /dev/null || fail "$b's audit chain"; done
 
+# The console's own screen over the hub: every box's requests with their
+# box, a approves (the box runs it, its output shows), d denies with a
+# reason; History shows both.
+ask b1 "echo from-the-fleet-screen; touch approved-on-screen" 3
+until_ok listed "approved-on-screen"
+ask b2 "touch denied-on-screen" 3
+until_ok listed "denied-on-screen"
+tmux -S "$sock" new-window -t con -n fleet "env $con_env NO_COLOR=1 $sluice console --hub $url; sleep 60"
+fleet() { tmux -S "$sock" capture-pane -p -t con:fleet; }
+on_screen() { fleet | grep -q -- "$1"; }
+until_ok on_screen "b2 cli touch denied-on-screen"
+on_screen "b1 cli echo from-the-fleet-screen" || fail "b1's request is not on the fleet screen: $(fleet)"
+on_screen "hub nats://127.0.0.1:$port" || fail "the header does not name the hub: $(fleet)"
+sleep 1 # the approve keys' grace
+tmux -S "$sock" send-keys -t con:fleet a
+until_ok test -e "$work/b1/project/approved-on-screen"
+until_ok grep -q "exit=0" "$work/b1-agent-3.out"
+until_ok on_screen "│ from-the-fleet-screen  "
+sleep 1
+tmux -S "$sock" send-keys -t con:fleet d
+until_ok on_screen "reason (optional)"
+tmux -S "$sock" send-keys -t con:fleet "not from the fleet screen" Enter
+until_ok grep -q "exit=126" "$work/b2-agent-3.out"
+grep -q "not from the fleet screen" "$work/b2-agent-3.out" || fail "the agent on b2 did not get the reason: $(cat "$work/b2-agent-3.out")"
+[ ! -e "$work/b2/project/denied-on-screen" ] || fail "a request denied on the fleet screen ran"
+tmux -S "$sock" send-keys -t con:fleet Tab
+until_ok on_screen "denied  b2 touch denied-on-screen"
+on_screen "done  exit 0 [0-9.]*s b1 echo from-the-fleet-screen" || fail "History lacks b1's run: $(fleet)"
+tmux -S "$sock" send-keys -t con:fleet q
+
 # The hub killed: the box serves on, and publishes what waits once the hub
 # is back.
 { kill -9 "$hub" && wait "$hub"; } 2>/dev/null || true # no "Killed" notice
@@ -101,4 +131,4 @@ ask b1 "touch after-the-hub-came-back" 2
 sleep 1
 start_hub
 until_ok listed "touch after-the-hub-came-back"
-echo "e2e-hub: ok (two boxes and a console with the real programs: ls, approve at a terminal, deny, first decision wins, audit chains, hub SIGKILLed and back)"
+echo "e2e-hub: ok (two boxes and a console with the real programs: ls, approve at a terminal, deny, first decision wins, the console's screen over the hub, audit chains, hub SIGKILLed and back)"

@@ -20,8 +20,8 @@ type Styles struct {
 	// border styles are rounded borders with Padding(0, 1) and no margins.
 	Pane struct{ Border, BorderFocused, Title, TitleFocused lipgloss.Style }
 	// Queue styles the list of pending and finished requests. Item and
-	// Selected have Padding(0, 1).
-	Queue struct{ Item, Selected, Age, Agent, Kind, Countdown, Empty lipgloss.Style }
+	// Selected have Padding(0, 1). Host is the box a fleet request is on.
+	Queue struct{ Item, Selected, Age, Agent, Host, Kind, Countdown, Empty lipgloss.Style }
 	// Badge styles the short verdict and status badges, such as " ASK ".
 	// Each has Padding(0, 1): render the bare word. Styles.BadgeFor picks
 	// one by name.
@@ -70,6 +70,7 @@ func New(p Palette) *Styles {
 	s.Queue.Selected = bg(s.Queue.Item.Bold(true), p.BgSelected)
 	s.Queue.Age = muted
 	s.Queue.Agent = subtle
+	s.Queue.Host = accent
 	s.Queue.Kind = accent
 	s.Queue.Countdown = fg(base, p.Warn)
 	s.Queue.Empty = muted.Italic(true)

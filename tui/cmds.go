@@ -92,6 +92,13 @@ func (m *Model) approveUnconfinedCmd(id string) tea.Cmd {
 // it as shown; verb names the act in the status line.
 func (m *Model) approveAs(id string, a queue.Approval, verb string) tea.Cmd {
 	it := m.find(id)
+	if f := m.d.opt.Fleet; f != nil && it != nil {
+		it.busy = true
+		shown, ctx := it.req, m.d.opt.Ctx
+		return func() tea.Msg {
+			return actedMsg{id: id, verb: verb, err: f.Approve(ctx, shown), fleet: true}
+		}
+	}
 	if it == nil || m.d.opt.Engine == nil {
 		return nil
 	}
@@ -108,6 +115,13 @@ func (m *Model) approveAs(id string, a queue.Approval, verb string) tea.Cmd {
 
 func (m *Model) denyCmd(id, reason string) tea.Cmd {
 	it := m.find(id)
+	if f := m.d.opt.Fleet; f != nil && it != nil {
+		it.busy = true
+		shown, ctx := it.req, m.d.opt.Ctx
+		return func() tea.Msg {
+			return actedMsg{id: id, verb: "denied", err: f.Deny(ctx, shown, reason), fleet: true}
+		}
+	}
 	if it == nil || m.d.opt.Engine == nil {
 		return nil
 	}

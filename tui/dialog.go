@@ -178,8 +178,11 @@ func policyFileText(file string) string {
 // column as wide as its widest entry: at 60x20 every key is on screen.
 func (m *Model) keyGrid(width, rows int) []string {
 	var entries []string
-	for _, group := range m.keys.FullHelp() {
+	for _, group := range m.helpKeys.FullHelp() {
 		for _, b := range group {
+			if !b.Enabled() {
+				continue
+			}
 			h := b.Help()
 			entries = append(entries, m.st.Help.Key.Render(h.Key)+" "+m.st.Help.Desc.Render(h.Desc))
 		}

@@ -2,11 +2,13 @@ package tui
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/sluice-dev/sluice/queue"
@@ -76,6 +78,33 @@ type Options struct {
 	// PolicyProblem says why the policy files do not load as they are
 	// now (the last good policy stays in force); "" when they do.
 	PolicyProblem func() string
+	// Fleet, when set, makes this the console of many machines (sluice
+	// console --hub): requests, runs and outcomes come through the
+	// Observer and Logged with ids BOX/ID, the person's decisions go to
+	// Fleet, and Engine is nil.
+	Fleet Fleet
+}
+
+// Fleet decides requests that wait on other machines, through a hub.
+type Fleet interface {
+	// Approve and Deny record the person's decision on the request as
+	// shown (the very value the console got); they return once the hub
+	// holds it or refused it (another console decided first, the request
+	// changed). The box carries it out: its output and outcome come
+	// through the Observer.
+	Approve(ctx context.Context, shown *queue.Request) error
+	Deny(ctx context.Context, shown *queue.Request, reason string) error
+	// Link is the hub as the header shows it: its address, or why it
+	// cannot be reached (ok false).
+	Link() (text string, ok bool)
+}
+
+// HostOf is the box a fleet request id (BOX/ID) is on.
+func HostOf(id string) string {
+	if i := strings.IndexByte(id, '/'); i > 0 {
+		return id[:i]
+	}
+	return ""
 }
 
 // deps is what the model shares with its feed and commands (STYLE's
@@ -155,8 +184,9 @@ type item struct {
 	marked  bool   // marked for a batch approval (space)
 	diff    string // file requests: the preview as shown
 	diffErr error
-	diffOK  bool // diff computed
-	busy    bool // an action on it is under way
+	diffOK  bool   // diff computed
+	busy    bool   // an action on it is under way
+	sent    string // fleet: the decision the hub holds, while its box has yet to act
 
 	// The command as the detail shows it, for the width and styles it
 	// was laid out for.
@@ -172,7 +202,10 @@ type Model struct {
 	feed *feed
 	st   *themes.Styles
 	keys KeyMap
-	help help.Model
+	// helpKeys are the keys as help shows them: in a fleet console, what
+	// only a box's own console does is left out.
+	helpKeys KeyMap
+	help     help.Model
 
 	width, height int
 	focus         focus
@@ -231,6 +264,14 @@ func New(opt Options) *Model {
 	m := &Model{d: d, st: opt.Styles, keys: opt.Keys, help: help.New(), byID: map[string]*run{}, queued: map[string]*item{}}
 	if len(m.keys.Approve.Keys()) == 0 {
 		m.keys = DefaultKeyMap()
+	}
+	m.helpKeys = m.keys
+	if opt.Fleet != nil {
+		h := &m.helpKeys
+		for _, b := range []*key.Binding{&h.Edit, &h.ApproveRule, &h.Trust, &h.ApproveUnconfined, &h.Kill, &h.Undo} {
+			b.SetEnabled(false)
+		}
+		h.Filter.SetHelp(h.Filter.Help().Key, h.Filter.Help().Desc+" (@box: one box)")
 	}
 	m.feed = newFeed(d)
 	if opt.Engine != nil {
@@ -300,6 +341,10 @@ func (m *Model) ConfigProblem(err error) {
 	}
 	m.feed.push(reconfigured{problem: p})
 }
+
+// LinkChanged tells the console that its Fleet's Link changed, to redraw
+// the header. Safe from any goroutine.
+func (m *Model) LinkChanged() { m.feed.push(linkChanged{}) }
 
 // Logged hands the console events read from the audit log, in log order,
 // for History: the last ones at start, then each as it lands. Safe from

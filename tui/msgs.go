@@ -46,6 +46,9 @@ type reconfigured struct {
 	text     string
 }
 
+// linkChanged: the hub link went up or down (inside engineMsg).
+type linkChanged struct{}
+
 // tickMsg redraws while a grace period counts down or output arrives.
 type tickMsg time.Time
 
@@ -58,10 +61,11 @@ type previewedMsg struct {
 
 // actedMsg reports how an approve, deny or kill the person asked for ended.
 type actedMsg struct {
-	id   string
-	verb string
-	res  queue.Result
-	err  error
+	id    string
+	verb  string
+	res   queue.Result
+	err   error
+	fleet bool // sent to the hub: res is empty, the box acts on it
 }
 
 // recheckedMsg carries a file request's diff recomputed right before

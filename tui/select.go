@@ -7,14 +7,28 @@ func (m *Model) visible() []*item {
 	if m.filter == "" {
 		return m.pending
 	}
-	f := strings.ToLower(m.filter)
+	host, f := hostFilter(strings.ToLower(m.filter))
 	var out []*item
 	for _, it := range m.pending {
-		if strings.Contains(strings.ToLower(it.req.Summary()), f) || strings.Contains(strings.ToLower(it.req.Agent), f) {
+		if host != "" && HostOf(it.req.ID) != host {
+			continue
+		}
+		if f == "" || strings.Contains(strings.ToLower(it.req.Summary()), f) || strings.Contains(strings.ToLower(it.req.Agent), f) ||
+			strings.Contains(HostOf(it.req.ID), f) {
 			out = append(out, it)
 		}
 	}
 	return out
+}
+
+// hostFilter splits a filter into the box it names with @BOX (its first
+// word), if any, and the rest.
+func hostFilter(f string) (host, rest string) {
+	if !strings.HasPrefix(f, "@") {
+		return "", f
+	}
+	host, rest, _ = strings.Cut(f[1:], " ")
+	return host, strings.TrimSpace(rest)
 }
 
 // current is the selected pending request, or nil.

@@ -191,6 +191,8 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 				m.dropRun(old) // its log line came first; the live run replaces it
 			}
 			m.addRun(ev.run)
+		case linkChanged:
+			// The header reads the link as it redraws.
 		case reconfigured:
 			m.configProblem = ev.problem
 			if s := ev.settings; s != nil {
@@ -453,8 +455,23 @@ func (m *Model) setErr(err error)   { m.status, m.statusErr = err.Error(), true 
 
 // afterAct shows how a person's action ended.
 func (m *Model) afterAct(msg actedMsg) tea.Cmd {
-	if it := m.find(msg.id); it != nil {
+	it := m.find(msg.id)
+	if it != nil {
 		it.busy = false
+	}
+	if msg.fleet {
+		host := HostOf(msg.id)
+		if msg.err != nil {
+			m.setErr(fmt.Errorf("%s %s: %w", host, shortID(msg.id), msg.err))
+			return nil
+		}
+		if it != nil {
+			// The hub holds the decision: the row waits for its box to
+			// act, and a second key press has nothing to do.
+			it.busy, it.sent = true, msg.verb
+		}
+		m.setStatus(fmt.Sprintf("%s %s %s at the hub: %s carries it out", msg.verb, host, shortID(msg.id), host))
+		return nil
 	}
 	switch {
 	case errors.Is(msg.err, queue.ErrPolicyDenies):

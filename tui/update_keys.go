@@ -76,7 +76,9 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.startGrace()
 		m.setStatus("filter cleared")
 	case key.Matches(msg, k.Quit):
-		if n := m.Running(); n > 0 {
+		// Quitting kills what this console runs; a fleet's runs go on on
+		// their boxes.
+		if n := m.Running(); n > 0 && m.d.opt.Fleet == nil {
 			m.mode = modeConfirmQuit
 			return nil
 		}
@@ -126,6 +128,10 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 			return m.planUndoCmd(r.req.ID)
 		}
 	case key.Matches(msg, k.Kill):
+		if r := m.shownRun(); r != nil && r.running() && m.d.opt.Fleet != nil {
+			m.setErr(fmt.Errorf("%s runs on %s: stop it there", shortID(r.req.ID), HostOf(r.req.ID)))
+			return nil
+		}
 		if r := m.shownRun(); r != nil && r.running() {
 			m.killID = r.req.ID
 			m.mode = modeConfirmKill
@@ -157,6 +163,10 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.openInput(modeDenyReason, "", "reason (optional): ")
 		return nil
 	}
+	if m.d.opt.Fleet != nil && (key.Matches(msg, k.Edit) || key.Matches(msg, k.ApproveRule) || key.Matches(msg, k.Trust) || key.Matches(msg, k.ApproveUnconfined)) {
+		m.setErr(fmt.Errorf("over the hub a request is approved as it is (a) or denied (d); edits, rules, trusts and unconfined runs are made on %s itself", HostOf(it.req.ID)))
+		return nil
+	}
 	if left := m.graceLeft(); left > 0 {
 		m.setStatus(fmt.Sprintf("approve keys wait %.1fs: look at what changed", left.Seconds()))
 		return nil
@@ -165,6 +175,11 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 		// The marked requests, each checked when it was marked: the
 		// selected one need not be among them.
 		m.mode = modeConfirmBatch
+		return nil
+	}
+	if it.clipped && m.d.opt.Fleet != nil {
+		host, id, _ := strings.Cut(it.req.ID, "/")
+		m.setErr(fmt.Errorf("%s is too long to review here: deny it, or read it whole on %s with 'sluice show %s' and decide there", shortID(it.req.ID), host, id))
 		return nil
 	}
 	if it.clipped && !key.Matches(msg, k.Edit) {

@@ -210,6 +210,14 @@ func (m *Model) header() string {
 			s += m.st.App.Subtle.Render(" (shared with another engine)")
 		}
 	}
+	if f := m.d.opt.Fleet; f != nil {
+		switch text, ok := f.Link(); {
+		case ok:
+			s += m.st.App.Subtle.Render("  · hub " + plainText(text))
+		default:
+			s += "  " + m.st.App.Error.Render("HUB UNREACHABLE: "+plainText(text))
+		}
+	}
 	if f := m.d.opt.PolicyProblem; f != nil {
 		if p := f(); p != "" {
 			s += "  " + m.st.App.Error.Render("POLICY NOT RELOADED: "+plainText(p))
@@ -276,7 +284,7 @@ func (m *Model) demoHint() string {
 
 func (m *Model) helpLine() string {
 	m.help.SetWidth(0)
-	keys := m.keys.ShortHelp()
+	keys := m.helpKeys.ShortHelp()
 	for {
 		s := m.help.ShortHelpView(keys)
 		if ansi.StringWidth(s) <= m.width || len(keys) <= 2 {

@@ -38,6 +38,12 @@ func (m *Model) queueLines(w, h int) []string {
 			return []string{m.st.Queue.Empty.Render(fmt.Sprintf("nothing matches the filter (%d pending; Esc clears it)", len(m.pending)))}
 		}
 		out := []string{m.st.Queue.Empty.Render("nothing waits for you")}
+		if m.d.opt.Fleet != nil {
+			text, _ := m.d.opt.Fleet.Link()
+			for _, l := range []string{"", "on any box of the hub", "  " + plainText(text), "boxes join with", "  sluice serve --hub URL"} {
+				out = append(out, m.st.Queue.Empty.Render(l))
+			}
+		}
 		if m.d.opt.Spool != "" {
 			for _, l := range []string{"", "watching " + plainText(m.d.opt.Spool), "agents reach it with", "  sluice run -- CMD", "  sluice install claude|codex|gemini"} {
 				out = append(out, m.st.Queue.Empty.Render(l))
@@ -65,6 +71,12 @@ func (m *Model) queueLines(w, h int) []string {
 		}
 		if it.marked {
 			left += " " + m.st.App.Flag.Render("●")
+		}
+		if it.sent != "" {
+			left += " " + m.st.App.Flag.Render(it.sent+", waiting for its box:")
+		}
+		if m.d.opt.Fleet != nil {
+			left += " " + m.st.Queue.Host.Render(HostOf(it.req.ID))
 		}
 		left += " " + m.st.Queue.Agent.Render(plainText(it.req.Agent))
 		row := left + " " + plainText(shortSummary(it.req))
@@ -125,7 +137,11 @@ func (m *Model) historyLines(w, h int) []string {
 				dur += fmt.Sprintf(" %d file(s)", n)
 			}
 		}
-		row := m.st.BadgeFor(status).Render(status) + m.st.Queue.Age.Render(code+dur) + " " + plainText(r.req.Summary())
+		row := m.st.BadgeFor(status).Render(status) + m.st.Queue.Age.Render(code+dur) + " "
+		if m.d.opt.Fleet != nil {
+			row += m.st.Queue.Host.Render(HostOf(r.req.ID)) + " "
+		}
+		row += plainText(r.req.Summary())
 		row = fit(row, max(1, w-m.st.Queue.Item.GetHorizontalFrameSize()))
 		if m.focus != focusQueue && i == m.histSel {
 			row = m.st.Queue.Selected.Render(ansi.Strip(row))
@@ -250,6 +266,10 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 	}
 	if tricks != "" {
 		prose(m.st.App.Flag, "", "⚠ "+tricks+": folded below, marked ⟨…⟩")
+	}
+	if m.d.opt.Fleet != nil {
+		// Which machine it would run on decides as much as what runs.
+		out = append(out, label("box")+" "+m.st.Queue.Host.Render(HostOf(req.ID)))
 	}
 	v := queue.Verdict{}
 	if it != nil {
@@ -572,6 +592,9 @@ func (m *Model) outputLines(w, h int) []string {
 			return lines
 		}
 		if r.res != nil && !r.res.Ran() {
+			if r.res.Reason != "" && m.d.opt.Fleet != nil {
+				return []string{m.st.Queue.Empty.Render("it did not run: " + plainText(r.res.Reason))}
+			}
 			return []string{m.st.Queue.Empty.Render("it did not run (" + string(r.res.Status) + ")")}
 		}
 		if r.fromLog {

@@ -38,17 +38,26 @@ what was just drawn.
 --demo starts on a temporary spool and audit log with a built-in agent
 that submits a realistic mix of requests: nothing of yours is touched.
 
+--hub URL makes it the console of a fleet ('sluice hub --help'): the
+requests waiting on every box of the hub, with a box column (filter one box
+with /@NAME), decided with a and d (the first decision a hub gets for a
+request stands; a later one is told who decided), the output and outcome
+of what the boxes run. Edits, rules, trusts, kills and undo are made on the
+box itself. Credentials: --hub-creds, from 'sluice hub add-console NAME'.
+
 Exit status: 0 when quit (q, SIGTERM or SIGHUP); 1 when the spool, the
 audit log or the terminal cannot be used; 2 for bad flags, a configuration,
 policy or theme that does not load, or an unsafe path.
 `
 
 func cmdConsole(args []string, std stdio, g *globals) int {
-	fs := newFlags("console", "[--policy FILE] [--audit FILE] [--theme NAME] [--demo]", consoleHelp, std, g)
+	fs := newFlags("console", "[--policy FILE] [--audit FILE] [--theme NAME] [--demo | --hub URL [--hub-creds FILE]]", consoleHelp, std, g)
 	var ef engineFlags
 	ef.register(fs)
 	theme := fs.String("theme", "", "colour `THEME`: auto, dark, light, high-contrast, mono, or a user theme (default [console] theme in config.toml, else auto)")
 	demo := fs.Bool("demo", false, "run on a temporary spool with a built-in fake agent")
+	hubURL := fs.String("hub", "", "be the console of a fleet: every box's requests from the hub at `URL` (nats://HOST:PORT; see 'sluice hub --help')")
+	hubCreds := fs.String("hub-creds", "", "the console's hub credentials `FILE` (default ~/.config/sluice/hub.creds, written by 'sluice hub add-console NAME')")
 	pos, code, ok := fs.parse(args, true)
 	if !ok {
 		return code
@@ -69,6 +78,13 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice console: %v\n", err)
 		return exitUsage
+	}
+
+	if *hubURL != "" || *hubCreds != "" {
+		if *demo {
+			return usageErr(std, "console", "--demo runs on a temporary spool of its own, not with --hub")
+		}
+		return consoleFleet(std, *hubURL, *hubCreds, styles, auto, cfg)
 	}
 
 	var demoDir string

@@ -1,0 +1,464 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	osexec "os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/sluice-dev/sluice/hub/wire"
+	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/themes"
+	"github.com/sluice-dev/sluice/tui"
+)
+
+// hubLink is a console's link to a fleet hub: a 'sluice-hub hub feed'
+// child (NATS stays out of this program) whose lines it turns into what
+// the console's engine observer and History take, and which carries the
+// person's decisions. It implements tui.Fleet.
+type hubLink struct {
+	cmd    *osexec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *tailBuffer
+
+	obs    queue.Observer
+	logged func([]queue.Event)
+	linked func() // the link went up or down
+
+	mu       sync.Mutex
+	seq      int64
+	waiting  map[int64]chan string        // decisions sent, by seq: the hub's refusal ("" when held)
+	shown    map[*queue.Request]*shownReq // what the console was given, by the value it holds
+	requests map[string]*shownReq         // the latest of each BOX/ID, pending or gone (for runs and outcomes)
+	order    []string                     // requests' keys, oldest first, to bound it
+	runs     map[string]func([]byte)      // runs whose output streams here, by BOX/ID
+	text     string                       // the hub's address, or why it cannot be reached
+	ok       bool                         // connected
+	ended    chan struct{}                // the feed's output ended
+	endErr   error
+}
+
+// shownReq is a request as the hub published it.
+type shownReq struct {
+	req     *queue.Request // its ID is BOX/ID
+	verdict queue.Verdict
+	digest  string
+	diff    string
+	diffErr string
+	pending bool
+}
+
+// maxKnown bounds the requests a link remembers after they left the
+// queue (their outcome names them).
+const maxKnown = 4096
+
+// startHubLink starts the feed and waits for its first word: the hub's
+// address, or why it cannot be reached.
+func startHubLink(url, creds string) (*hubLink, error) {
+	self, _ := os.Executable()
+	prog, err := findBeside(self, hubProgram)
+	if err != nil {
+		return nil, errHubMissing{self}
+	}
+	args := []string{"hub", "feed"}
+	if url != "" {
+		args = append(args, "--hub", url)
+	}
+	if creds != "" {
+		args = append(args, "--hub-creds", creds)
+	}
+	cmd := osexec.Command(prog, args...)
+	cmd.SysProcAttr = childAttr()
+	l := &hubLink{cmd: cmd, stderr: &tailBuffer{max: 4096}, waiting: map[int64]chan string{},
+		shown: map[*queue.Request]*shownReq{}, requests: map[string]*shownReq{}, runs: map[string]func([]byte){},
+		ended: make(chan struct{})}
+	cmd.Stderr = l.stderr
+	if l.in, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("run %s: %w", prog, err)
+	}
+	l.out = bufio.NewReaderSize(stdout, 64<<10)
+	ev, err := l.next()
+	if err != nil || ev.Ev != wire.FeedHub {
+		_ = l.in.Close()
+		_ = cmd.Wait()
+		if msg := strings.TrimSpace(l.stderr.String()); msg != "" {
+			return nil, errors.New(lastLine(strings.TrimPrefix(msg, "sluice hub feed: ")))
+		}
+		return nil, fmt.Errorf("the hub feed ended before it said anything (%v)", err)
+	}
+	l.text, l.ok = ev.Text, ev.Connected
+	return l, nil
+}
+
+// maxFeedLine bounds one line of the feed: a request (1 MiB at most), its
+// diff and their JSON escaping.
+const maxFeedLine = 8 << 20
+
+// next reads the feed's next line.
+func (l *hubLink) next() (wire.FeedEvent, error) {
+	var ev wire.FeedEvent
+	line, err := l.out.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		long := append([]byte(nil), line...)
+		for errors.Is(err, bufio.ErrBufferFull) && len(long) <= maxFeedLine {
+			line, err = l.out.ReadSlice('\n')
+			long = append(long, line...)
+		}
+		if err != nil {
+			return ev, fmt.Errorf("a line of the hub feed over %d bytes", maxFeedLine)
+		}
+		line = long
+	}
+	if err != nil {
+		return ev, err
+	}
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return ev, fmt.Errorf("the hub feed wrote something that is not an event: %w", err)
+	}
+	return ev, nil
+}
+
+// run passes the feed's events on until it ends.
+func (l *hubLink) run() {
+	defer close(l.ended)
+	for {
+		ev, err := l.next()
+		if err != nil {
+			l.mu.Lock()
+			l.endErr = err
+			l.ok, l.text = false, "the hub feed stopped: "+err.Error()
+			for seq, ch := range l.waiting {
+				ch <- "the hub feed stopped"
+				delete(l.waiting, seq)
+			}
+			l.mu.Unlock()
+			l.linked()
+			return
+		}
+		l.handle(ev)
+	}
+}
+
+func (l *hubLink) handle(ev wire.FeedEvent) {
+	key := ev.Box + "/" + ev.ID
+	switch ev.Ev {
+	case wire.FeedHub:
+		l.mu.Lock()
+		l.text, l.ok = ev.Text, ev.Connected
+		l.mu.Unlock()
+		l.linked()
+	case wire.FeedDecided:
+		l.mu.Lock()
+		ch := l.waiting[ev.Seq]
+		delete(l.waiting, ev.Seq)
+		l.mu.Unlock()
+		if ch != nil {
+			ch <- ev.Error
+		}
+	case wire.FeedPending:
+		if ev.Pending == nil {
+			return
+		}
+		s := l.request(key, ev.Pending.Request, ev.Pending.Verdict)
+		if s == nil {
+			return
+		}
+		s.digest, s.diff, s.diffErr = ev.Pending.Digest, ev.Pending.Diff, ev.Pending.DiffErr
+		l.mu.Lock()
+		prev := l.requests[key]
+		if prev != nil && prev.pending && prev.digest == s.digest {
+			l.mu.Unlock()
+			return // the same request again (the feed watched anew)
+		}
+		s.pending = true
+		if prev != nil {
+			delete(l.shown, prev.req)
+		}
+		l.remember(key, s)
+		l.shown[s.req] = s
+		l.mu.Unlock()
+		if prev != nil && prev.pending {
+			// Its file changed: what was shown goes, the new one is
+			// looked at afresh.
+			l.obs.Gone(key, queue.Gone)
+		}
+		l.obs.Pending(s.req, s.verdict)
+	case wire.FeedGone:
+		l.mu.Lock()
+		s := l.requests[key]
+		if s == nil || !s.pending {
+			l.mu.Unlock()
+			return
+		}
+		s.pending = false
+		delete(l.shown, s.req)
+		l.mu.Unlock()
+		l.obs.Gone(key, queue.Gone)
+	case wire.FeedOutput:
+		l.mu.Lock()
+		w := l.runs[key]
+		s := l.requests[key]
+		l.mu.Unlock()
+		if w == nil {
+			if s == nil {
+				return // output of a request this console never saw
+			}
+			w = l.obs.Started(s.req, s.verdict, queue.ByHuman)
+			l.mu.Lock()
+			l.runs[key] = w
+			l.mu.Unlock()
+		}
+		w(ev.Data)
+	case wire.FeedOutcome:
+		if ev.Outcome != nil {
+			l.outcome(key, ev.Outcome)
+		}
+	}
+}
+
+// request decodes a request a box published, as hostile as any agent's
+// (the spool's own decoder), under its fleet id BOX/ID.
+func (l *hubLink) request(key string, raw json.RawMessage, v *queue.Verdict) *shownReq {
+	box, id, _ := strings.Cut(key, "/")
+	if box == "" || !queue.ValidID(id) || strings.ContainsAny(box, "/ \t\n") {
+		return nil
+	}
+	req, err := queue.DecodeRequest(raw, id)
+	if err != nil {
+		return nil
+	}
+	req.ID = key
+	s := &shownReq{req: req, verdict: queue.Verdict{Action: queue.ActionAsk, Category: "unknown", Risk: "medium"}}
+	if v != nil {
+		s.verdict = *v
+	}
+	return s
+}
+
+// remember keeps s as key's request, forgetting the oldest beyond
+// maxKnown (l.mu held).
+func (l *hubLink) remember(key string, s *shownReq) {
+	if _, ok := l.requests[key]; !ok {
+		l.order = append(l.order, key)
+	}
+	l.requests[key] = s
+	for len(l.order) > maxKnown {
+		old := l.order[0]
+		l.order = l.order[1:]
+		if o := l.requests[old]; o != nil && o.pending {
+			l.order = append(l.order, old) // still waiting: kept
+			continue
+		}
+		delete(l.requests, old)
+	}
+}
+
+// outcome takes what a box did with a request into History: the end of a
+// run whose output streamed here, or an entry of its own.
+func (l *hubLink) outcome(key string, o *wire.Outcome) {
+	res := queue.Result{ID: key, Status: o.Status, ExitCode: o.ExitCode, Reason: o.Reason, DecidedBy: queue.Decider(o.DecidedBy), DurationMS: o.DurationMS}
+	if res.Status == "" {
+		// Not applied, and the request did not end on the box either
+		// (it waits there): History says so, with the box's reason.
+		res.Status = "not run"
+	}
+	l.mu.Lock()
+	w := l.runs[key]
+	delete(l.runs, key)
+	s := l.requests[key]
+	l.mu.Unlock()
+	if s == nil && len(o.Request) > 0 {
+		s = l.request(key, o.Request, o.Verdict)
+	}
+	if w != nil && s != nil {
+		l.obs.Finished(s.req, res)
+		return
+	}
+	ev := queue.Event{TS: o.At, ID: key, Event: queue.EventFinished, Status: res.Status, ExitCode: o.ExitCode, Reason: res.Reason, DurationMS: o.DurationMS}
+	switch {
+	case o.Decision == wire.Deny:
+		ev.Event = queue.EventDenied
+	case o.Decision == wire.Approve:
+		ev.Event = queue.EventApproved
+	}
+	if o.By != "" {
+		ev.Actor = o.By
+	} else if o.DecidedBy != "" {
+		ev.Actor = o.DecidedBy
+	}
+	if s != nil {
+		r := s.req
+		ev.Kind, ev.Command, ev.Path, ev.Tool, ev.Cwd, ev.Agent = r.Kind, r.Command, r.Path, r.Tool, r.Cwd, r.Agent
+		v := s.verdict
+		ev.Verdict = &v
+	} else {
+		ev.Kind, ev.Command = queue.KindExec, "(a request this console did not see)"
+	}
+	l.logged([]queue.Event{ev})
+}
+
+// decide sends one decision and waits for the hub to hold or refuse it.
+func (l *hubLink) decide(ctx context.Context, op string, shown *queue.Request, reason string) error {
+	box, id, _ := strings.Cut(shown.ID, "/")
+	l.mu.Lock()
+	s := l.shown[shown]
+	if s == nil {
+		l.mu.Unlock()
+		return errors.New("it no longer waits on the hub")
+	}
+	l.seq++
+	seq := l.seq
+	ch := make(chan string, 1)
+	l.waiting[seq] = ch
+	// The digest of what the person was shown, not of whatever the hub
+	// holds by the time the decision lands.
+	line, _ := json.Marshal(wire.FeedCommand{Seq: seq, Op: op, Box: box, ID: id, Digest: s.digest, Reason: reason})
+	_, err := l.in.Write(append(line, '\n'))
+	l.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("the hub feed stopped: %w", err)
+	}
+	select {
+	case msg := <-ch:
+		if msg != "" {
+			return errors.New(msg)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Approve implements tui.Fleet.
+func (l *hubLink) Approve(ctx context.Context, shown *queue.Request) error {
+	return l.decide(ctx, wire.Approve, shown, "")
+}
+
+// Deny implements tui.Fleet.
+func (l *hubLink) Deny(ctx context.Context, shown *queue.Request, reason string) error {
+	return l.decide(ctx, wire.Deny, shown, reason)
+}
+
+// Link implements tui.Fleet.
+func (l *hubLink) Link() (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.text, l.ok
+}
+
+// Preview is the diff the box published with a file request.
+func (l *hubLink) Preview(req *queue.Request) (string, error) {
+	l.mu.Lock()
+	s := l.shown[req]
+	l.mu.Unlock()
+	switch {
+	case s == nil:
+		return "", errors.New("it no longer waits on the hub")
+	case s.diffErr != "":
+		return "", errors.New(s.diffErr)
+	}
+	return s.diff, nil
+}
+
+// close ends the feed and waits for it.
+func (l *hubLink) close() {
+	_ = l.in.Close()
+	done := make(chan struct{})
+	go func() { _ = l.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		_ = l.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   bytes.Buffer
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b.Write(p)
+	if over := t.b.Len() - t.max; over > 0 {
+		t.b.Next(over)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.b.String()
+}
+
+// lastLine is the last line of s.
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// consoleFleet runs the console over a hub: no spool or engine of its own.
+func consoleFleet(std stdio, url, creds string, styles *themes.Styles, auto bool, cfg *config) int {
+	link, err := startHubLink(url, creds)
+	if err != nil {
+		fmt.Fprintf(std.err, "sluice console: --hub: %v\n", err)
+		if errors.As(err, new(errHubMissing)) {
+			return exitUsage
+		}
+		return exitFail
+	}
+	defer link.close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := tui.New(tui.Options{
+		Fleet:     link,
+		Preview:   link.Preview,
+		Styles:    styles,
+		AutoTheme: auto,
+		Actor:     loginName(),
+		Grace:     cfg.Console.Grace,
+		Bell:      cfg.Console.Bell == nil || *cfg.Console.Bell,
+		Notify:    cfg.Console.Notify == nil || *cfg.Console.Notify,
+		Tmux:      os.Getenv("TMUX") != "",
+		Ctx:       ctx,
+	})
+	link.obs, link.logged, link.linked = m.Observer(), m.Logged, m.LinkChanged
+	go link.run()
+	sigCtx, stopSig := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	defer stopSig()
+	_, runErr := tea.NewProgram(m, tea.WithContext(sigCtx)).Run()
+	cancel()
+	m.Wait()
+	if runErr != nil && sigCtx.Err() == nil {
+		fmt.Fprintf(std.err, "sluice console: %v\n", runErr)
+		return exitFail
+	}
+	return exitOK
+}

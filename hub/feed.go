@@ -1,0 +1,207 @@
+package hub
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// Feed streams the fleet to a console as JSON lines and takes its
+// decisions, so that the console itself needs no NATS.
+type Feed struct {
+	Client *Client
+	Out    io.Writer // one FeedEvent per line
+	By     string    // who decides: person@console
+	// History is how many outcomes already on the hub are sent at the
+	// start, the newest (default 500).
+	History int
+
+	mu  sync.Mutex
+	enc *json.Encoder
+	bw  *bufio.Writer
+}
+
+// emit writes ev as one line.
+func (f *Feed) emit(ev FeedEvent) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.enc == nil {
+		f.bw = bufio.NewWriterSize(f.Out, 64<<10)
+		f.enc = json.NewEncoder(f.bw)
+	}
+	_ = f.enc.Encode(ev)
+	_ = f.bw.Flush()
+}
+
+// Link says whether the hub is reachable, and the hub's address or why
+// it is not. Safe from any goroutine (NATS's connection handlers).
+func (f *Feed) Link(connected bool, text string) {
+	f.emit(FeedEvent{Ev: FeedHub, Connected: connected, Text: text})
+}
+
+// Run feeds until ctx ends or in (the console's commands) closes.
+func (f *Feed) Run(ctx context.Context, in io.Reader) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if f.History <= 0 {
+		f.History = 500
+	}
+	f.Link(f.Client.NC.IsConnected(), f.Client.NC.ConnectedUrlRedacted())
+	// Output first: a run a person approves now streams from its start.
+	sub, err := f.Client.NC.Subscribe("sluice.out.>", f.output)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	_ = sub.SetPendingLimits(-1, 256<<20)
+	go f.watch(ctx, f.Client.Pending, f.pending)
+	go f.watch(ctx, f.Client.Results, f.outcomes())
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 4096), 64<<10)
+	for sc.Scan() {
+		var c FeedCommand
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			f.emit(FeedEvent{Ev: FeedDecided, Error: "not a command: " + err.Error()})
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.emit(f.decide(ctx, c))
+		}()
+	}
+	cancel()
+	return sc.Err()
+}
+
+// decide records one command's decision.
+func (f *Feed) decide(ctx context.Context, c FeedCommand) FeedEvent {
+	ev := FeedEvent{Ev: FeedDecided, Seq: c.Seq, Box: c.Box, ID: c.ID}
+	switch {
+	case c.Op != Approve && c.Op != Deny:
+		ev.Error = "op " + safe(c.Op) + ": approve or deny"
+	case !ValidName(c.Box) || !queue.ValidID(c.ID):
+		ev.Error = "not a request on the hub: " + safe(c.Box) + "/" + safe(c.ID)
+	case c.Op == Approve && !validDigest(c.Digest):
+		// Only what was shown is approved: its whole digest goes along.
+		ev.Error = "an approval needs the digest of the request as shown"
+	}
+	if ev.Error != "" {
+		return ev
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := f.Client.Decide(cctx, c.Box, c.ID, c.Op, f.By, c.Reason, c.Digest); err != nil {
+		ev.Error = err.Error()
+	}
+	return ev
+}
+
+// watch follows bucket kv, passing each entry (nil: the end of what the
+// bucket held when the watch began) to fn, watching again while the hub
+// cannot be reached.
+func (f *Feed) watch(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry)) {
+	for ctx.Err() == nil {
+		w, err := kv.Watch(ctx, ">")
+		if err == nil {
+			for e := range w.Updates() {
+				fn(e)
+			}
+			w.Stop()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// pending passes on the pending bucket's changes.
+func (f *Feed) pending(e jetstream.KeyValueEntry) {
+	if e == nil {
+		f.emit(FeedEvent{Ev: FeedReady})
+		return
+	}
+	box, id, ok := SplitKey(e.Key())
+	if !ok {
+		return
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		f.emit(FeedEvent{Ev: FeedGone, Box: box, ID: id})
+		return
+	}
+	var p Pending
+	if json.Unmarshal(e.Value(), &p) != nil || p.Box != box || p.ID != id || !validDigest(p.Digest) {
+		return // what a box wrote under its key must be about that key
+	}
+	f.emit(FeedEvent{Ev: FeedPending, Box: box, ID: id, Pending: &p})
+}
+
+// outcomes passes on the results bucket's changes: of those there at the
+// start, the newest History, oldest first.
+func (f *Feed) outcomes() func(jetstream.KeyValueEntry) {
+	var start []FeedEvent
+	started := false
+	return func(e jetstream.KeyValueEntry) {
+		if e == nil {
+			if !started {
+				started = true
+				slices.SortStableFunc(start, func(a, b FeedEvent) int { return a.Outcome.At.Compare(b.Outcome.At) })
+				for _, ev := range start[max(0, len(start)-f.History):] {
+					f.emit(ev)
+				}
+				start = nil
+			}
+			return
+		}
+		box, id, ok := SplitKey(e.Key())
+		if !ok || e.Operation() != jetstream.KeyValuePut {
+			return
+		}
+		var o Outcome
+		if json.Unmarshal(e.Value(), &o) != nil {
+			return
+		}
+		ev := FeedEvent{Ev: FeedOutcome, Box: box, ID: id, Outcome: &o}
+		if !started {
+			start = append(start, ev)
+			return
+		}
+		f.emit(ev)
+	}
+}
+
+// output passes on what a box's run writes.
+func (f *Feed) output(m *nats.Msg) {
+	// A box publishes plain messages; one with a reply subject or
+	// headers was delivered by a JetStream consumer someone pointed
+	// here, not written by the box.
+	if m.Reply != "" || len(m.Header) > 0 {
+		return
+	}
+	box, id, ok := outputKey(m.Subject)
+	if !ok {
+		return
+	}
+	f.emit(FeedEvent{Ev: FeedOutput, Box: box, ID: id, Data: m.Data})
+}
+
+// outputKey is the box and request id an output subject names.
+func outputKey(subject string) (box, id string, ok bool) {
+	const prefix = "sluice.out."
+	if len(subject) <= len(prefix) || subject[:len(prefix)] != prefix {
+		return "", "", false
+	}
+	return SplitKey(subject[len(prefix):])
+}

@@ -1,0 +1,104 @@
+// Package wire holds what travels between sluice's boxes, hub and
+// consoles (docs/protocol.md, the hub): the values in the hub's buckets,
+// and the lines of 'sluice hub feed', which 'sluice console --hub' reads.
+// It imports no NATS, so that the sluice binary can use it.
+package wire
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// Pending is what a box publishes for a request that waits for a person
+// (bucket sluice-pending, key BOX.ID).
+type Pending struct {
+	Box      string          `json:"box"`
+	ID       string          `json:"id"`
+	Request  json.RawMessage `json:"request"` // the request as the box read it
+	Verdict  *queue.Verdict  `json:"verdict,omitempty"`
+	Digest   string          `json:"digest"` // SHA-256 of the request file, hex
+	QueuedAt time.Time       `json:"queued_at"`
+	// Diff is what a file request would change, against the file as it
+	// was when the box published it (a box applies an approval only while
+	// that is still so); DiffErr says why there is none.
+	Diff    string `json:"diff,omitempty"`
+	DiffErr string `json:"diff_error,omitempty"`
+}
+
+// MaxDiff bounds the diff a box publishes: a larger one is left out, and
+// the request is decided on the box itself.
+const MaxDiff = 256 << 10
+
+// Decision is what a console writes (bucket sluice-decisions, key BOX.ID):
+// the first one for a key is the one that counts.
+type Decision struct {
+	Decision string    `json:"decision"` // approve or deny
+	By       string    `json:"by"`       // person@console
+	Reason   string    `json:"reason,omitempty"`
+	Digest   string    `json:"digest"` // of the request as shown: a changed request is not run
+	At       time.Time `json:"at"`
+}
+
+// The decisions.
+const (
+	Approve = "approve"
+	Deny    = "deny"
+)
+
+// Outcome is what a box did with a decision (bucket sluice-results, key
+// BOX.ID).
+type Outcome struct {
+	Status    queue.Status `json:"status"`
+	Decision  string       `json:"decision,omitempty"` // the decision applied, if one was
+	By        string       `json:"by,omitempty"`
+	ExitCode  *int         `json:"exit_code,omitempty"`
+	Reason    string       `json:"reason,omitempty"`
+	Applied   bool         `json:"applied"` // false: the request had left before the decision came
+	At        time.Time    `json:"at"`
+	DecidedBy string       `json:"decided_by,omitempty"` // policy or human, from the box's result
+	// DurationMS is how long the run took, from the box's result.
+	DurationMS int64 `json:"duration_ms,omitempty"`
+	// Request and Verdict are the request's as published, for a console's
+	// History (absent when the box's bridge restarted in between).
+	Request json.RawMessage `json:"request,omitempty"`
+	Verdict *queue.Verdict  `json:"verdict,omitempty"`
+}
+
+// FeedEvent is one line 'sluice hub feed' writes: what a console over the
+// hub shows, as it happens.
+type FeedEvent struct {
+	Ev        string   `json:"ev"`
+	Box       string   `json:"box,omitempty"`
+	ID        string   `json:"id,omitempty"`
+	Pending   *Pending `json:"pending,omitempty"`
+	Outcome   *Outcome `json:"outcome,omitempty"`
+	Data      []byte   `json:"data,omitempty"`
+	Seq       int64    `json:"seq,omitempty"`
+	Error     string   `json:"error,omitempty"`
+	Connected bool     `json:"connected,omitempty"`
+	Text      string   `json:"text,omitempty"`
+}
+
+// The events of a feed.
+const (
+	FeedHub     = "hub"     // the link: Connected, and Text (the hub's address, or why it is down)
+	FeedPending = "pending" // Pending waits for a person (again, with another digest, if its file changed)
+	FeedGone    = "gone"    // Box's request ID waits no more
+	FeedReady   = "ready"   // every request that waited when the feed began has been sent
+	FeedOutcome = "outcome" // what Box did with its request ID (History)
+	FeedOutput  = "output"  // Data: output of Box's run of ID, in order
+	FeedDecided = "decided" // the answer to command Seq: Error is empty once the hub holds the decision
+)
+
+// FeedCommand is one line a console writes to the feed: a person's
+// decision.
+type FeedCommand struct {
+	Seq    int64  `json:"seq"`
+	Op     string `json:"op"` // approve or deny
+	Box    string `json:"box"`
+	ID     string `json:"id"`
+	Digest string `json:"digest"` // of the request as the person saw it; required to approve
+	Reason string `json:"reason,omitempty"`
+}
