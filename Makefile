@@ -46,11 +46,13 @@ lint:
 # the heavy ones). Then sluice against the physical floor of its protocol
 # (bench/floor, bench/compare: run, hook, 8-client throughput, tmpfs and
 # disk) and serve's memory and judging time with 10,000 pending
-# (bench/mem; it says MISSED for a target it misses, and make goes on).
+# (bench/mem; it says MISSED for a target it misses, and make goes on),
+# and a fleet console's first frame with 100 boxes x 10 pending (bench/fleet).
 bench: build
 	$(GO) run ./scripts/benchtable -count 3 $(BENCHFLAGS)
 	$(GO) run ./bench/compare -n 300 -fs both
 	-$(GO) run ./bench/mem -fs both
+	$(GO) run ./bench/fleet -runs 10
 
 LOADFLAGS ?=
 CRASHFLAGS ?=
