@@ -4,7 +4,7 @@ BIN         := bin/sluice
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 
-.PHONY: build test e2e e2e-agents golden lint bench fuzz load crash run demo demo-cli check
+.PHONY: build test e2e e2e-agents golden lint bench fuzz load crash crash-hub run demo demo-cli check
 
 # A static, cgo-free binary: cgo (pulled in by os/user through mvdan.cc/sh's
 # expand package) costs every sluice process ~2 ms to start.
@@ -17,6 +17,7 @@ test:
 	$(GO) test -race ./...
 	./scripts/e2e.sh
 	./scripts/e2e-hub.sh
+	$(GO) run ./scripts/crashhub -quick
 
 # The console in a detached tmux session, driven by keys (needs tmux).
 e2e:
@@ -70,6 +71,14 @@ load:
 # CRASHFLAGS=-quick for a 20-kill smoke run; -kills N, -seed N, -keep.
 crash:
 	$(GO) run ./scripts/crash $(CRASHFLAGS)
+
+# The fleet under SIGKILL (scripts/crashhub): the hub process and two boxes
+# (serve, its bridge and what the bridge runs) killed at 30 random moments
+# while agents ask and two consoles decide: nothing lost or run twice, every
+# decision as the hub holds it, both chains verify (-quick, 8 kills, is in
+# make test).
+crash-hub:
+	$(GO) run ./scripts/crashhub $(CRASHFLAGS)
 
 # Every fuzz target in the module, FUZZTIME each (the corpora in
 # testdata/fuzz replay in 'make test').

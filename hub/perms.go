@@ -37,6 +37,11 @@ func permissions(role, name string) *server.Permissions {
 		return &server.Permissions{
 			Publish: &server.SubjectPermission{Allow: append(common,
 				kv(BucketDecisions, "*.*"),
+				// The client creates a watch's consumer on the legacy
+				// endpoint (no name or filter in the subject) now and
+				// then, after the hub restarted: refused, a console's
+				// watch hangs. A console reads every key anyway.
+				api("CONSUMER.CREATE", BucketPending), api("CONSUMER.CREATE", BucketDecisions), api("CONSUMER.CREATE", BucketResults),
 				api("CONSUMER.CREATE", BucketPending)+".>", api("CONSUMER.DELETE", BucketPending)+".*",
 				api("CONSUMER.CREATE", BucketDecisions)+".>", api("CONSUMER.DELETE", BucketDecisions)+".*",
 				api("CONSUMER.CREATE", BucketResults)+".>", api("CONSUMER.DELETE", BucketResults)+".*",
