@@ -64,6 +64,31 @@ func (tf *testFeed) next(t *testing.T, what string, match func(FeedEvent) bool) 
 	}
 }
 
+// each waits for one event of each matcher, in any order (the hub's
+// buckets are watched apart, so their changes may interleave either way).
+func (tf *testFeed) each(t *testing.T, what string, match ...func(FeedEvent) bool) []FeedEvent {
+	t.Helper()
+	got := make([]FeedEvent, len(match))
+	found := make([]bool, len(match))
+	left := len(match)
+	timeout := time.After(10 * time.Second)
+	for left > 0 {
+		select {
+		case ev := <-tf.events:
+			for i, m := range match {
+				if !found[i] && m(ev) {
+					got[i], found[i] = ev, true
+					left--
+					break
+				}
+			}
+		case <-timeout:
+			t.Fatalf("timed out waiting for the feed's %s (found %v)", what, found)
+		}
+	}
+	return got
+}
+
 func (tf *testFeed) send(t *testing.T, c FeedCommand) FeedEvent {
 	t.Helper()
 	tf.seq++
@@ -112,15 +137,14 @@ func TestFeedDecides(t *testing.T) {
 	if ev := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: r1.ID, Digest: p1.Pending.Digest}); ev.Error != "" {
 		t.Fatalf("approving as shown: %s", ev.Error)
 	}
-	out := tf.next(t, "b1's output", is(FeedOutput, "b1", r1.ID))
-	if string(out.Data) != "ran npm install left-pad\n" {
+	evs := tf.each(t, "b1's output, outcome and withdrawal", is(FeedOutput, "b1", r1.ID), is(FeedOutcome, "b1", r1.ID), is(FeedGone, "b1", r1.ID))
+	if out := evs[0]; string(out.Data) != "ran npm install left-pad\n" {
 		t.Fatalf("output %q", out.Data)
 	}
-	o := tf.next(t, "b1's outcome", is(FeedOutcome, "b1", r1.ID)).Outcome
+	o := evs[1].Outcome
 	if !o.Applied || o.Status != queue.StatusDone || o.By != "alice@c1" || len(o.Request) == 0 || o.Verdict == nil {
 		t.Fatalf("outcome %+v: want applied, done, by alice@c1, with its request and verdict", o)
 	}
-	tf.next(t, "b1's ask gone", is(FeedGone, "b1", r1.ID))
 	if ev := tf.send(t, FeedCommand{Op: Deny, Box: "b1", ID: r1.ID}); !strings.Contains(ev.Error, "already decided: approve by alice@c1") {
 		t.Fatalf("a second decision: %+v, want told who decided", ev)
 	}
@@ -196,11 +220,10 @@ func TestFeedFileDiff(t *testing.T) {
 	if ev := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: req.ID, Digest: p.Digest}); ev.Error != "" {
 		t.Fatal(ev.Error)
 	}
-	o := tf.next(t, "the outcome", is(FeedOutcome, "b1", req.ID)).Outcome
+	o := tf.each(t, "the outcome and the withdrawal", is(FeedOutcome, "b1", req.ID), is(FeedGone, "b1", req.ID))[0].Outcome
 	if o.Applied || !strings.Contains(o.Reason, "changed after its diff was shown") {
 		t.Fatalf("outcome %+v, want not applied: the diff changed", o)
 	}
-	tf.next(t, "the edit withdrawn", is(FeedGone, "b1", req.ID))
 	if got := b1.apply.runs(); len(got) != 0 {
 		t.Fatalf("b1 applied %v", got)
 	}

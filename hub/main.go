@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,7 +31,7 @@ const (
 const usage = `sluice hub: one place to decide from for sluice on many machines (NATS JetStream).
 
 On the hub machine:
-  sluice hub serve [--listen ADDR] [--store DIR]   run the hub (embedded NATS, TLS, JetStream)
+  sluice hub [serve] [--listen ADDR] [--store DIR] run the hub (embedded NATS, TLS, JetStream)
   sluice hub add-box NAME [--url nats://HOST:PORT] issue a box's credentials
   sluice hub add-console NAME [--url ...]          issue a console's credentials
   sluice hub users | remove NAME                   who the hub admits; stop admitting one
@@ -60,12 +61,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "hub" {
 		args = args[1:]
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 		fmt.Fprint(stdout, usage)
-		if len(args) == 0 {
-			return exitUsage
-		}
 		return exitOK
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		// 'sluice hub [--listen ADDR] [--store DIR]' runs the hub.
+		args = append([]string{"serve"}, args...)
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -161,8 +163,15 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs := flags("serve", "[--listen ADDR] [--store DIR]", "Run the hub: a NATS server with JetStream on disk, TLS only (its certificate is\nmade on first start; boxes and consoles pin its fingerprint), admitting the\nboxes and consoles add-box and add-console issued (added ones within a\nsecond, without a restart).", stdout, stderr)
 	listen := fs.String("listen", ":4222", "`ADDR` to listen on (HOST:PORT)")
 	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`: certificate, users, streams")
-	if _, code, ok := parse(fs, args); !ok {
+	if pos, code, ok := parse(fs, args); !ok {
 		return code
+	} else if len(pos) > 0 {
+		fmt.Fprintf(stderr, "sluice hub serve: takes no arguments (%q); see 'sluice hub --help'\n", pos[0])
+		return exitUsage
+	}
+	if _, port, err := net.SplitHostPort(*listen); err != nil || port == "" {
+		fmt.Fprintf(stderr, "sluice hub serve: --listen %q: want HOST:PORT or :PORT (:0 for a free port)\n", *listen)
+		return exitUsage
 	}
 	st, err := Open(*storeDir)
 	if err != nil {

@@ -60,7 +60,7 @@ func TestMainUsers(t *testing.T) {
 
 // Usage errors exit 2 and say what is wrong; --help exits 0.
 func TestMainUsage(t *testing.T) {
-	if code, out, _ := runMain("--help"); code != 0 || !strings.Contains(out, "sluice hub serve") {
+	if code, out, _ := runMain("--help"); code != 0 || !strings.Contains(out, "sluice hub [serve]") {
 		t.Fatalf("--help: %d", code)
 	}
 	if code, _, errs := runMain("frobnicate"); code != 2 || !strings.Contains(errs, "unknown command") {
@@ -71,6 +71,10 @@ func TestMainUsage(t *testing.T) {
 	}
 	if code, out, _ := runMain("add-box", "--help"); code != 0 || !strings.Contains(out, "usage: sluice hub add-box") {
 		t.Fatalf("add-box --help: %d %s", code, out)
+	}
+	// 'sluice hub [--listen ADDR] [--store DIR]' is serve.
+	if code, _, errs := runMain("--listen", "nonsense"); code != 2 || !strings.Contains(errs, `--listen "nonsense"`) {
+		t.Fatalf("sluice hub --listen nonsense: %d %s", code, errs)
 	}
 }
 
