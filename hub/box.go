@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/hub/wire"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -206,9 +207,18 @@ func (b *Box) sync(ctx context.Context) {
 	b.mu.Unlock()
 
 	for i, p := range publish {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if _, err := b.Client.Results.Get(cctx, Key(b.Name, p.ID)); err == nil {
+			// It has an outcome: a decision was spent on it (an approval
+			// refused because its file changed). It is decided here now.
+			cancel()
+			b.mu.Lock()
+			delete(b.asks, p.ID)
+			b.mu.Unlock()
+			continue
+		}
 		p.Diff, p.DiffErr = fileDiff(reqs[i])
 		data, _ := json.Marshal(p)
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := b.Client.Pending.Put(cctx, Key(b.Name, p.ID), data)
 		cancel()
 		if err != nil {
@@ -369,7 +379,7 @@ func (b *Box) apply(ctx context.Context, id string, d Decision) (Outcome, bool) 
 		}
 		return o, true
 	}
-	if d.Decision == Approve && !b.diffHolds(id) {
+	if d.Decision == Approve && !b.diffHolds(id, d.DiffDigest) {
 		// What the person saw is not what approving would do now: the
 		// request leaves the hub (its decision is spent) and waits here.
 		b.mu.Lock()
@@ -400,20 +410,21 @@ func (b *Box) apply(ctx context.Context, id string, d Decision) (Outcome, bool) 
 }
 
 // diffHolds reports whether a file request id would still make the
-// change its published diff shows (any other request: true).
-func (b *Box) diffHolds(id string) bool {
-	b.mu.Lock()
-	p := b.pubs[id]
-	b.mu.Unlock()
-	if p == nil {
-		return false
-	}
+// change whose diff the person was shown (shown: its wire.DiffDigest);
+// any other request: true. The file as it is now decides, not what this
+// box published (a restarted bridge publishes the diff anew).
+func (b *Box) diffHolds(id, shown string) bool {
 	req, err := b.Spool.ReadPending(id)
 	if err != nil {
 		return false
 	}
+	switch req.Kind {
+	case queue.KindWrite, queue.KindEdit, queue.KindPatch:
+	default:
+		return true
+	}
 	diff, derr := fileDiff(req)
-	return diff == p.Diff && derr == p.DiffErr
+	return shown != "" && wire.DiffDigest(diff, derr) == shown
 }
 
 // fileDiff is the diff a file request would apply now, or why there is

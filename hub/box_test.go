@@ -174,17 +174,17 @@ func twoBoxesOneConsole(t *testing.T, url string, creds map[string]*Creds) {
 		t.Fatalf("published ask %+v: digest or verdict missing", p)
 	}
 
-	if _, err := con.Decide(ctxT(t), "b1", r1.ID, Approve, "alice@c1", "", "deadbeef"); !errors.Is(err, ErrChanged) {
+	if _, err := con.Decide(ctxT(t), "b1", r1.ID, Approve, "alice@c1", "", "deadbeef", ""); !errors.Is(err, ErrChanged) {
 		t.Fatalf("approving with another request's digest: %v, want ErrChanged", err)
 	}
 	out, err := con.NC.SubscribeSync(OutputSubject("b1", r1.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := con.Decide(ctxT(t), "b1", r1.ID, Approve, "alice@c1", "", p.Digest); err != nil {
+	if _, err := con.Decide(ctxT(t), "b1", r1.ID, Approve, "alice@c1", "", p.Digest, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := con.Decide(ctxT(t), "b2", r2.ID, Deny, "alice@c1", "not on the build box", ""); err != nil {
+	if _, err := con.Decide(ctxT(t), "b2", r2.ID, Deny, "alice@c1", "not on the build box", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	o1, err := con.Outcome(ctxT(t), "b1", r1.ID)
@@ -251,7 +251,7 @@ func TestTwoConsolesRace(t *testing.T) {
 	}{{c1, "alice@c1", Approve}, {c2, "bob@c2", Deny}} {
 		go func() {
 			start.Wait()
-			_, err := c.cl.Decide(ctxT(t), "b1", req.ID, c.d, c.who, "", "")
+			_, err := c.cl.Decide(ctxT(t), "b1", req.ID, c.d, c.who, "", "", "")
 			results <- try{c.who, err}
 		}()
 	}
@@ -319,7 +319,7 @@ func TestBoxFindsDecisionWaiting(t *testing.T) {
 	req := b1.ask(t, "terraform apply")
 	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, c1)) == 1 })
 	b1.stop()
-	if _, err := c1.Decide(ctxT(t), "b1", req.ID, Approve, "alice@c1", "", ""); err != nil {
+	if _, err := c1.Decide(ctxT(t), "b1", req.ID, Approve, "alice@c1", "", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)

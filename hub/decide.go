@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sluice-dev/sluice/hub/wire"
 )
 
 // List returns the requests waiting for a person on every box, oldest
@@ -98,10 +99,12 @@ var ErrChanged = errors.New("the request changed since it was shown (another dig
 
 // Decide records decision (approve or deny) for box's request id as by.
 // shown, when not empty, is the digest (or a prefix of at least 8 hex
-// digits) of the request as the person saw it: a request that is not that
-// one any more is refused (ErrChanged). The first decision for a request
-// wins: a later one gets *ErrDecided naming it.
-func (c *Client) Decide(ctx context.Context, box, id, decision, by, reason, shown string) (*Pending, error) {
+// digits) of the request as the person saw it, and shownDiff the
+// wire.DiffDigest of the diff shown with it: a request (or published
+// diff) that is not that one any more is refused (ErrChanged). Without
+// shownDiff the decision carries the diff the hub holds now. The first
+// decision for a request wins: a later one gets *ErrDecided naming it.
+func (c *Client) Decide(ctx context.Context, box, id, decision, by, reason, shown, shownDiff string) (*Pending, error) {
 	if decision != Approve && decision != Deny {
 		return nil, fmt.Errorf("decision %q: approve or deny", decision)
 	}
@@ -113,10 +116,11 @@ func (c *Client) Decide(ctx context.Context, box, id, decision, by, reason, show
 	if err != nil {
 		return nil, err
 	}
-	if shown != "" && !strings.HasPrefix(p.Digest, shown) {
+	held := wire.DiffDigest(p.Diff, p.DiffErr)
+	if (shown != "" && !strings.HasPrefix(p.Digest, shown)) || (shownDiff != "" && shownDiff != held) {
 		return nil, fmt.Errorf("%s/%s: %w", box, id, ErrChanged)
 	}
-	d := Decision{Decision: decision, By: by, Reason: reason, Digest: p.Digest, At: time.Now().UTC()}
+	d := Decision{Decision: decision, By: by, Reason: reason, Digest: p.Digest, DiffDigest: held, At: time.Now().UTC()}
 	data, _ := json.Marshal(d)
 	if _, err := c.Decisions.Create(ctx, key, data); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -36,6 +38,8 @@ func (f *Feed) emit(ev FeedEvent) {
 	if f.enc == nil {
 		f.bw = bufio.NewWriterSize(f.Out, 64<<10)
 		f.enc = json.NewEncoder(f.bw)
+		// '<' is not six bytes: a line's size follows its value's.
+		f.enc.SetEscapeHTML(false)
 	}
 	_ = f.enc.Encode(ev)
 	_ = f.bw.Flush()
@@ -67,11 +71,18 @@ func (f *Feed) Run(ctx context.Context, in io.Reader) error {
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 4096), 64<<10)
-	for sc.Scan() {
+	r := bufio.NewReaderSize(in, 4096)
+	for {
+		line, err := readLine(r, maxCommand)
+		if errors.Is(err, errLineTooLong) {
+			f.emit(FeedEvent{Ev: FeedDecided, Error: fmt.Sprintf("a command over %d bytes ignored", maxCommand)})
+			continue
+		}
+		if err != nil {
+			break
+		}
 		var c FeedCommand
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+		if err := json.Unmarshal(line, &c); err != nil {
 			f.emit(FeedEvent{Ev: FeedDecided, Error: "not a command: " + err.Error()})
 			continue
 		}
@@ -82,7 +93,36 @@ func (f *Feed) Run(ctx context.Context, in io.Reader) error {
 		}()
 	}
 	cancel()
-	return sc.Err()
+	return nil
+}
+
+// maxCommand bounds a command line (a decision with its reason).
+const maxCommand = 64 << 10
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line of at most max bytes; a longer one is read to
+// its end and reported as errLineTooLong.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := r.ReadSlice('\n')
+		if len(line)+len(part) <= max+1 {
+			line = append(line, part...)
+		} else {
+			line = line[:0:0]
+			max = -1
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil && len(line) == 0:
+			return nil, err
+		case max < 0:
+			return nil, errLineTooLong
+		}
+		return line, nil
+	}
 }
 
 // decide records one command's decision.
@@ -93,16 +133,17 @@ func (f *Feed) decide(ctx context.Context, c FeedCommand) FeedEvent {
 		ev.Error = "op " + safe(c.Op) + ": approve or deny"
 	case !ValidName(c.Box) || !queue.ValidID(c.ID):
 		ev.Error = "not a request on the hub: " + safe(c.Box) + "/" + safe(c.ID)
-	case c.Op == Approve && !validDigest(c.Digest):
-		// Only what was shown is approved: its whole digest goes along.
-		ev.Error = "an approval needs the digest of the request as shown"
+	case c.Op == Approve && (!validDigest(c.Digest) || !validDigest(c.DiffDigest)):
+		// Only what was shown is approved: the whole digest of the
+		// request, and of its diff, go along.
+		ev.Error = "an approval needs the digests of the request and of its diff as shown"
 	}
 	if ev.Error != "" {
 		return ev
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if _, err := f.Client.Decide(cctx, c.Box, c.ID, c.Op, f.By, c.Reason, c.Digest); err != nil {
+	if _, err := f.Client.Decide(cctx, c.Box, c.ID, c.Op, f.By, c.Reason, c.Digest, c.DiffDigest); err != nil {
 		ev.Error = err.Error()
 	}
 	return ev
@@ -145,6 +186,9 @@ func (f *Feed) pending(e jetstream.KeyValueEntry) {
 	if json.Unmarshal(e.Value(), &p) != nil || p.Box != box || p.ID != id || !validDigest(p.Digest) {
 		return // what a box wrote under its key must be about that key
 	}
+	if len(p.Request) > queue.MaxRequestSize || len(p.Diff)+len(p.DiffErr) > maxDiff+4096 {
+		return // no box publishes that much (a request file's limit, the diff's)
+	}
 	f.emit(FeedEvent{Ev: FeedPending, Box: box, ID: id, Pending: &p})
 }
 
@@ -173,6 +217,9 @@ func (f *Feed) outcomes() func(jetstream.KeyValueEntry) {
 		if json.Unmarshal(e.Value(), &o) != nil {
 			return
 		}
+		if len(o.Request) > queue.MaxRequestSize || len(o.Reason) > 64<<10 {
+			return
+		}
 		ev := FeedEvent{Ev: FeedOutcome, Box: box, ID: id, Outcome: &o}
 		if !started {
 			start = append(start, ev)
@@ -194,8 +241,16 @@ func (f *Feed) output(m *nats.Msg) {
 	if !ok {
 		return
 	}
-	f.emit(FeedEvent{Ev: FeedOutput, Box: box, ID: id, Data: m.Data})
+	// In pieces: a line stays small whatever a box publishes at once.
+	for data := m.Data; len(data) > 0; {
+		n := min(len(data), outputPiece)
+		f.emit(FeedEvent{Ev: FeedOutput, Box: box, ID: id, Data: data[:n]})
+		data = data[n:]
+	}
 }
+
+// outputPiece is the most output one line carries.
+const outputPiece = 32 << 10
 
 // outputKey is the box and request id an output subject names.
 func outputKey(subject string) (box, id string, ok bool) {

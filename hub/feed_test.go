@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/hub/wire"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -131,10 +132,14 @@ func TestFeedDecides(t *testing.T) {
 	if ev := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: r1.ID}); !strings.Contains(ev.Error, "digest") {
 		t.Fatalf("an approval without the shown digest: %+v, want refused", ev)
 	}
-	if ev := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: r1.ID, Digest: strings.Repeat("ab", 32)}); !strings.Contains(ev.Error, "changed since it was shown") {
+	shownDiff := wire.DiffDigest(p1.Pending.Diff, p1.Pending.DiffErr)
+	if ev := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: r1.ID, Digest: p1.Pending.Digest}); !strings.Contains(ev.Error, "digests") {
+		t.Fatalf("an approval without the shown diff's digest: %+v, want refused", ev)
+	}
+	if ev := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: r1.ID, Digest: strings.Repeat("ab", 32), DiffDigest: shownDiff}); !strings.Contains(ev.Error, "changed since it was shown") {
 		t.Fatalf("an approval of another digest: %+v, want refused", ev)
 	}
-	if ev := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: r1.ID, Digest: p1.Pending.Digest}); ev.Error != "" {
+	if ev := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: r1.ID, Digest: p1.Pending.Digest, DiffDigest: shownDiff}); ev.Error != "" {
 		t.Fatalf("approving as shown: %s", ev.Error)
 	}
 	evs := tf.each(t, "b1's output, outcome and withdrawal", is(FeedOutput, "b1", r1.ID), is(FeedOutcome, "b1", r1.ID), is(FeedGone, "b1", r1.ID))
@@ -217,7 +222,7 @@ func TestFeedFileDiff(t *testing.T) {
 	if err := os.WriteFile(file, []byte("package main\n\nconst v = 1 // pinned\nvar evil = 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if ev := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: req.ID, Digest: p.Digest}); ev.Error != "" {
+	if ev := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: req.ID, Digest: p.Digest, DiffDigest: wire.DiffDigest(p.Diff, p.DiffErr)}); ev.Error != "" {
 		t.Fatal(ev.Error)
 	}
 	o := tf.each(t, "the outcome and the withdrawal", is(FeedOutcome, "b1", req.ID), is(FeedGone, "b1", req.ID))[0].Outcome

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/hub/wire"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -519,6 +520,7 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 		}
 		defer out.Unsubscribe()
 	}
+	shownDiff := ""
 	if decision == Approve && shown == "" {
 		// What the person approves is what they see here: its digest
 		// goes with the approval.
@@ -539,9 +541,9 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 				return exitFail
 			}
 		}
-		shown = p.Digest
+		shown, shownDiff = p.Digest, wire.DiffDigest(p.Diff, p.DiffErr)
 	}
-	if _, err := cl.Decide(ctx, box, id, decision, by, *reason, shown); err != nil {
+	if _, err := cl.Decide(ctx, box, id, decision, by, *reason, shown, shownDiff); err != nil {
 		fmt.Fprintf(stderr, "sluice hub %s: %s/%s: %s\n", name, box, id, safe(err.Error()))
 		return exitFail
 	}
@@ -645,8 +647,18 @@ func describe(p *Pending) string {
 			verdict += ": " + strings.Join(p.Verdict.Reasons, "; ")
 		}
 	}
-	return fmt.Sprintf("  %s/%s (digest %s)\n  agent:   %s\n  in:      %s\n  verdict: %s\n  request: %s\n",
+	s := fmt.Sprintf("  %s/%s (digest %s)\n  agent:   %s\n  in:      %s\n  verdict: %s\n  request: %s\n",
 		p.Box, p.ID, safe(short(p.Digest)), safe(agent), safe(cwd), safe(verdict), safe(summary))
+	switch {
+	case p.DiffErr != "":
+		s += "  diff:    " + safe(p.DiffErr) + "\n"
+	case p.Diff != "":
+		s += "  diff:\n"
+		for _, l := range strings.Split(strings.TrimSuffix(p.Diff, "\n"), "\n") {
+			s += "    " + safe(l) + "\n"
+		}
+	}
+	return s
 }
 
 func short(digest string) string {

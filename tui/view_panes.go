@@ -59,7 +59,7 @@ func (m *Model) queueLines(w, h int) []string {
 	}
 	for i := first; i < first+n; i++ {
 		it := v[i]
-		badge := m.st.BadgeFor(string(it.verdict.Action)).Render(strings.ToUpper(string(it.verdict.Action)))
+		badge := m.st.BadgeFor(string(it.verdict.Action)).Render(strings.ToUpper(plainText(string(it.verdict.Action))))
 		left := badge + " " + m.st.Queue.Age.Render(fmt.Sprintf("%4s", age(now.Sub(it.arrived))))
 		if !it.req.ExpiresAt.IsZero() {
 			if rem := it.req.ExpiresAt.Sub(now); rem < 2*60e9 {
@@ -125,7 +125,7 @@ func (m *Model) historyLines(w, h int) []string {
 	}
 	for i := first; i < first+n; i++ {
 		r := m.history[len(m.history)-1-i]
-		status, code, dur := r.state(), "", ""
+		status, code, dur := plainText(r.state()), "", ""
 		if r.res != nil {
 			if r.res.ExitCode != nil {
 				code = fmt.Sprintf(" exit %d", *r.res.ExitCode)
@@ -279,8 +279,8 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 	}
 	if v.Action != "" {
 		vline := len(out)
-		out = append(out, wordWrap(label("verdict")+" "+m.st.BadgeFor(string(v.Action)).Render(strings.ToUpper(string(v.Action)))+" "+
-			d.Category.Render(v.Category)+" "+d.Label.Render("risk ")+d.Value.Render(v.Risk), w)...)
+		out = append(out, wordWrap(label("verdict")+" "+m.st.BadgeFor(string(v.Action)).Render(strings.ToUpper(plainText(string(v.Action))))+" "+
+			d.Category.Render(plainText(v.Category))+" "+d.Label.Render("risk ")+d.Value.Render(plainText(v.Risk)), w)...)
 		for _, reason := range v.Reasons {
 			prose(d.Reason, "  ", "· "+reason)
 		}
@@ -299,7 +299,7 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 			parts = nil
 		}
 		for _, p := range parts {
-			row := "  " + m.st.BadgeFor(string(p.Action)).Render(string(p.Action)) + " " + d.Category.Render(p.Category) + " " + plainText(p.Command)
+			row := "  " + m.st.BadgeFor(string(p.Action)).Render(plainText(string(p.Action))) + " " + d.Category.Render(plainText(p.Category)) + " " + plainText(p.Command)
 			out = append(out, wrap([]string{row}, max(1, w))...)
 			if p.Rule != "" {
 				prose(d.Rule, "    ", p.Rule)
@@ -352,7 +352,7 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 	field("note", req.Note)
 	if r != nil && r.res != nil {
 		res := r.res
-		s := m.st.BadgeFor(string(res.Status)).Render(string(res.Status))
+		s := m.st.BadgeFor(string(res.Status)).Render(plainText(string(res.Status)))
 		if res.ExitCode != nil {
 			s += fmt.Sprintf(" exit %d", *res.ExitCode)
 		}
@@ -360,7 +360,7 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 		case r.actor != "" && r.actor != string(queue.ByPolicy):
 			s += " · by " + plainText(r.actor)
 		case res.DecidedBy != "":
-			s += " · by " + string(res.DecidedBy)
+			s += " · by " + plainText(string(res.DecidedBy))
 		}
 		out = append(out, label("result")+" "+s)
 		field("reason", res.Reason)
@@ -562,7 +562,7 @@ func (m *Model) outputTitle() string {
 	if r == nil {
 		return "Output"
 	}
-	t := "Output · " + r.state() + " · " + plainText(r.req.Summary())
+	t := "Output · " + plainText(r.state()) + " · " + plainText(r.req.Summary())
 	switch sb := r.sandbox(); {
 	case sb == queue.Unconfined:
 		t += " · UNCONFINED"
@@ -595,7 +595,7 @@ func (m *Model) outputLines(w, h int) []string {
 			if r.res.Reason != "" && m.d.opt.Fleet != nil {
 				return []string{m.st.Queue.Empty.Render("it did not run: " + plainText(r.res.Reason))}
 			}
-			return []string{m.st.Queue.Empty.Render("it did not run (" + string(r.res.Status) + ")")}
+			return []string{m.st.Queue.Empty.Render("it did not run (" + plainText(string(r.res.Status)) + ")")}
 		}
 		if r.fromLog {
 			return []string{m.st.Queue.Empty.Render("it ran in another process: sluice show " + r.req.ID + " shows how it ended")}

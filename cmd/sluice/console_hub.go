@@ -58,7 +58,33 @@ type shownReq struct {
 	digest  string
 	diff    string
 	diffErr string
-	pending bool
+	value   []byte    // the value as published, to tell a republished one from a changed one
+	pending bool      // waits on the hub
+	goneAt  time.Time // when it stopped waiting
+	ran     bool      // its output has opened a run here
+}
+
+// runWindow is how long after a request stops waiting its output may
+// still open a run; maxRuns bounds the runs open at once.
+const (
+	runWindow = 30 * time.Second
+	maxRuns   = 64
+)
+
+// validBox reports whether name can name a box (the hub's rule).
+func validBox(name string) bool {
+	if len(name) == 0 || len(name) > 32 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // maxKnown bounds the requests a link remembers after they left the
@@ -114,28 +140,34 @@ func startHubLink(url, creds string) (*hubLink, error) {
 // diff and their JSON escaping.
 const maxFeedLine = 8 << 20
 
-// next reads the feed's next line.
+// next reads the feed's next event. A line too long or that is not an
+// event (its values come from boxes) is skipped, not fatal: only the end
+// of the feed ends the link.
 func (l *hubLink) next() (wire.FeedEvent, error) {
-	var ev wire.FeedEvent
-	line, err := l.out.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		long := append([]byte(nil), line...)
-		for errors.Is(err, bufio.ErrBufferFull) && len(long) <= maxFeedLine {
-			line, err = l.out.ReadSlice('\n')
-			long = append(long, line...)
+	for {
+		var ev wire.FeedEvent
+		line, err := l.out.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = l.out.ReadSlice('\n')
+				if len(long) <= maxFeedLine {
+					long = append(long, line...)
+				}
+			}
+			if len(long) > maxFeedLine && err == nil {
+				continue
+			}
+			line = long
 		}
 		if err != nil {
-			return ev, fmt.Errorf("a line of the hub feed over %d bytes", maxFeedLine)
+			return ev, err
 		}
-		line = long
+		if json.Unmarshal(line, &ev) != nil {
+			continue
+		}
+		return ev, nil
 	}
-	if err != nil {
-		return ev, err
-	}
-	if err := json.Unmarshal(line, &ev); err != nil {
-		return ev, fmt.Errorf("the hub feed wrote something that is not an event: %w", err)
-	}
-	return ev, nil
 }
 
 // run passes the feed's events on until it ends.
@@ -162,6 +194,12 @@ func (l *hubLink) run() {
 func (l *hubLink) handle(ev wire.FeedEvent) {
 	key := ev.Box + "/" + ev.ID
 	switch ev.Ev {
+	case wire.FeedPending, wire.FeedGone, wire.FeedOutput, wire.FeedOutcome:
+		if !validBox(ev.Box) || !queue.ValidID(ev.ID) {
+			return
+		}
+	}
+	switch ev.Ev {
 	case wire.FeedHub:
 		l.mu.Lock()
 		l.text, l.ok = ev.Text, ev.Connected
@@ -184,11 +222,12 @@ func (l *hubLink) handle(ev wire.FeedEvent) {
 			return
 		}
 		s.digest, s.diff, s.diffErr = ev.Pending.Digest, ev.Pending.Diff, ev.Pending.DiffErr
+		s.value, _ = json.Marshal(ev.Pending)
 		l.mu.Lock()
 		prev := l.requests[key]
-		if prev != nil && prev.pending && prev.digest == s.digest {
+		if prev != nil && prev.pending && bytes.Equal(prev.value, s.value) {
 			l.mu.Unlock()
-			return // the same request again (the feed watched anew)
+			return // the same value again (the feed watched anew)
 		}
 		s.pending = true
 		if prev != nil {
@@ -198,8 +237,8 @@ func (l *hubLink) handle(ev wire.FeedEvent) {
 		l.shown[s.req] = s
 		l.mu.Unlock()
 		if prev != nil && prev.pending {
-			// Its file changed: what was shown goes, the new one is
-			// looked at afresh.
+			// Its file, diff or verdict changed: what was shown goes,
+			// the new one is looked at afresh.
 			l.obs.Gone(key, queue.Gone)
 		}
 		l.obs.Pending(s.req, s.verdict)
@@ -210,7 +249,7 @@ func (l *hubLink) handle(ev wire.FeedEvent) {
 			l.mu.Unlock()
 			return
 		}
-		s.pending = false
+		s.pending, s.goneAt = false, time.Now()
 		delete(l.shown, s.req)
 		l.mu.Unlock()
 		l.obs.Gone(key, queue.Gone)
@@ -218,16 +257,21 @@ func (l *hubLink) handle(ev wire.FeedEvent) {
 		l.mu.Lock()
 		w := l.runs[key]
 		s := l.requests[key]
-		l.mu.Unlock()
 		if w == nil {
-			if s == nil {
-				return // output of a request this console never saw
+			// A run is shown for a request this console saw wait and
+			// that was decided just now, a few at once: output a box
+			// sends for anything else is not.
+			if s == nil || s.ran || (!s.pending && time.Since(s.goneAt) > runWindow) || len(l.runs) >= maxRuns {
+				l.mu.Unlock()
+				return
 			}
+			s.ran = true
+			l.mu.Unlock()
 			w = l.obs.Started(s.req, s.verdict, queue.ByHuman)
 			l.mu.Lock()
 			l.runs[key] = w
-			l.mu.Unlock()
 		}
+		l.mu.Unlock()
 		w(ev.Data)
 	case wire.FeedOutcome:
 		if ev.Outcome != nil {
@@ -250,9 +294,41 @@ func (l *hubLink) request(key string, raw json.RawMessage, v *queue.Verdict) *sh
 	req.ID = key
 	s := &shownReq{req: req, verdict: queue.Verdict{Action: queue.ActionAsk, Category: "unknown", Risk: "medium"}}
 	if v != nil {
-		s.verdict = *v
+		s.verdict = cleanVerdict(*v)
 	}
 	return s
+}
+
+// cleanVerdict is a verdict a box sent, as the console may show it: the
+// console trusts an engine's verdict to be made of its own words, and a
+// box's is made of whatever the box wrote.
+func cleanVerdict(v queue.Verdict) queue.Verdict {
+	word := func(s string) string { p, _ := queue.Printable(s); return p }
+	action := func(a queue.Action) queue.Action {
+		switch a {
+		case queue.ActionAllow, queue.ActionAllowWithCheckpoint, queue.ActionAsk, queue.ActionDeny:
+			return a
+		}
+		return queue.ActionAsk
+	}
+	out := queue.Verdict{Action: action(v.Action), Category: word(v.Category), Risk: word(v.Risk), Profile: word(v.Profile)}
+	for _, r := range v.Reasons {
+		out.Reasons = append(out.Reasons, word(r))
+	}
+	for _, p := range v.Parts {
+		out.Parts = append(out.Parts, queue.Part{Command: word(p.Command), Category: word(p.Category), Action: action(p.Action), Rule: word(p.Rule)})
+	}
+	return out
+}
+
+// cleanStatus is a status a box sent, if it is one.
+func cleanStatus(s queue.Status) queue.Status {
+	switch s {
+	case queue.StatusDone, queue.StatusDenied, queue.StatusDecided, queue.StatusExpired, queue.StatusInvalid,
+		queue.StatusFailed, queue.StatusKilled, queue.StatusTimeout, queue.StatusInterrupted:
+		return s
+	}
+	return ""
 }
 
 // remember keeps s as key's request, forgetting the oldest beyond
@@ -262,21 +338,32 @@ func (l *hubLink) remember(key string, s *shownReq) {
 		l.order = append(l.order, key)
 	}
 	l.requests[key] = s
-	for len(l.order) > maxKnown {
-		old := l.order[0]
-		l.order = l.order[1:]
-		if o := l.requests[old]; o != nil && o.pending {
-			l.order = append(l.order, old) // still waiting: kept
+	if len(l.order) <= maxKnown {
+		return
+	}
+	// The oldest that no longer wait go; those that wait stay, however
+	// many.
+	kept := l.order[:0]
+	drop := len(l.order) - maxKnown
+	for _, k := range l.order {
+		if o := l.requests[k]; drop > 0 && (o == nil || !o.pending) {
+			delete(l.requests, k)
+			drop--
 			continue
 		}
-		delete(l.requests, old)
+		kept = append(kept, k)
 	}
+	l.order = kept
 }
 
 // outcome takes what a box did with a request into History: the end of a
 // run whose output streamed here, or an entry of its own.
 func (l *hubLink) outcome(key string, o *wire.Outcome) {
-	res := queue.Result{ID: key, Status: o.Status, ExitCode: o.ExitCode, Reason: o.Reason, DecidedBy: queue.Decider(o.DecidedBy), DurationMS: o.DurationMS}
+	res := queue.Result{ID: key, Status: cleanStatus(o.Status), ExitCode: o.ExitCode, Reason: o.Reason, DurationMS: o.DurationMS}
+	switch d := queue.Decider(o.DecidedBy); d {
+	case queue.ByPolicy, queue.ByHuman:
+		res.DecidedBy = d
+	}
 	if res.Status == "" {
 		// Not applied, and the request did not end on the box either
 		// (it waits there): History says so, with the box's reason.
@@ -303,8 +390,8 @@ func (l *hubLink) outcome(key string, o *wire.Outcome) {
 	}
 	if o.By != "" {
 		ev.Actor = o.By
-	} else if o.DecidedBy != "" {
-		ev.Actor = o.DecidedBy
+	} else if res.DecidedBy != "" {
+		ev.Actor = string(res.DecidedBy)
 	}
 	if s != nil {
 		r := s.req
@@ -320,7 +407,14 @@ func (l *hubLink) outcome(key string, o *wire.Outcome) {
 // decide sends one decision and waits for the hub to hold or refuse it.
 func (l *hubLink) decide(ctx context.Context, op string, shown *queue.Request, reason string) error {
 	box, id, _ := strings.Cut(shown.ID, "/")
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
 	l.mu.Lock()
+	if l.endErr != nil {
+		l.mu.Unlock()
+		return errors.New("the link to the hub is down (the hub feed stopped); restart the console")
+	}
 	s := l.shown[shown]
 	if s == nil {
 		l.mu.Unlock()
@@ -332,7 +426,8 @@ func (l *hubLink) decide(ctx context.Context, op string, shown *queue.Request, r
 	l.waiting[seq] = ch
 	// The digest of what the person was shown, not of whatever the hub
 	// holds by the time the decision lands.
-	line, _ := json.Marshal(wire.FeedCommand{Seq: seq, Op: op, Box: box, ID: id, Digest: s.digest, Reason: reason})
+	line, _ := json.Marshal(wire.FeedCommand{Seq: seq, Op: op, Box: box, ID: id, Digest: s.digest,
+		DiffDigest: wire.DiffDigest(s.diff, s.diffErr), Reason: reason})
 	_, err := l.in.Write(append(line, '\n'))
 	l.mu.Unlock()
 	if err != nil {
@@ -344,10 +439,15 @@ func (l *hubLink) decide(ctx context.Context, op string, shown *queue.Request, r
 			return errors.New(msg)
 		}
 		return nil
+	case <-l.ended:
+		return errors.New("the hub feed stopped before the hub answered; look at the request again once the console is restarted")
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
+
+// maxReason bounds a deny reason sent to the hub.
+const maxReason = 4 << 10
 
 // Approve implements tui.Fleet.
 func (l *hubLink) Approve(ctx context.Context, shown *queue.Request) error {

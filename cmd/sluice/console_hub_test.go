@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,6 +38,12 @@ func (o *recObserver) Started(req *queue.Request, _ queue.Verdict, _ queue.Decid
 }
 func (o *recObserver) Finished(req *queue.Request, res queue.Result) {
 	o.add(fmt.Sprintf("finished %s %s", req.ID, res.Status))
+}
+
+func (o *recObserver) req(id string) *queue.Request {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.reqs[id]
 }
 
 func (o *recObserver) take() []string {
@@ -161,4 +168,46 @@ func TestConsoleHubWithoutSluiceHub(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sluice-hub") || !strings.Contains(err.Error(), "make build") {
 		t.Fatalf("err %v", err)
 	}
+}
+
+// FuzzHubLinkLine: whatever line the feed passes on (its values come from
+// boxes), the link neither panics nor shows a request under an id that is
+// not BOX/ID with a valid request id.
+func FuzzHubLinkLine(f *testing.F) {
+	id := "01JD3T6Q8ZK4R2M7W9X5B1C3D4"
+	raw := `{"version":1,"id":"` + id + `","kind":"exec","command":"make deploy","cwd":"/srv/app"}`
+	digest := strings.Repeat("a", 64)
+	for _, s := range []string{
+		`{"ev":"hub","connected":true,"text":"nats://127.0.0.1:4222"}`,
+		`{"ev":"pending","box":"b1","id":"` + id + `","pending":{"box":"b1","id":"` + id + `","request":` + raw + `,"digest":"` + digest + `","verdict":{"action":"ask"}}}`,
+		`{"ev":"gone","box":"b1","id":"` + id + `"}`,
+		`{"ev":"output","box":"b1","id":"` + id + `","data":"aGVsbG8K"}`,
+		`{"ev":"outcome","box":"b1","id":"` + id + `","outcome":{"status":"done","applied":true,"request":` + raw + `}}`,
+		`{"ev":"outcome","box":"b1/x","id":"../../x","outcome":{"status":"done\u001b[2J","request":{"id":"x"}}}`,
+		`{"ev":"decided","seq":1,"error":"already decided"}`,
+		`{"ev":"pending","box":"b1","id":"` + id + `","pending":null}`,
+		`{"ev":"pending","box":"","id":"","pending":{"request":"x"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		l, obs, logged := newTestLink()
+		l.out = bufio.NewReader(bytes.NewReader(append(line, '\n')))
+		ev, err := l.next()
+		if err != nil {
+			return
+		}
+		l.handle(ev)
+		for id := range obs.reqs {
+			box, rid, ok := strings.Cut(id, "/")
+			if !ok || box == "" || !queue.ValidID(rid) {
+				t.Fatalf("request shown as %q", id)
+			}
+		}
+		for _, e := range *logged {
+			if box, rid, ok := strings.Cut(e.ID, "/"); !ok || box == "" || !queue.ValidID(rid) {
+				t.Fatalf("History entry %q", e.ID)
+			}
+		}
+	})
 }

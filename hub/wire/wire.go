@@ -5,6 +5,8 @@
 package wire
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 
@@ -34,11 +36,24 @@ const MaxDiff = 256 << 10
 // Decision is what a console writes (bucket sluice-decisions, key BOX.ID):
 // the first one for a key is the one that counts.
 type Decision struct {
-	Decision string    `json:"decision"` // approve or deny
-	By       string    `json:"by"`       // person@console
-	Reason   string    `json:"reason,omitempty"`
-	Digest   string    `json:"digest"` // of the request as shown: a changed request is not run
-	At       time.Time `json:"at"`
+	Decision string `json:"decision"` // approve or deny
+	By       string `json:"by"`       // person@console
+	Reason   string `json:"reason,omitempty"`
+	Digest   string `json:"digest"` // of the request as shown: a changed request is not run
+	// DiffDigest is DiffDigest of the diff shown with a file request: a
+	// box applies the change only while the file would still change so.
+	DiffDigest string    `json:"diff_digest,omitempty"`
+	At         time.Time `json:"at"`
+}
+
+// DiffDigest is what stands for a published diff (or the reason there is
+// none) in a decision: SHA-256 hex of diff, a NUL, and diffErr.
+func DiffDigest(diff, diffErr string) string {
+	h := sha256.New()
+	h.Write([]byte(diff))
+	h.Write([]byte{0})
+	h.Write([]byte(diffErr))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // The decisions.
@@ -100,5 +115,8 @@ type FeedCommand struct {
 	Box    string `json:"box"`
 	ID     string `json:"id"`
 	Digest string `json:"digest"` // of the request as the person saw it; required to approve
-	Reason string `json:"reason,omitempty"`
+	// DiffDigest is DiffDigest of the diff the person saw (file
+	// requests; required to approve one).
+	DiffDigest string `json:"diff_digest,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 }

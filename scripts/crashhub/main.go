@@ -360,7 +360,7 @@ func (h *harness) console(ctx context.Context, name string, seed uint64) {
 			if rng.IntN(100) < 15 {
 				d = hub.Deny
 			}
-			_, _ = cl.Decide(cctx, p.Box, p.ID, d, "crash@"+name, "", p.Digest)
+			_, _ = cl.Decide(cctx, p.Box, p.ID, d, "crash@"+name, "", p.Digest, "")
 		}
 		cancel()
 		if err != nil || len(ps) == 0 {

@@ -1,0 +1,155 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/hub/wire"
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// A box's values cannot make a feed line longer than a console's link
+// reads: a pending value over a request file's limit is dropped (a console
+// starting later would meet it again), and a large output message is
+// passed on in pieces.
+func TestFeedBoundsLines(t *testing.T) {
+	h, creds := testHub(t, []string{"evil"}, []string{"c1"})
+	tf := startFeed(t, h.URL(), creds["c1"])
+	tf.next(t, "ready", func(ev FeedEvent) bool { return ev.Ev == FeedReady })
+	evil := connect(t, h.URL(), creds["evil"])
+	id := queue.NewID()
+	// Written as a box may write it: '<' unescaped (valid JSON), 2 MiB.
+	val := []byte(`{"box":"evil","id":"` + id + `","digest":"` + strings.Repeat("0", 64) + `","request":{"kind":"exec","command":"` + strings.Repeat("<", 2<<20) + `"}}`)
+	if _, err := evil.Pending.Put(ctxT(t), Key("evil", id), val); err != nil {
+		t.Fatal(err)
+	}
+	small := queue.NewID()
+	val = []byte(`{"box":"evil","id":"` + small + `","digest":"` + strings.Repeat("0", 64) + `","request":{"kind":"exec","command":"` + strings.Repeat("<", 1000) + `"}}`)
+	if _, err := evil.Pending.Put(ctxT(t), Key("evil", small), val); err != nil {
+		t.Fatal(err)
+	}
+	if ev := tf.next(t, "a pending", func(ev FeedEvent) bool { return ev.Ev == FeedPending }); ev.ID != small {
+		t.Fatalf("the feed passed on the %d-byte value", len(ev.Pending.Request))
+	}
+	if err := evil.NC.Publish(OutputSubject("evil", queue.NewID()), make([]byte, 7<<20)); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for total < 7<<20 {
+		out := tf.next(t, "the output", func(ev FeedEvent) bool { return ev.Ev == FeedOutput })
+		line, _ := json.Marshal(out)
+		if len(line) > 64<<10 {
+			t.Fatalf("an output line of %d bytes", len(line))
+		}
+		total += len(out.Data)
+	}
+}
+
+// Regression (review): the person saw diff A; the box's bridge restarts after the file
+// changed and republishes the same request (same digest) with diff B; the
+// console keeps showing A (same digest: cmd/sluice dedupes it), the
+// approval carries the request digest only, and the box checks against B:
+// it applies a change nobody was shown.
+func TestFeedStaleDiffAfterBridgeRestart(t *testing.T) {
+	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
+	b1 := newTestBox(t, h.URL(), creds["b1"])
+	dir := t.TempDir()
+	file := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(file, []byte("package main\n\nconst v = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := &queue.Request{Kind: queue.KindEdit, Path: "main.go", OldString: "v = 1", NewString: "v = 2", Cwd: dir, Agent: "claude-code"}
+	if err := b1.spool.Submit(req); err != nil {
+		t.Fatal(err)
+	}
+	ev := queue.NewEvent(queue.EventQueued, req)
+	ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium"}
+	if err := b1.log.Record(ev); err != nil {
+		t.Fatal(err)
+	}
+	tf := startFeed(t, h.URL(), creds["c1"])
+	p := tf.next(t, "the edit", is(FeedPending, "b1", req.ID)).Pending // the person sees diff A
+	b1.stop()
+	if err := os.WriteFile(file, []byte("package main\n\nconst v = 1 // pinned\nvar evil = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b1.stop = b1.bridge(t, h.URL(), creds["b1"])
+	p2 := tf.next(t, "the edit republished", is(FeedPending, "b1", req.ID)).Pending
+	if p2.Digest != p.Digest || p2.Diff == p.Diff {
+		t.Fatalf("republished digest same=%v diff same=%v", p2.Digest == p.Digest, p2.Diff == p.Diff)
+	}
+	// The console approves what it shows: the old value, same digest,
+	// the old diff. The hub holds another diff: refused there.
+	ev2 := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: req.ID, Digest: p.Digest, DiffDigest: wire.DiffDigest(p.Diff, p.DiffErr)})
+	if !strings.Contains(ev2.Error, "changed since it was shown") {
+		t.Fatalf("approving the diff no longer published: %+v", ev2)
+	}
+	// And a decision that reaches the box with the old diff (written
+	// before the republication) is not applied there either.
+	cl := connect(t, h.URL(), creds["c1"])
+	d, _ := json.Marshal(Decision{Decision: Approve, By: "alice@c1", Digest: p.Digest, DiffDigest: wire.DiffDigest(p.Diff, p.DiffErr), At: time.Now()})
+	if _, err := cl.Decisions.Create(ctxT(t), Key("b1", req.ID), d); err != nil {
+		t.Fatal(err)
+	}
+	o := tf.next(t, "the outcome", is(FeedOutcome, "b1", req.ID)).Outcome
+	if o.Applied {
+		t.Fatalf("applied (%s) although the diff shown was\n%s\nand the diff applied\n%s", o.Status, p.Diff, p2.Diff)
+	}
+}
+
+// Regression (review): a deny reason over ~64 KiB (a paste into the reason input) ends
+// the whole feed: Run's scanner fails with ErrTooLong and Run returns.
+func TestFeedLongCommandSkipped(t *testing.T) {
+	h, creds := testHub(t, nil, []string{"c1"})
+	f := &Feed{Client: connect(t, h.URL(), creds["c1"]), Out: io.Discard, By: "a@c1"}
+	line, _ := json.Marshal(FeedCommand{Seq: 1, Op: Deny, Box: "b1", ID: queue.NewID(), Reason: strings.Repeat("x", 70<<10)})
+	pr, pw := io.Pipe()
+	go pw.Write(append(line, '\n'))
+	done := make(chan error, 1)
+	go func() { done <- f.Run(context.Background(), pr) }()
+	select {
+	case err := <-done:
+		t.Fatalf("the feed ended on one long command: %v", err)
+	case <-time.After(2 * time.Second):
+	}
+	pw.Close()
+}
+
+// Regression (review): after an approval refused because the diff changed ("decide it
+// there"), a restart of the bridge publishes the request again (its
+// queued ask is still the last audit event), though the hub's decision
+// for it is spent: it waits on every console, and no console can decide
+// it ("already decided").
+func TestFeedRefusedRequestStaysOnBox(t *testing.T) {
+	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
+	b1 := newTestBox(t, h.URL(), creds["b1"])
+	dir := t.TempDir()
+	file := filepath.Join(dir, "main.go")
+	os.WriteFile(file, []byte("package main\n\nconst v = 1\n"), 0o644)
+	req := &queue.Request{Kind: queue.KindEdit, Path: "main.go", OldString: "v = 1", NewString: "v = 2", Cwd: dir, Agent: "claude-code"}
+	if err := b1.spool.Submit(req); err != nil {
+		t.Fatal(err)
+	}
+	ev := queue.NewEvent(queue.EventQueued, req)
+	ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium"}
+	b1.log.Record(ev)
+	tf := startFeed(t, h.URL(), creds["c1"])
+	p := tf.next(t, "the edit", is(FeedPending, "b1", req.ID)).Pending
+	os.WriteFile(file, []byte("package main\n\nconst v = 1 // pinned\n"), 0o644)
+	tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: req.ID, Digest: p.Digest, DiffDigest: wire.DiffDigest(p.Diff, p.DiffErr)})
+	tf.each(t, "the outcome and the withdrawal", is(FeedOutcome, "b1", req.ID), is(FeedGone, "b1", req.ID))
+	b1.stop()
+	b1.stop = b1.bridge(t, h.URL(), creds["b1"])
+	time.Sleep(time.Second)
+	if _, ok := pendingKeys(t, connect(t, h.URL(), creds["c1"]))[Key("b1", req.ID)]; ok {
+		p2 := tf.next(t, "again", is(FeedPending, "b1", req.ID)).Pending
+		d := tf.send(t, FeedCommand{Op: Deny, Box: "b1", ID: req.ID, Digest: p2.Digest})
+		t.Fatalf("the refused request is pending on the hub again; deciding it: %q", d.Error)
+	}
+}
