@@ -102,7 +102,8 @@ func TestFleetDecides(t *testing.T) {
 	f.m.Observer().Gone(r1.ID, queue.Gone)
 	w := f.m.Observer().Started(r1, testJudge{}.Judge(r1), queue.ByHuman)
 	w([]byte("deployed to build-1\r\n"))
-	f.m.Observer().Finished(r1, queue.Result{ID: r1.ID, Status: queue.StatusDone, ExitCode: new(int)})
+	f.m.Observer().Finished(r1, queue.Result{ID: r1.ID, Status: queue.StatusDone, ExitCode: new(int), DecidedBy: queue.ByHuman})
+	f.m.Logged([]queue.Event{{ID: r1.ID, Event: queue.EventApproved, Actor: "alice@c1"}})
 	time.Sleep(50 * time.Millisecond) // the pacer hands output to the screen
 	f.drain()
 	f.clock.add(time.Second)
@@ -116,6 +117,10 @@ func TestFleetDecides(t *testing.T) {
 	screen = ansi.Strip(f.m.render())
 	if !strings.Contains(screen, "done  exit 0 0.0s build-1 make deploy") || !strings.Contains(screen, "deployed to build-1") {
 		t.Errorf("History or output of the box's run missing:\n%s", screen)
+	}
+	f.update(keyMsg("down"))
+	if screen = ansi.Strip(f.m.render()); !strings.Contains(screen, "done exit 0 · by alice@c1") && !strings.Contains(screen, "done  exit 0 · by alice@c1") {
+		t.Errorf("the run's detail does not name who approved it:\n%s", screen)
 	}
 }
 

@@ -278,6 +278,10 @@ func (m *Model) applyLogged(ev *queue.Event) {
 	}
 	r := m.byID[ev.ID]
 	if r != nil && !r.fromLog {
+		// A run this console watched: the log says who decided it.
+		if r.actor == "" && ev.Actor != "" && (ev.Event == queue.EventApproved || ev.Event == queue.EventDenied) {
+			r.actor = ev.Actor
+		}
 		return
 	}
 	if r == nil {

@@ -379,6 +379,10 @@ func (l *hubLink) outcome(key string, o *wire.Outcome) {
 	}
 	if w != nil && s != nil {
 		l.obs.Finished(s.req, res)
+		if o.By != "" {
+			// Who decided it, for its History entry.
+			l.logged([]queue.Event{{TS: o.At, ID: key, Event: queue.EventApproved, Actor: o.By}})
+		}
 		return
 	}
 	ev := queue.Event{TS: o.At, ID: key, Event: queue.EventFinished, Status: res.Status, ExitCode: o.ExitCode, Reason: res.Reason, DurationMS: o.DurationMS}

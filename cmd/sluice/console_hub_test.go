@@ -105,10 +105,11 @@ func TestHubLinkEvents(t *testing.T) {
 	raw, _ := json.Marshal(queue.Request{Version: queue.Version, ID: id3, Kind: queue.KindExec, Command: "rm -rf build", Cwd: "/srv/app"})
 	l.handle(wire.FeedEvent{Ev: wire.FeedOutcome, Box: "b2", ID: id3, Outcome: &wire.Outcome{Status: queue.StatusDenied, Applied: true,
 		Decision: wire.Deny, By: "bob@c2", Reason: "no", Request: raw, At: time.Now()}})
-	if len(*logged) != 1 {
+	// The run watched here: its History entry is told who approved it.
+	if len(*logged) != 2 || (*logged)[0].ID != "b1/"+id1 || (*logged)[0].Event != queue.EventApproved || (*logged)[0].Actor != "alice@c1" {
 		t.Fatalf("logged %+v", *logged)
 	}
-	ev := (*logged)[0]
+	ev := (*logged)[1]
 	if ev.ID != "b2/"+id3 || ev.Event != queue.EventDenied || ev.Actor != "bob@c2" || ev.Command != "rm -rf build" || ev.Status != queue.StatusDenied {
 		t.Fatalf("History entry %+v", ev)
 	}
