@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,20 +58,7 @@ func TestFeedBoundsLines(t *testing.T) {
 func TestFeedStaleDiffAfterBridgeRestart(t *testing.T) {
 	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
 	b1 := newTestBox(t, h.URL(), creds["b1"])
-	dir := t.TempDir()
-	file := filepath.Join(dir, "main.go")
-	if err := os.WriteFile(file, []byte("package main\n\nconst v = 1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	req := &queue.Request{Kind: queue.KindEdit, Path: "main.go", OldString: "v = 1", NewString: "v = 2", Cwd: dir, Agent: "claude-code"}
-	if err := b1.spool.Submit(req); err != nil {
-		t.Fatal(err)
-	}
-	ev := queue.NewEvent(queue.EventQueued, req)
-	ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium"}
-	if err := b1.log.Record(ev); err != nil {
-		t.Fatal(err)
-	}
+	req, file := b1.askEdit(t)
 	tf := startFeed(t, h.URL(), creds["c1"])
 	p := tf.next(t, "the edit", is(FeedPending, "b1", req.ID)).Pending // the person sees diff A
 	b1.stop()
@@ -129,16 +115,7 @@ func TestFeedLongCommandSkipped(t *testing.T) {
 func TestFeedRefusedRequestStaysOnBox(t *testing.T) {
 	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
 	b1 := newTestBox(t, h.URL(), creds["b1"])
-	dir := t.TempDir()
-	file := filepath.Join(dir, "main.go")
-	os.WriteFile(file, []byte("package main\n\nconst v = 1\n"), 0o644)
-	req := &queue.Request{Kind: queue.KindEdit, Path: "main.go", OldString: "v = 1", NewString: "v = 2", Cwd: dir, Agent: "claude-code"}
-	if err := b1.spool.Submit(req); err != nil {
-		t.Fatal(err)
-	}
-	ev := queue.NewEvent(queue.EventQueued, req)
-	ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium"}
-	b1.log.Record(ev)
+	req, file := b1.askEdit(t)
 	tf := startFeed(t, h.URL(), creds["c1"])
 	p := tf.next(t, "the edit", is(FeedPending, "b1", req.ID)).Pending
 	os.WriteFile(file, []byte("package main\n\nconst v = 1 // pinned\n"), 0o644)

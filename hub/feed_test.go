@@ -199,20 +199,7 @@ func TestFeedDropsForgeries(t *testing.T) {
 func TestFeedFileDiff(t *testing.T) {
 	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
 	b1 := newTestBox(t, h.URL(), creds["b1"])
-	dir := t.TempDir()
-	file := filepath.Join(dir, "main.go")
-	if err := os.WriteFile(file, []byte("package main\n\nconst v = 1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	req := &queue.Request{Kind: queue.KindEdit, Path: "main.go", OldString: "v = 1", NewString: "v = 2", Cwd: dir, Agent: "claude-code"}
-	if err := b1.spool.Submit(req); err != nil {
-		t.Fatal(err)
-	}
-	ev := queue.NewEvent(queue.EventQueued, req)
-	ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium"}
-	if err := b1.log.Record(ev); err != nil {
-		t.Fatal(err)
-	}
+	req, file := b1.askEdit(t)
 	tf := startFeed(t, h.URL(), creds["c1"])
 	p := tf.next(t, "the edit", is(FeedPending, "b1", req.ID)).Pending
 	if p.DiffErr != "" || !strings.Contains(p.Diff, "-const v = 1") || !strings.Contains(p.Diff, "+const v = 2") {
@@ -235,4 +222,26 @@ func TestFeedFileDiff(t *testing.T) {
 	if _, err := b1.spool.ReadPending(req.ID); err != nil {
 		t.Fatalf("the request should still wait on the box: %v", err)
 	}
+}
+
+// askEdit writes main.go (const v = 1) in a new project and queues an ask
+// to edit it (v = 2) on the box, as its engine would; it returns the
+// request and the file.
+func (tb *testBox) askEdit(t *testing.T) (*queue.Request, string) {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(file, []byte("package main\n\nconst v = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := &queue.Request{Kind: queue.KindEdit, Path: "main.go", OldString: "v = 1", NewString: "v = 2", Cwd: dir, Agent: "claude-code"}
+	if err := tb.spool.Submit(req); err != nil {
+		t.Fatal(err)
+	}
+	ev := queue.NewEvent(queue.EventQueued, req)
+	ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium"}
+	if err := tb.log.Record(ev); err != nil {
+		t.Fatal(err)
+	}
+	return req, file
 }

@@ -355,15 +355,11 @@ func cmdBox(args []string, stdout, stderr io.Writer) int {
 	if _, code, ok := parse(fs, args); !ok {
 		return code
 	}
-	c, err := ReadCreds(*credsPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
-		return exitFail
+	c, code := roleCreds("box", *credsPath, RoleBox, stderr)
+	if c == nil {
+		return code
 	}
-	if c.Role != RoleBox {
-		fmt.Fprintf(stderr, "sluice hub box: %s holds a %s's credentials, not a box's: issue one with 'sluice hub add-box NAME' on the hub\n", *credsPath, c.Role)
-		return exitUsage
-	}
+	var err error
 	if *spoolDir == "" {
 		if *spoolDir, err = queue.DefaultDir(); err != nil {
 			fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
@@ -573,6 +569,21 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 	return exitOK
 }
 
+// roleCreds reads the credentials at path for command cmd, which needs a
+// user of role; nil and the exit status when it cannot have them.
+func roleCreds(cmd, path, role string, stderr io.Writer) (*Creds, int) {
+	c, err := ReadCreds(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub %s: %v\n", cmd, err)
+		return nil, exitFail
+	}
+	if c.Role != role {
+		fmt.Fprintf(stderr, "sluice hub %s: %s holds a %s's credentials, not a %s's: issue one with 'sluice hub add-%s NAME' on the hub\n", cmd, path, c.Role, role, role)
+		return nil, exitUsage
+	}
+	return c, exitOK
+}
+
 func cmdFeed(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flags("feed", "[--hub URL] [--hub-creds FILE]", "The fleet as a console shows it, one JSON object a line on stdout (what\nwaits, what left, outcomes, output), taking decisions one JSON object a\nline on stdin; 'sluice console --hub' runs it. Ends when stdin closes.\nThe lines are described in docs/protocol.md (the hub).", stdout, stderr)
 	url, credsPath := clientFlags(fs)
@@ -582,14 +593,9 @@ func cmdFeed(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice hub feed: takes no arguments")
 		return exitUsage
 	}
-	c, err := ReadCreds(*credsPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub feed: %v\n", err)
-		return exitFail
-	}
-	if c.Role != RoleConsole {
-		fmt.Fprintf(stderr, "sluice hub feed: %s holds a %s's credentials, not a console's: issue one with 'sluice hub add-console NAME' on the hub\n", *credsPath, c.Role)
-		return exitUsage
+	c, code := roleCreds("feed", *credsPath, RoleConsole, stderr)
+	if c == nil {
+		return code
 	}
 	ctx, stop := signalCtx()
 	defer stop()

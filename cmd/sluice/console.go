@@ -133,7 +133,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	}
 	runCtx, killRuns := context.WithCancel(context.Background())
 	defer killRuns()
-	m := tui.New(tui.Options{
+	m := tui.New(consoleOptions(styles, auto, cfg, tui.Options{
 		Engine:       eng,
 		Preview:      previewer(actor),
 		Input:        actor.Runner.Input,
@@ -148,13 +148,6 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		PlanUndo:     undoer.plan,
 		ApplyUndo:    undoer.apply,
 		Demo:         *demo,
-		Styles:       styles,
-		AutoTheme:    auto,
-		Actor:        loginName(),
-		Grace:        cfg.Console.Grace,
-		Bell:         cfg.Console.Bell == nil || *cfg.Console.Bell,
-		Notify:       cfg.Console.Notify == nil || *cfg.Console.Notify,
-		Tmux:         os.Getenv("TMUX") != "",
 		Ctx:          runCtx,
 		Sandbox:      sbText,
 		SandboxOff:   sbOff,
@@ -166,7 +159,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 			}
 			return judge.Problem()
 		},
-	})
+	}))
 	actor.Runner.Size = func() (uint16, uint16) { return m.PaneSize() }
 
 	serveCtx, stopServe := context.WithCancel(context.Background())
@@ -209,6 +202,16 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// consoleOptions is o with what every console takes from the person's
+// settings: the theme, the name, the grace period, bell, notifications.
+func consoleOptions(styles *themes.Styles, auto bool, cfg *config, o tui.Options) tui.Options {
+	o.Styles, o.AutoTheme, o.Actor, o.Grace = styles, auto, loginName(), cfg.Console.Grace
+	o.Bell = cfg.Console.Bell == nil || *cfg.Console.Bell
+	o.Notify = cfg.Console.Notify == nil || *cfg.Console.Notify
+	o.Tmux = os.Getenv("TMUX") != ""
+	return o
 }
 
 // pickTheme chooses the styles: NO_COLOR wins, then --theme, then the
