@@ -119,7 +119,12 @@ func (tb *testBox) bridge(t *testing.T, url string, c *Creds) func() {
 // serve does for a request it leaves to a person.
 func (tb *testBox) ask(t *testing.T, command string) *queue.Request {
 	t.Helper()
-	req := &queue.Request{Kind: queue.KindExec, Command: command, Cwd: "/home/dev/app", Agent: "claude-code"}
+	return tb.queueAsk(t, &queue.Request{Kind: queue.KindExec, Command: command, Cwd: "/home/dev/app", Agent: "claude-code"})
+}
+
+// queueAsk submits req and records the engine's queued ask for it.
+func (tb *testBox) queueAsk(t *testing.T, req *queue.Request) *queue.Request {
+	t.Helper()
 	if err := tb.spool.Submit(req); err != nil {
 		t.Fatal(err)
 	}

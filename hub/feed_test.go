@@ -234,14 +234,5 @@ func (tb *testBox) askEdit(t *testing.T) (*queue.Request, string) {
 	if err := os.WriteFile(file, []byte("package main\n\nconst v = 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	req := &queue.Request{Kind: queue.KindEdit, Path: "main.go", OldString: "v = 1", NewString: "v = 2", Cwd: dir, Agent: "claude-code"}
-	if err := tb.spool.Submit(req); err != nil {
-		t.Fatal(err)
-	}
-	ev := queue.NewEvent(queue.EventQueued, req)
-	ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium"}
-	if err := tb.log.Record(ev); err != nil {
-		t.Fatal(err)
-	}
-	return req, file
+	return tb.queueAsk(t, &queue.Request{Kind: queue.KindEdit, Path: "main.go", OldString: "v = 1", NewString: "v = 2", Cwd: dir, Agent: "claude-code"}), file
 }
