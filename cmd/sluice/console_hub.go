@@ -29,10 +29,11 @@ import (
 // the console's engine observer and History take, and which carries the
 // person's decisions. It implements tui.Fleet.
 type hubLink struct {
-	cmd    *osexec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	stderr *tailBuffer
+	cmd     *osexec.Cmd    // the feed now (l.mu)
+	in      io.WriteCloser // its stdin (l.mu)
+	out     *bufio.Reader  // its stdout (the run goroutine's)
+	respawn func() error   // starts a new feed; nil: none (tests)
+	closing bool           // the console is closing the link (l.mu)
 
 	obs    queue.Observer
 	logged func([]queue.Event)
@@ -106,34 +107,48 @@ func startHubLink(url, creds string) (*hubLink, error) {
 	if creds != "" {
 		args = append(args, "--hub-creds", creds)
 	}
-	cmd := osexec.Command(prog, args...)
-	cmd.SysProcAttr = childAttr()
-	l := &hubLink{cmd: cmd, stderr: &tailBuffer{max: 4096}, waiting: map[int64]chan string{},
+	l := &hubLink{waiting: map[int64]chan string{},
 		shown: map[*queue.Request]*shownReq{}, requests: map[string]*shownReq{}, runs: map[string]func([]byte){},
 		ended: make(chan struct{})}
-	cmd.Stderr = l.stderr
-	if l.in, err = cmd.StdinPipe(); err != nil {
+	l.respawn = func() error { return l.spawn(prog, args) }
+	if err := l.respawn(); err != nil {
 		return nil, err
+	}
+	return l, nil
+}
+
+// spawn starts a feed and reads its first word, the link's state.
+func (l *hubLink) spawn(prog string, args []string) error {
+	cmd := osexec.Command(prog, args...)
+	cmd.SysProcAttr = childAttr()
+	stderr := &tailBuffer{max: 4096}
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("run %s: %w", prog, err)
+		return fmt.Errorf("run %s: %w", prog, err)
 	}
 	l.out = bufio.NewReaderSize(stdout, 64<<10)
 	ev, err := l.next()
 	if err != nil || ev.Ev != wire.FeedHub {
-		_ = l.in.Close()
+		_ = in.Close()
 		_ = cmd.Wait()
-		if msg := strings.TrimSpace(l.stderr.String()); msg != "" {
-			return nil, errors.New(lastLine(strings.TrimPrefix(msg, "sluice hub feed: ")))
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return errors.New(lastLine(strings.TrimPrefix(msg, "sluice hub feed: ")))
 		}
-		return nil, fmt.Errorf("the hub feed ended before it said anything (%v)", err)
+		return fmt.Errorf("the hub feed ended before it said anything (%v)", err)
 	}
+	l.mu.Lock()
+	l.cmd, l.in, l.endErr = cmd, in, nil
 	l.text, l.ok = ev.Text, ev.Connected
-	return l, nil
+	l.mu.Unlock()
+	return nil
 }
 
 // maxFeedLine bounds one line of the feed: a request (1 MiB at most), its
@@ -170,24 +185,52 @@ func (l *hubLink) next() (wire.FeedEvent, error) {
 	}
 }
 
-// run passes the feed's events on until it ends.
+// run passes the feed's events on until the console closes the link. A
+// feed that stops is started again (each second, while it cannot be):
+// the requests it sends anew that the console shows already are the same
+// values, and those that left meanwhile come as gone.
 func (l *hubLink) run() {
 	defer close(l.ended)
 	for {
 		ev, err := l.next()
-		if err != nil {
-			l.mu.Lock()
-			l.endErr = err
-			l.ok, l.text = false, "the hub feed stopped: "+err.Error()
-			for seq, ch := range l.waiting {
-				ch <- "the hub feed stopped"
-				delete(l.waiting, seq)
-			}
-			l.mu.Unlock()
-			l.linked()
+		if err == nil {
+			l.handle(ev)
+			continue
+		}
+		l.mu.Lock()
+		l.endErr = err
+		l.ok, l.text = false, "the hub feed stopped: "+err.Error()
+		for seq, ch := range l.waiting {
+			ch <- "the hub feed stopped"
+			delete(l.waiting, seq)
+		}
+		closing := l.closing || l.respawn == nil
+		if l.cmd != nil {
+			go func(cmd *osexec.Cmd) { _ = cmd.Wait() }(l.cmd)
+		}
+		l.mu.Unlock()
+		l.linked()
+		if closing {
 			return
 		}
-		l.handle(ev)
+		for {
+			time.Sleep(time.Second)
+			l.mu.Lock()
+			closing := l.closing
+			l.mu.Unlock()
+			if closing {
+				return
+			}
+			if err := l.respawn(); err == nil {
+				l.linked()
+				break
+			} else {
+				l.mu.Lock()
+				l.text = "the hub feed does not start again: " + err.Error() + "; retrying"
+				l.mu.Unlock()
+				l.linked()
+			}
+		}
 	}
 }
 
@@ -484,16 +527,18 @@ func (l *hubLink) Preview(req *queue.Request) (string, error) {
 	return s.diff, nil
 }
 
-// close ends the feed and waits for it.
+// close ends the feed (and the link) and waits for it.
 func (l *hubLink) close() {
-	_ = l.in.Close()
-	done := make(chan struct{})
-	go func() { _ = l.cmd.Wait(); close(done) }()
+	l.mu.Lock()
+	l.closing = true
+	cmd, in := l.cmd, l.in
+	l.mu.Unlock()
+	_ = in.Close()
 	select {
-	case <-done:
+	case <-l.ended:
 	case <-time.After(3 * time.Second):
-		_ = l.cmd.Process.Kill()
-		<-done
+		_ = cmd.Process.Kill()
+		<-l.ended
 	}
 }
 

@@ -212,3 +212,71 @@ func FuzzHubLinkLine(f *testing.F) {
 		}
 	})
 }
+
+// A feed that stops is started again: what the console shows stays (the
+// new feed's same values change nothing), what left meanwhile goes, and
+// decisions work again.
+func TestHubLinkRestartsFeed(t *testing.T) {
+	l, obs, _ := newTestLink()
+	l.ended = make(chan struct{})
+	r1, w1 := io.Pipe()
+	l.out = bufio.NewReader(r1)
+	l.in = nopWriteCloser{io.Discard}
+	r2, w2 := io.Pipe()
+	inR, inW := io.Pipe()
+	spawned := make(chan struct{})
+	l.respawn = func() error {
+		l.out = bufio.NewReader(r2)
+		l.mu.Lock()
+		l.in, l.endErr, l.ok, l.text = inW, nil, true, "nats://hub:4222"
+		l.mu.Unlock()
+		close(spawned)
+		return nil
+	}
+	go l.run()
+	id1, id2 := queue.NewID(), queue.NewID()
+	line := func(w io.Writer, ev wire.FeedEvent) { b, _ := json.Marshal(ev); w.Write(append(b, '\n')) }
+	line(w1, pendingEvent("b1", id1, "make deploy", strings.Repeat("a", 64)))
+	line(w1, pendingEvent("b1", id2, "make test", strings.Repeat("b", 64)))
+	w1.Close() // the feed died
+	<-spawned
+	line(w2, pendingEvent("b1", id1, "make deploy", strings.Repeat("a", 64)))
+	line(w2, wire.FeedEvent{Ev: wire.FeedGone, Box: "b1", ID: id2})
+	go func() { // the new feed answers decisions
+		sc := bufio.NewScanner(inR)
+		for sc.Scan() {
+			var c wire.FeedCommand
+			_ = json.Unmarshal(sc.Bytes(), &c)
+			line(w2, wire.FeedEvent{Ev: wire.FeedDecided, Seq: c.Seq})
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		obs.mu.Lock()
+		n := len(obs.events)
+		obs.mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	want := []string{"pending b1/" + id1 + " make deploy ask", "pending b1/" + id2 + " make test ask", "gone b1/" + id2}
+	if got := obs.take(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("observer got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if err := l.Approve(context.Background(), obs.req("b1/"+id1)); err != nil {
+		t.Fatalf("approving after the feed came back: %v", err)
+	}
+	if text, ok := l.Link(); !ok || text != "nats://hub:4222" {
+		t.Fatalf("link %q %v", text, ok)
+	}
+	l.mu.Lock()
+	l.closing = true
+	l.mu.Unlock()
+	w2.Close()
+	<-l.ended
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
