@@ -189,3 +189,28 @@ func TestFleetRefusedAndFilter(t *testing.T) {
 		t.Errorf("header does not say the hub is down:\n%s", s)
 	}
 }
+
+// A batch over the hub: each marked request is approved as shown, on its
+// own box.
+func TestFleetBatch(t *testing.T) {
+	t.Parallel()
+	f, fl := newFleetFixture(t)
+	r1 := f.arrive("b1", "make test")
+	r2 := f.arrive("b2", "make test")
+	f.clock.add(time.Second)
+	f.run(f.press(f.m.keys.Mark))
+	f.update(keyMsg("down"))
+	f.clock.add(time.Second)
+	f.run(f.press(f.m.keys.Mark))
+	f.run(f.press(f.m.keys.Approve))
+	if f.m.mode != modeConfirmBatch {
+		t.Fatalf("mode %v, want the batch confirmation", f.m.mode)
+	}
+	f.run(f.press(f.m.keys.Yes))
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	got := strings.Join(fl.sent, ",")
+	if len(fl.sent) != 2 || !strings.Contains(got, "approve "+r1.ID) || !strings.Contains(got, "approve "+r2.ID) {
+		t.Fatalf("sent %v", fl.sent)
+	}
+}
