@@ -46,8 +46,9 @@ of what the boxes run. Edits, rules, trusts, kills and undo are made on the
 box itself. Credentials: --hub-creds, from 'sluice hub add-console NAME'.
 
 Exit status: 0 when quit (q, SIGTERM or SIGHUP); 1 when the spool, the
-audit log or the terminal cannot be used; 2 for bad flags, a configuration,
-policy or theme that does not load, or an unsafe path.
+audit log, the terminal or (--hub) the hub cannot be used; 2 for bad flags,
+sluice-hub not installed, a configuration, policy or theme that does not
+load, or an unsafe path.
 `
 
 func cmdConsole(args []string, std stdio, g *globals) int {
@@ -81,8 +82,11 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	}
 
 	if *hubURL != "" || *hubCreds != "" {
-		if *demo {
+		switch {
+		case *demo:
 			return usageErr(std, "console", "--demo runs on a temporary spool of its own, not with --hub")
+		case ef.file != "" || ef.audit != "":
+			return usageErr(std, "console", "--policy and --audit are each box's own, not the fleet console's (--hub)")
 		}
 		return consoleFleet(std, *hubURL, *hubCreds, styles, auto, cfg)
 	}
