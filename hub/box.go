@@ -46,6 +46,7 @@ type Box struct {
 	asks      map[string]*queue.Event // queued asks not yet left, by id
 	published map[string]string       // id -> digest published
 	pubs      map[string]*Pending     // id -> what was published
+	late      chan struct{}           // bounds the late outcomes looked for at once
 	applying  map[string]bool
 	done      map[string]bool                    // decisions applied (or found moot) this run
 	deferred  map[string]jetstream.KeyValueEntry // decisions that came before this run published their request
@@ -109,6 +110,7 @@ func (b *Box) Run(ctx context.Context) error {
 func (b *Box) reset() {
 	b.asks, b.published, b.applying, b.done = map[string]*queue.Event{}, map[string]string{}, map[string]bool{}, map[string]bool{}
 	b.pubs = map[string]*Pending{}
+	b.late = make(chan struct{}, 4) // late outcomes looked for at once
 	b.deferred = map[string]jetstream.KeyValueEntry{}
 }
 
@@ -334,9 +336,20 @@ func (b *Box) decided(ctx context.Context, e jetstream.KeyValueEntry) {
 		// a request still being judged, or one the policy decides. A
 		// decision that came before this run of the bridge published
 		// its request (again) waits for it.
-		if _, ask := b.asks[id]; ask && len(b.deferred) < maxDeferred {
+		_, ask := b.asks[id]
+		switch {
+		case ask && len(b.deferred) < maxDeferred:
 			b.deferred[id] = e
-		} else {
+		case !ask && !b.done[id] && time.Since(d.At) < lateWindow:
+			b.done[id] = true
+			b.mu.Unlock()
+			go func() {
+				b.late <- struct{}{}
+				defer func() { <-b.late }()
+				b.lateOutcome(ctx, id, d)
+			}()
+			return
+		default:
 			b.logf("%s: a decision for a request this box did not publish ignored (by %s)", id, safe(d.By))
 		}
 		b.mu.Unlock()
@@ -361,6 +374,35 @@ func (b *Box) decided(ctx context.Context, e jetstream.KeyValueEntry) {
 		}
 		b.sync(ctx)
 	}()
+}
+
+// lateOutcome publishes what became of request id, decided at the hub
+// with d, when the hub has no outcome for it yet but the box answered it:
+// a bridge stopped between carrying a decision out and publishing its
+// outcome, and a console (sluice hub approve, a run in a fleet console)
+// still waits to hear. Applied says whether the box's audit log has the
+// decision as the hub's.
+func (b *Box) lateOutcome(ctx context.Context, id string, d Decision) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := b.Client.Results.Get(cctx, Key(b.Name, id)); err == nil || !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return
+	}
+	res, err := b.Spool.ReadResult(id)
+	if err != nil || res == nil {
+		return
+	}
+	o := Outcome{Status: res.Status, Decision: d.Decision, By: d.By, ExitCode: res.ExitCode, Reason: res.Reason, At: time.Now().UTC(),
+		DecidedBy: string(res.DecidedBy), DurationMS: res.DurationMS}
+	if ev, err := audit.Decision(b.AuditPath, id, d.At.Add(-time.Hour)); err == nil && ev.Actor == d.By+" (via the hub)" {
+		o.Applied = true
+	} else {
+		o.Reason = "the request was answered on the box, not by this decision"
+	}
+	data, _ := json.Marshal(o)
+	if _, err := b.Client.Results.Create(cctx, Key(b.Name, id), data); err == nil {
+		b.logf("%s: its outcome published late (%s)", id, res.Status)
+	}
 }
 
 // apply carries out d for request id, if the request still waits, and
@@ -455,6 +497,10 @@ func (p *publisher) Write(b []byte) (int, error) {
 	_ = p.c.NC.Publish(p.subject, b)
 	return len(b), nil
 }
+
+// lateWindow is how old a decision may be for its outcome to be
+// published late; a console waits for a run's outcome, not for a week.
+const lateWindow = 24 * time.Hour
 
 // maxDeferred bounds the decisions a box keeps for requests it has yet to
 // publish (a console could send any number).

@@ -427,3 +427,36 @@ func unshownDigest(t *testing.T, b *testBox, id string) string {
 	t.Fatalf("%s not pending", id)
 	return ""
 }
+
+// A bridge that stopped between carrying a decision out and publishing
+// its outcome: the next one publishes it, so that a console waiting for
+// it (sluice hub approve, a fleet console's run) hears what happened.
+func TestLateOutcomePublished(t *testing.T) {
+	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
+	b1 := newTestBox(t, h.URL(), creds["b1"])
+	con := connect(t, h.URL(), creds["c1"])
+	req := b1.ask(t, "make deploy")
+	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, con)) == 1 })
+	p := pendingKeys(t, con)[Key("b1", req.ID)]
+	b1.stop()
+	if _, err := con.Decide(ctxT(t), "b1", req.ID, Approve, "alice@c1", "", p.Digest, ""); err != nil {
+		t.Fatal(err)
+	}
+	// What the stopped bridge's 'sluice approve' did before it died.
+	if err := b1.apply.Approve(ctxT(t), req.ID, p.Digest, "alice@c1 (via the hub)", io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	b1.stop = b1.bridge(t, h.URL(), creds["b1"])
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	o, err := con.Outcome(ctx, "b1", req.ID)
+	if err != nil {
+		t.Fatalf("no outcome after the bridge came back: %v", err)
+	}
+	if !o.Applied || o.Status != queue.StatusDone || o.By != "alice@c1" {
+		t.Fatalf("outcome %+v", o)
+	}
+	if got := b1.apply.runs(); len(got) != 1 {
+		t.Fatalf("ran %v, want once", got)
+	}
+}
