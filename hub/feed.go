@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sluice-dev/sluice/hub/wire"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -73,8 +74,8 @@ func (f *Feed) Run(ctx context.Context, in io.Reader) error {
 	defer wg.Wait()
 	r := bufio.NewReaderSize(in, 4096)
 	for {
-		line, err := readLine(r, maxCommand)
-		if errors.Is(err, errLineTooLong) {
+		line, err := wire.ReadLine(r, maxCommand)
+		if errors.Is(err, wire.ErrLineTooLong) {
 			f.emit(FeedEvent{Ev: FeedDecided, Error: fmt.Sprintf("a command over %d bytes ignored", maxCommand)})
 			continue
 		}
@@ -98,32 +99,6 @@ func (f *Feed) Run(ctx context.Context, in io.Reader) error {
 
 // maxCommand bounds a command line (a decision with its reason).
 const maxCommand = 64 << 10
-
-var errLineTooLong = errors.New("line too long")
-
-// readLine reads one line of at most max bytes; a longer one is read to
-// its end and reported as errLineTooLong.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		part, err := r.ReadSlice('\n')
-		if len(line)+len(part) <= max+1 {
-			line = append(line, part...)
-		} else {
-			line = line[:0:0]
-			max = -1
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err != nil && len(line) == 0:
-			return nil, err
-		case max < 0:
-			return nil, errLineTooLong
-		}
-		return line, nil
-	}
-}
 
 // decide records one command's decision.
 func (f *Feed) decide(ctx context.Context, c FeedCommand) FeedEvent {

@@ -50,11 +50,10 @@ func TestFeedBoundsLines(t *testing.T) {
 	}
 }
 
-// Regression (review): the person saw diff A; the box's bridge restarts after the file
-// changed and republishes the same request (same digest) with diff B; the
-// console keeps showing A (same digest: cmd/sluice dedupes it), the
-// approval carries the request digest only, and the box checks against B:
-// it applies a change nobody was shown.
+// The person saw diff A; the box's bridge restarts after the file changed
+// and republishes the same request (same digest) with diff B. Approving
+// what was shown is refused at the hub, and a decision carrying diff A
+// that reaches the box is not applied there: no change nobody saw.
 func TestFeedStaleDiffAfterBridgeRestart(t *testing.T) {
 	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
 	b1 := newTestBox(t, h.URL(), creds["b1"])
@@ -89,8 +88,8 @@ func TestFeedStaleDiffAfterBridgeRestart(t *testing.T) {
 	}
 }
 
-// Regression (review): a deny reason over ~64 KiB (a paste into the reason input) ends
-// the whole feed: Run's scanner fails with ErrTooLong and Run returns.
+// A command over the feed's line limit (a deny reason pasted in) is
+// refused on its own; the feed goes on.
 func TestFeedLongCommandSkipped(t *testing.T) {
 	h, creds := testHub(t, nil, []string{"c1"})
 	f := &Feed{Client: connect(t, h.URL(), creds["c1"]), Out: io.Discard, By: "a@c1"}
@@ -107,11 +106,9 @@ func TestFeedLongCommandSkipped(t *testing.T) {
 	pw.Close()
 }
 
-// Regression (review): after an approval refused because the diff changed ("decide it
-// there"), a restart of the bridge publishes the request again (its
-// queued ask is still the last audit event), though the hub's decision
-// for it is spent: it waits on every console, and no console can decide
-// it ("already decided").
+// An approval refused because the diff changed ("decide it there") spends
+// the hub's decision: after a bridge restart the request is not published
+// again (no console could decide it), it waits on its box.
 func TestFeedRefusedRequestStaysOnBox(t *testing.T) {
 	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
 	b1 := newTestBox(t, h.URL(), creds["b1"])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sluice-dev/sluice/hub/wire"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -20,24 +21,9 @@ const (
 	RoleConsole = "console"
 )
 
-// ValidName reports whether name can name a box or a console: 1 to 32
-// lower-case letters, digits and '-', starting with a letter or digit. It
-// is a NATS subject token and a key part, so nothing else is admitted.
-func ValidName(name string) bool {
-	if len(name) == 0 || len(name) > 32 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// ValidName reports whether name can name a box or a console
+// (wire.ValidName).
+func ValidName(name string) bool { return wire.ValidName(name) }
 
 // nameErr says why name is refused.
 func nameErr(kind, name string) error {

@@ -72,22 +72,6 @@ const (
 	maxRuns   = 64
 )
 
-// validBox reports whether name can name a box (the hub's rule).
-func validBox(name string) bool {
-	if len(name) == 0 || len(name) > 32 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // maxKnown bounds the requests a link remembers after they left the
 // queue (their outcome names them).
 const maxKnown = 4096
@@ -160,28 +144,17 @@ const maxFeedLine = 8 << 20
 // of the feed ends the link.
 func (l *hubLink) next() (wire.FeedEvent, error) {
 	for {
-		var ev wire.FeedEvent
-		line, err := l.out.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = l.out.ReadSlice('\n')
-				if len(long) <= maxFeedLine {
-					long = append(long, line...)
-				}
-			}
-			if len(long) > maxFeedLine && err == nil {
-				continue
-			}
-			line = long
-		}
-		if err != nil {
-			return ev, err
-		}
-		if json.Unmarshal(line, &ev) != nil {
+		line, err := wire.ReadLine(l.out, maxFeedLine)
+		if errors.Is(err, wire.ErrLineTooLong) {
 			continue
 		}
-		return ev, nil
+		if err != nil {
+			return wire.FeedEvent{}, err
+		}
+		var ev wire.FeedEvent
+		if json.Unmarshal(line, &ev) == nil {
+			return ev, nil
+		}
 	}
 }
 
@@ -238,7 +211,7 @@ func (l *hubLink) handle(ev wire.FeedEvent) {
 	key := ev.Box + "/" + ev.ID
 	switch ev.Ev {
 	case wire.FeedPending, wire.FeedGone, wire.FeedOutput, wire.FeedOutcome:
-		if !validBox(ev.Box) || !queue.ValidID(ev.ID) {
+		if !wire.ValidName(ev.Box) || !queue.ValidID(ev.ID) {
 			return
 		}
 	}
@@ -327,7 +300,7 @@ func (l *hubLink) handle(ev wire.FeedEvent) {
 // (the spool's own decoder), under its fleet id BOX/ID.
 func (l *hubLink) request(key string, raw json.RawMessage, v *queue.Verdict) *shownReq {
 	box, id, _ := strings.Cut(key, "/")
-	if box == "" || !queue.ValidID(id) || strings.ContainsAny(box, "/ \t\n") {
+	if !wire.ValidName(box) || !queue.ValidID(id) {
 		return nil
 	}
 	req, err := queue.DecodeRequest(raw, id)

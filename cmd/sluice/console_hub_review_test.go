@@ -13,9 +13,9 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 )
 
-// Regression (review): more than maxKnown requests pending at once (one compromised box
-// publishing 4097 asks, or 100 boxes x 41) and remember() never returns:
-// it rotates pending keys forever with l.mu held.
+// More requests waiting than the link remembers after they leave (one
+// compromised box publishing 4097 asks, or 100 boxes x 41): the link takes
+// them all (it used to spin forever with its lock held).
 func TestHubLinkManyPending(t *testing.T) {
 	l, _, _ := newTestLink()
 	done := make(chan struct{})
@@ -32,8 +32,8 @@ func TestHubLinkManyPending(t *testing.T) {
 	}
 }
 
-// Regression (review): one over-long line (a box may publish 8 MiB: the hub's max_payload)
-// ends the link for good; everything after it is lost.
+// One over-long line (a box may publish 8 MiB, the hub's max_payload) is
+// skipped; what follows it still arrives (it used to end the link).
 func TestHubLinkSkipsHugeLine(t *testing.T) {
 	l, obs, _ := newTestLink()
 	r, w := io.Pipe()
@@ -58,12 +58,9 @@ func TestHubLinkSkipsHugeLine(t *testing.T) {
 	<-l.ended
 }
 
-// Regression (review): a box republishes a request with the same digest but a new diff
-// (its bridge restarted after the file changed: reset() forgets
-// published, the new Pending carries the diff against the file as it is
-// now). The link keeps the old value, so the person keeps seeing (and
-// rechecks against) the old diff, and approving sends a digest the hub
-// and the box accept: the box compares with the NEW diff.
+// A box republishes a request with the same digest but a new diff (its
+// bridge restarted after the file changed): the console shows, and
+// rechecks against, the new diff, not the one it had.
 func TestHubLinkNewDiffReplacesShown(t *testing.T) {
 	l, _, _ := newTestLink()
 	obs := l.obs.(*recObserver)
@@ -83,9 +80,8 @@ func TestHubLinkNewDiffReplacesShown(t *testing.T) {
 	}
 }
 
-// Regression (review): after the link ended (R2, or any read error), a decision is still
-// written to the still-running child and then waits forever: nobody
-// reads its answer, the row stays busy, and the hub may hold it.
+// After the feed ended, a decision is refused at once instead of being
+// written to nobody and waited for forever.
 func TestHubLinkDecideAfterEnd(t *testing.T) {
 	l, obs, _ := newTestLink()
 	r, w := io.Pipe()
@@ -111,10 +107,8 @@ func TestHubLinkDecideAfterEnd(t *testing.T) {
 	}
 }
 
-// Regression (review): a box's output for its own requests opens runs that nothing closes
-// but an outcome; l.runs (and in the console a screen plus a 20 Hz pacer
-// goroutine each, never evicted from History while "running") grows
-// without bound.
+// A box's output for requests it withdrew cannot open runs without
+// bound (each is a screen and a pacer in the console).
 func TestHubLinkRunsBounded(t *testing.T) {
 	l, _, _ := newTestLink()
 	for i := 0; i < 3*maxKnown; i++ {

@@ -5,9 +5,11 @@
 package wire
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/sluice-dev/sluice/queue"
@@ -119,4 +121,53 @@ type FeedCommand struct {
 	// requests; required to approve one).
 	DiffDigest string `json:"diff_digest,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+}
+
+// ValidName reports whether name can name a box or a console: 1 to 32
+// lower-case letters, digits and '-', starting with a letter or digit. It
+// is a NATS subject token and a key part, so nothing else is admitted.
+func ValidName(name string) bool {
+	if len(name) == 0 || len(name) > 32 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ErrLineTooLong says a feed line was over the limit; it was read to its
+// end, so the next line can be read.
+var ErrLineTooLong = errors.New("line too long")
+
+// ReadLine reads one line of the feed (an event or a command) of at most
+// max bytes; a longer one is read to its end and reported as
+// ErrLineTooLong. Its values come from boxes: one line must not end the
+// feed.
+func ReadLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := r.ReadSlice('\n')
+		if len(line)+len(part) <= max+1 {
+			line = append(line, part...)
+		} else {
+			line = line[:0:0]
+			max = -1
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil && len(line) == 0:
+			return nil, err
+		case max < 0:
+			return nil, ErrLineTooLong
+		}
+		return line, nil
+	}
 }
