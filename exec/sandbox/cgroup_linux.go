@@ -296,6 +296,13 @@ func (g *Cgroup) prepare(cmd *osexec.Cmd) {
 // so the run's cgroup holds only the run's processes; the file that takes
 // it back is opened now, while the thread may still open it (confined, it
 // could not).
+//
+// Both moves write "0", the calling thread, never its id: the kernel
+// (cgroup_procs_write_start) takes the global threadgroup lock for any
+// other task, and that lock waits for an RCU grace period when no
+// migration happened in the last few milliseconds: ~7 ms a move on this
+// kind of machine, twice a run, for every command that comes after a
+// pause (BENCHMARKS.md, "Third session").
 func (g *Cgroup) enterThread() (leave func(), err error) {
 	leave = func() {}
 	if g.tasks == "" {
@@ -304,12 +311,12 @@ func (g *Cgroup) enterThread() (leave func(), err error) {
 	if own := ownHierarchy().v1; own != "" {
 		if f, err := os.OpenFile(filepath.Join(own, "tasks"), os.O_WRONLY, 0); err == nil {
 			leave = func() {
-				_, _ = f.WriteString(strconv.Itoa(unix.Gettid()))
+				_, _ = f.WriteString("0")
 				_ = f.Close()
 			}
 		}
 	}
-	if err := writeFile(g.tasks, strconv.Itoa(unix.Gettid())); err != nil {
+	if err := writeFile(g.tasks, "0"); err != nil {
 		leave()
 		return func() {}, fmt.Errorf("sandbox: join cgroup %s: %w", g.v1, err)
 	}
