@@ -220,26 +220,36 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	}
 	cg := r.cgroup()
 	defer r.uncgroup(cg)
-	cmd := osexec.Command(Shell(), "-c", req.Command)
-	cmd.Dir = dir
-	cmd.Env = r.env(req, dir, set)
+	env := r.env(req, dir, set)
 	if box.tmp != "" {
-		cmd.Env = append(cmd.Env, "TMPDIR="+box.tmp)
+		env = append(env, "TMPDIR="+box.tmp)
 	}
 	if opt.Caches != "" && box.box != nil {
-		cmd.Env = append(cmd.Env, cacheEnv(opt.Caches)...)
+		env = append(env, cacheEnv(opt.Caches)...)
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	// A new session with the pty as its controlling terminal: the child
-	// leads its own process group (pgid == pid), which is what the kill
-	// sequence signals. Setpgid on top would fail with EPERM.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if opt.Pipe {
-		cmd.Stdin = nil // /dev/null
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd, direct := command(req.Command, dir, env)
+	wire := func(cmd *osexec.Cmd) {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+		// A new session with the pty as its controlling terminal: the
+		// child leads its own process group (pgid == pid), which is what
+		// the kill sequence signals. Setpgid on top would fail with EPERM.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+		if opt.Pipe {
+			cmd.Stdin = nil // /dev/null
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
 	}
+	wire(cmd)
 	res.StartedAt = time.Now()
 	err = sandbox.Start(cmd, box.box, cg)
+	if err != nil && direct {
+		// The program could not be started as it is (the confinement
+		// forbids it, it went away): the shell runs the line instead and
+		// says why as it would have, with its exit status.
+		cmd = shellCommand(req.Command, dir, env)
+		wire(cmd)
+		err = sandbox.Start(cmd, box.box, cg)
+	}
 	_ = tty.Close() // the child holds its own copies
 	if err != nil {
 		_ = master.Close()
@@ -315,6 +325,22 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		res.Reason = joinReason(res.Reason, fmt.Sprintf("exec: read pty: %v", p.readErr))
 	}
 	return res, hex.EncodeToString(p.hash.Sum(nil))
+}
+
+// command is what runs line in dir with env: the program itself when
+// bash would exec it straight away (DirectArgv), the shell otherwise.
+func command(line, dir string, env []string) (cmd *osexec.Cmd, direct bool) {
+	if argv, ok := DirectArgv(line); ok && shellFree(env) {
+		if path, ok := lookProgram(argv[0], dir, env); ok {
+			return &osexec.Cmd{Path: path, Args: argv, Dir: dir, Env: directEnv(env, path)}, true
+		}
+	}
+	return shellCommand(line, dir, env), false
+}
+
+// shellCommand runs line with Shell() -c.
+func shellCommand(line, dir string, env []string) *osexec.Cmd {
+	return &osexec.Cmd{Path: Shell(), Args: []string{Shell(), "-c", line}, Dir: dir, Env: env}
 }
 
 // Resize changes the pty size of a running request (no-op if not running).
