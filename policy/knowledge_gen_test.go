@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"go/format"
 	"os"
 	"reflect"
 	"testing"
@@ -25,7 +26,11 @@ func TestKnowledgeGenerated(t *testing.T) {
 	if got := generatedKnowledge(); !reflect.DeepEqual(got, want) {
 		t.Fatal("knowledge_gen.go is not knowledge.toml: run 'go generate ./policy'")
 	}
-	src, err := RenderKnowledgeGo(knowledgeTOML)
+	raw, err := RenderKnowledgeGo(knowledgeTOML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := format.Source([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +38,7 @@ func TestKnowledgeGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(file) != src {
+	if string(file) != string(src) {
 		t.Error("knowledge_gen.go differs from what go generate writes: run 'go generate ./policy'")
 	}
 }

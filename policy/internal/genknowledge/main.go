@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"go/format"
 	"os"
 
 	"github.com/sluice-dev/sluice/policy"
@@ -15,11 +16,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "genknowledge:", err)
 		os.Exit(1)
 	}
-	out, err := policy.RenderKnowledgeGo(string(src))
+	raw, err := policy.RenderKnowledgeGo(string(src))
+	if err == nil {
+		var out []byte
+		out, err = format.Source([]byte(raw))
+		raw = string(out)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "genknowledge:", err)
 		os.Exit(1)
 	}
+	out := raw
 	if err := os.WriteFile("knowledge_gen.go", []byte(out), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "genknowledge:", err)
 		os.Exit(1)
