@@ -8,6 +8,9 @@
 //
 // run: `sluice run -- true` against `sluice serve`, vs `floor client`
 // against `floor server`, one client at a time.
+// run-shell: the same with `true; true`, a line only a shell runs.
+// run-paused: run, each sample after -pause (a person's pace: what the
+// machine has let go cold meanwhile counts).
 // hook: `sluice hook claude` for Bash `git status` against `sluice serve`,
 // vs `floor client -hook` against `floor server -decide`.
 // throughput: -clients concurrent client loops of -per requests each,
@@ -37,6 +40,8 @@ import (
 
 type options struct {
 	n, clients, per, rounds, warmup int
+	paused                          int
+	pause                           time.Duration
 	fs, sluice, config              string
 	keep                            bool
 }
@@ -49,6 +54,8 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 8, "concurrent client loops for throughput")
 	flag.IntVar(&o.per, "per", 40, "requests per client loop in each throughput round")
 	flag.IntVar(&o.rounds, "rounds", 5, "throughput rounds per variant (alternating floor, sluice)")
+	flag.IntVar(&o.paused, "paused", 30, "samples per variant of run after a pause (0: none)")
+	flag.DurationVar(&o.pause, "pause", 100*time.Millisecond, "the pause before each run-paused sample")
 	flag.IntVar(&o.warmup, "warmup", 10, "untimed samples per variant before run and hook")
 	flag.StringVar(&o.config, "config", "", "`TOML` for sluice's config.toml (default empty: the defaults; e.g. 'sandbox = \"off\"' to see what confinement costs)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the test directories (spools, audit logs, server logs) for a look afterwards")
@@ -209,17 +216,30 @@ func compareOn(o options, name, parent, sluice, floor string) error {
 		return err
 	}
 	fmt.Printf("\n## %s: %s\n", name, dir)
-	fmt.Printf("%-12s %9s %9s %10s %10s %9s %9s\n", "", "floor p50", "floor p90", "sluice p50", "sluice p90", "ratio p50", "ratio p90")
+	fmt.Printf("%-16s %9s %9s %10s %10s %9s %9s\n", "", "floor p50", "floor p90", "sluice p50", "sluice p90", "ratio p50", "ratio p90")
 
 	runF := b.client(floor, nil, "client", "-spool", b.floorRun)
 	runS := b.client(sluice, nil, "run", "--", "true")
-	if err := b.latency("run", runF, runS); err != nil {
+	if err := b.latency("run", runF, runS, o.n, 0); err != nil {
 		return err
+	}
+	// A line only a shell can run: sluice's bash against the floor's sh.
+	shF := b.client(floor, nil, "client", "-spool", b.floorRun, "-cmd", "true; true")
+	shS := b.client(sluice, nil, "run", "--", "true; true")
+	if err := b.latency("run-shell", shF, shS, o.n, 0); err != nil {
+		return err
+	}
+	// As a person's agent asks: each command after a pause, when the
+	// kernel's caches and the engines' threads have gone cold.
+	if o.paused > 0 {
+		if err := b.latency("run-paused", runF, runS, o.paused, o.pause); err != nil {
+			return err
+		}
 	}
 	hookF := b.client(floor, []byte(`"permissionDecision":"allow"`), "client", "-spool", b.floorDec, "-hook")
 	hookS := b.client(sluice, []byte(`"permissionDecision":"allow"`), "hook", "claude")
 	hookF.stdin, hookS.stdin = b.hookInput, b.hookInput
-	if err := b.latency("hook", hookF, hookS); err != nil {
+	if err := b.latency("hook", hookF, hookS, o.n, 0); err != nil {
 		return err
 	}
 	if err := b.throughput(runF, runS); err != nil {
@@ -391,14 +411,17 @@ func (c *client) once() (time.Duration, error) {
 	return d, nil
 }
 
-// latency times floor and sluice clients one at a time, interleaved.
-func (b *bench) latency(name string, floor, sluice *client) error {
+// latency times n samples each of floor and sluice clients one at a
+// time, interleaved, each after pause.
+func (b *bench) latency(name string, floor, sluice *client, n int, pause time.Duration) error {
 	var fs, ss []time.Duration
-	for i := -b.o.warmup; i < b.o.n; i++ {
+	for i := -b.o.warmup; i < n; i++ {
+		time.Sleep(pause)
 		df, err := floor.once()
 		if err != nil {
 			return err
 		}
+		time.Sleep(pause)
 		ds, err := sluice.once()
 		if err != nil {
 			return err
@@ -408,7 +431,7 @@ func (b *bench) latency(name string, floor, sluice *client) error {
 		}
 	}
 	f50, f90, s50, s90 := pct(fs, 50), pct(fs, 90), pct(ss, 50), pct(ss, 90)
-	fmt.Printf("%-12s %6.2f ms %6.2f ms %7.2f ms %7.2f ms %8.2fx %8.2fx\n", fmt.Sprintf("%s n=%d", name, b.o.n),
+	fmt.Printf("%-16s %6.2f ms %6.2f ms %7.2f ms %7.2f ms %8.2fx %8.2fx\n", fmt.Sprintf("%s n=%d", name, n),
 		ms(f50), ms(f90), ms(s50), ms(s90), float64(s50)/float64(f50), float64(s90)/float64(f90))
 	return nil
 }
@@ -433,7 +456,7 @@ func (b *bench) throughput(floor, sluice *client) error {
 		ratios[i] = fmt.Sprintf("%.2f", sr[i]/fr[i])
 	}
 	fmed, smed := median(fr), median(sr)
-	fmt.Printf("%-12s floor %.0f req/s, sluice %.0f req/s (medians of %d rounds of %d clients x %d): ratio %.2fx (rounds: %s)\n",
+	fmt.Printf("%-16s floor %.0f req/s, sluice %.0f req/s (medians of %d rounds of %d clients x %d): ratio %.2fx (rounds: %s)\n",
 		"throughput", fmed, smed, b.o.rounds, b.o.clients, b.o.per, smed/fmed, strings.Join(ratios, ", "))
 	return nil
 }
