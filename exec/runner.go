@@ -328,14 +328,30 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 }
 
 // command is what runs line in dir with env: the program itself when
-// bash would exec it straight away (DirectArgv), the shell otherwise.
+// bash would exec it straight away (Direct), the shell otherwise.
 func command(line, dir string, env []string) (cmd *osexec.Cmd, direct bool) {
-	if argv, ok := DirectArgv(line); ok && shellFree(env) {
-		if path, ok := lookProgram(argv[0], dir, env); ok {
-			return &osexec.Cmd{Path: path, Args: argv, Dir: dir, Env: directEnv(env, path)}, true
-		}
+	if cmd := Direct(line, dir, env); cmd != nil {
+		return cmd, true
 	}
 	return shellCommand(line, dir, env), false
+}
+
+// Direct is line's program as bash would exec it straight away, ready to
+// start in dir with env (DirectArgv: one simple command of plain words;
+// no exported function or BASH_ENV in env; a program found as bash would
+// find it that execve runs as it is); nil when line needs the shell. A
+// caller whose start of it fails runs line with the shell instead, which
+// says why as it would have.
+func Direct(line, dir string, env []string) *osexec.Cmd {
+	argv, ok := DirectArgv(line)
+	if !ok || !shellFree(env) {
+		return nil
+	}
+	path, ok := lookProgram(argv[0], dir, env)
+	if !ok {
+		return nil
+	}
+	return &osexec.Cmd{Path: path, Args: argv, Dir: dir, Env: directEnv(env, path)}
 }
 
 // shellCommand runs line with Shell() -c.

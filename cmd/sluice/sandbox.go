@@ -152,13 +152,28 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 		fmt.Fprintf(std.err, "sluice sandbox: warning: running unconfined: %s\n", why)
 	}
 	cmd.Env = env
+	// `SHELL -c LINE`, the shape 'sluice hook' gives an agent's allowed
+	// command: where bash would exec LINE's program straight away, it
+	// starts without the shell's own start in between.
+	shellCmd := cmd
+	if len(words) == 3 && path == exec.Shell() && words[1] == "-c" {
+		if d := exec.Direct(words[2], dir, env); d != nil {
+			d.Stdin, d.Stdout, d.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
+			cmd = d
+		}
+	}
 	protectProcess() // no core dumps, in the command either
 	cg, _ := sandbox.NewCgroup("sandbox-"+queue.NewID(), conf.MaxProcs)
 	defer cg.Close()
 	// The terminal's Ctrl-C and Ctrl-\ reach the command (it shares our
 	// process group); this process waits for it and passes its status on.
 	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
-	if err := sandbox.Start(cmd, box, cg); err != nil {
+	err = sandbox.Start(cmd, box, cg)
+	if err != nil && cmd != shellCmd {
+		cmd = shellCmd // the shell says why, as it would have
+		err = sandbox.Start(cmd, box, cg)
+	}
+	if err != nil {
 		fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
 		return 126
 	}
