@@ -228,6 +228,7 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		env = append(env, cacheEnv(opt.Caches)...)
 	}
 	cmd, direct := command(req.Command, dir, env)
+	var pidfd *int
 	wire := func(cmd *osexec.Cmd) {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 		// A new session with the pty as its controlling terminal: the
@@ -238,6 +239,7 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 			cmd.Stdin = nil // /dev/null
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		}
+		pidfd = pidFD(cmd.SysProcAttr)
 	}
 	wire(cmd)
 	res.StartedAt = time.Now()
@@ -270,6 +272,7 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	go p.run()
 	exited := make(chan struct{})
 	go func() {
+		awaitExit(pidfd)
 		_ = cmd.Wait() // the status is read from cmd.ProcessState
 		close(exited)
 	}()
