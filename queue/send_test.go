@@ -143,7 +143,7 @@ func TestWriterGone(t *testing.T) {
 	}
 	// What the kernel does when the writer's process dies: its ends of
 	// the FIFO close, the FIFO stays.
-	unix.Close(w.rd)
+	w.rf.Close()
 	unix.Close(w.wr)
 	if sp.WriterGone(req.ID) {
 		t.Fatal("a FIFO made just now counts as a gone writer: a writer may open it after it submits")

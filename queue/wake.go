@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -81,7 +80,8 @@ const writerGoneReason = "withdrawn: the process that submitted it stopped waiti
 type Waiter struct {
 	s      *Spool
 	id     string
-	rd, wr int // FIFO ends; -1 when polling
+	rd, wr int      // FIFO ends; -1 when polling
+	rf     *os.File // rd in the runtime's poller
 }
 
 // NewWaiter prepares to wait for request id's result.
@@ -112,6 +112,10 @@ func (s *Spool) NewWaiter(id string) (*Waiter, error) {
 		return w, nil
 	}
 	w.rd, w.wr = rd, wr
+	// rd is non-blocking, so the runtime's poller takes it: a wait parks
+	// the goroutine instead of holding a thread in poll(2), which the
+	// runtime answers by starting another thread and polling itself.
+	w.rf = os.NewFile(uintptr(rd), "wake")
 	return w, nil
 }
 
@@ -122,19 +126,14 @@ func (w *Waiter) Wait(d time.Duration) (*Result, error) {
 	if res, err := w.s.ReadResult(w.id); !errors.Is(err, ErrNoResult) {
 		return res, err
 	}
-	if w.rd < 0 {
+	if w.rf == nil {
 		time.Sleep(d)
 	} else {
-		ms := int(d / time.Millisecond)
-		if ms < 1 {
-			ms = 1
-		}
-		fds := []unix.PollFd{{Fd: int32(w.rd), Events: unix.POLLIN}}
-		if n, err := unix.Poll(fds, ms); err == nil && n > 0 {
-			var buf [16]byte
-			_, _ = unix.Read(w.rd, buf[:])
-		} else if err != nil && !errors.Is(err, syscall.EINTR) {
+		var buf [16]byte
+		if err := w.rf.SetReadDeadline(time.Now().Add(d)); err != nil {
 			time.Sleep(d)
+		} else if _, err := w.rf.Read(buf[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			time.Sleep(d) // not for the byte (cannot happen while we hold a write end)
 		}
 	}
 	return w.s.ReadResult(w.id)
@@ -143,9 +142,9 @@ func (w *Waiter) Wait(d time.Duration) (*Result, error) {
 // Close releases the FIFO and removes it if the actor did not.
 func (w *Waiter) Close() {
 	if w.rd >= 0 {
-		unix.Close(w.rd)
+		w.rf.Close() // and rd with it
 		unix.Close(w.wr)
-		w.rd, w.wr = -1, -1
+		w.rd, w.wr, w.rf = -1, -1, nil
 		if fi, err := os.Lstat(w.s.WakePath(w.id)); err == nil && fi.Mode()&fs.ModeNamedPipe != 0 {
 			os.Remove(w.s.WakePath(w.id))
 		}
