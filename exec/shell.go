@@ -154,17 +154,18 @@ func lookProgram(name, dir string, env []string) (path string, ok bool) {
 }
 
 // runnable reports whether path is an executable regular file that
-// execve runs as it is: an ELF program or a #! script.
+// execve runs as it is: an ELF program or a #! script. Nothing but a
+// regular file is ever opened for reading (openRegular): the name comes
+// from an agent, and opening a device can act.
 func runnable(path string) bool {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if unix.Access(path, unix.X_OK) != nil {
+		return false
+	}
+	fd, err := openRegular(path)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || unix.Access(path, unix.X_OK) != nil {
-		return false
-	}
 	var head [4]byte
 	n, _ := unix.Read(fd, head[:])
 	return n >= 2 && head[0] == '#' && head[1] == '!' || n == 4 && string(head[:]) == "\x7fELF"
