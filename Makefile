@@ -45,7 +45,8 @@ lint:
 # Every benchmark of issues 2-7 and the end-to-end ones, three runs each;
 # the medians go into the table in BENCHMARKS.md (BENCHFLAGS=-quick skips
 # the heavy ones). Then sluice against the physical floor of its protocol
-# (bench/floor, bench/compare: run, hook, 8-client throughput, tmpfs and
+# (bench/floor, bench/compare: run, a shell line, a run after a pause,
+# hook, 8-client throughput, tmpfs and
 # disk) and serve's memory and judging time with 10,000 pending
 # (bench/mem; it says MISSED for a target it misses, and make goes on),
 # and a fleet console's first frame with 100 boxes x 10 pending (bench/fleet).
