@@ -46,9 +46,9 @@ lint:
 # the medians go into the table in BENCHMARKS.md (BENCHFLAGS=-quick skips
 # the heavy ones). Then sluice against the physical floor of its protocol
 # (bench/floor, bench/compare: run, a shell line, a run after a pause,
-# hook, 8-client throughput, tmpfs and
-# disk) and serve's memory and judging time with 10,000 pending
-# (bench/mem; it says MISSED for a target it misses, and make goes on),
+# hook, 8-client throughput, tmpfs and disk) and serve's memory and
+# judging time with 10,000 pending (bench/mem; it says MISSED for a
+# target it misses, and make goes on),
 # and a fleet console's first frame with 100 boxes x 10 pending (bench/fleet).
 bench: build
 	$(GO) run ./scripts/benchtable -count 3 $(BENCHFLAGS)
