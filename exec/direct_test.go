@@ -3,6 +3,7 @@
 package exec
 
 import (
+	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -27,9 +28,9 @@ func TestDirectArgv(t *testing.T) {
 		{"ls -la /tmp", []string{"ls", "-la", "/tmp"}},
 		{"npm run test:unit -- --reporter=dot", []string{"npm", "run", "test:unit", "--", "--reporter=dot"}},
 		{"./x.sh", []string{"./x.sh"}},
-		{"true", []string{"true"}},
-		{"false", []string{"false"}},
-		// Builtins do their own thing, even under the name of a program.
+		// Builtins do their own thing, whatever PATH holds.
+		{"true", nil},
+		{"false", nil},
 		{"true --help", nil},
 		{"echo hi", nil},
 		{"cd /tmp", nil},
@@ -118,6 +119,9 @@ func TestCommandIsDirect(t *testing.T) {
 	if !direct || filepath.Base(cmd.Path) != "env" || !slices.Equal(cmd.Args, []string{"env", "-0"}) {
 		t.Fatalf("command(env -0) = %s %q direct %v", cmd.Path, cmd.Args, direct)
 	}
+	if !slices.Contains(cmd.Env, "PWD=/") {
+		t.Errorf("env %q: want PWD=/", cmd.Env)
+	}
 	if !slices.Contains(cmd.Env, "SHLVL=3") || !slices.Contains(cmd.Env, "_="+cmd.Path) || slices.Contains(cmd.Env, "_=/old") {
 		t.Errorf("env %q: want SHLVL=3 and _=%s", cmd.Env, cmd.Path)
 	}
@@ -128,6 +132,14 @@ func TestCommandIsDirect(t *testing.T) {
 		{"env", []string{"PATH=:/usr/bin"}},               // a relative PATH entry first: the run's directory
 		{"env", []string{"PATH=/usr/bin", "BASH_ENV=/x"}}, // a file bash reads first
 		{"env", []string{"PATH=/usr/bin", "BASH_FUNC_env%%=() { :; }"}},
+		{"env", []string{"PATH=/usr/bin", "SHELLOPTS=xtrace"}}, // bash traces, or with noexec runs nothing
+		{"env", []string{"PATH=/usr/bin", "BASHOPTS=extglob"}},
+		{"env", []string{"PATH=/usr/bin", "POSIXLY_CORRECT=1"}},
+		{"env", []string{"PATH=/usr/bin", "SHLVL=abc"}}, // bash rewrites these
+		{"env", []string{"PATH=/usr/bin", "SHLVL=07"}},
+		{"env", []string{"PATH=/usr/bin", "SHLVL=-5"}},
+		{"env", []string{"PATH=/usr/bin", "SHLVL=999"}}, // bash warns
+		{"true", []string{"PATH=/usr/bin:/bin"}},        // the builtin
 		{"no-such-program-sluice", []string{"PATH=/usr/bin:/bin"}},
 		{"env", nil}, // no PATH
 	} {
@@ -200,5 +212,67 @@ func TestRunDirectFallsBack(t *testing.T) {
 		if o.res.Status != queue.StatusDone || *o.res.ExitCode != code || string(o.log) != string(want) {
 			t.Errorf("%s: %s exit %v %q; bash: exit %d %q", line, o.res.Status, *o.res.ExitCode, o.log, code, want)
 		}
+	}
+}
+
+// compareWithBash runs line with bash -c and with its direct start (which
+// must exist) in dir with env, and fails if status, stdout or stderr
+// differ.
+func compareWithBash(t *testing.T, line, dir string, env []string) {
+	t.Helper()
+	out := func(cmd *osexec.Cmd) string {
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*osexec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(o.String(), "\n")
+		slices.Sort(lines)
+		return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, strings.Join(lines, "\n"), e.String())
+	}
+	d := Direct(line, dir, env)
+	if d == nil {
+		t.Fatalf("%q with %q: no direct start", line, env)
+	}
+	want := out(shellCommand(line, dir, env))
+	if got := out(d); got != want {
+		t.Errorf("%q with %q:\nbash -c:\n%s\ndirect (%s):\n%s", line, env, want, d.Path, got)
+	}
+}
+
+// TestDirectSameAsBash: the cases a review found the direct start
+// choosing otherwise than bash, now the same: a PATH entry with .. after
+// a symlink (the kernel resolves it after the link), a stale PWD, $_ as
+// PATH spells it; and a builtin's name on PATH (true) never runs the file.
+func TestDirectSameAsBash(t *testing.T) {
+	if ShellDialect() != "bash" {
+		t.Skip("no bash here")
+	}
+	dir := t.TempDir()
+	for _, d := range []string{"far/deep", "far/bin", "bin"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "far/deep"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("far/bin/tool", "#!/bin/sh\necho far tool\n")
+	write("bin/tool", "#!/bin/sh\necho lexical tool\n")
+	write("bin/true", "#!/bin/sh\necho the agent's true\n")
+	compareWithBash(t, "tool", dir, []string{"PATH=" + dir + "/link/../bin:/usr/bin:/bin"})
+	compareWithBash(t, "env", dir, []string{"PATH=/usr//bin:/bin", "PWD=/nonexistent", "SHLVL=4"})
+	compareWithBash(t, "env", dir, []string{"PATH=/usr/bin/../bin:/bin", "PWD=" + dir + "/far/..", "OLDPWD=/"})
+	if cmd, direct := command("true", dir, []string{"PATH=" + dir + "/bin:/usr/bin:/bin"}); direct {
+		t.Errorf("true runs %s, not bash's builtin", cmd.Path)
 	}
 }

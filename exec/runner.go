@@ -346,6 +346,9 @@ func command(line, dir string, env []string) (cmd *osexec.Cmd, direct bool) {
 // caller whose start of it fails runs line with the shell instead, which
 // says why as it would have.
 func Direct(line, dir string, env []string) *osexec.Cmd {
+	if !directStart || ShellDialect() != "bash" {
+		return nil
+	}
 	argv, ok := DirectArgv(line)
 	if !ok || !shellFree(env) {
 		return nil
@@ -354,7 +357,11 @@ func Direct(line, dir string, env []string) *osexec.Cmd {
 	if !ok {
 		return nil
 	}
-	return &osexec.Cmd{Path: path, Args: argv, Dir: dir, Env: directEnv(env, path)}
+	denv, ok := directEnv(env, dir, path)
+	if !ok {
+		return nil
+	}
+	return &osexec.Cmd{Path: path, Args: argv, Dir: dir, Env: denv}
 }
 
 // shellCommand runs line with Shell() -c.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -72,8 +73,8 @@ func simpleWord(b byte) bool {
 // (`git status`, `go test ./...`, `make -j4 build`): bash itself execs
 // such a command in place of its own process. ok is false for anything else: quotes,
 // $, globs, ~, braces, redirections, pipes, lists, assignments, a first
-// word that is a builtin or reserved word (true and false alone, whose
-// programs do exactly what the builtins do, excepted). The runner starts
+// word that is a builtin or reserved word (true included: bash runs its
+// own, and the first true on PATH may be anybody's). The runner starts
 // such a command without the shell in between, as bash would have
 // exec'd it, and saves the shell's start (~0.5 ms and a process's
 // worth of CPU a run).
@@ -100,12 +101,9 @@ func DirectArgv(command string) (argv []string, ok bool) {
 	if len(argv) == 0 {
 		return nil, false
 	}
-	name := argv[0]
-	switch {
-	case (name == "true" || name == "false") && len(argv) == 1:
-		return argv, true
-	case bashBuiltins[name], strings.ContainsAny(name, "=%"):
-		// A builtin, or an assignment (A=1 cmd) or job spec (%1).
+	if name := argv[0]; bashBuiltins[name] || strings.ContainsAny(name, "=%") {
+		// A builtin (bash runs its own, whatever PATH holds), or an
+		// assignment (A=1 cmd) or job spec (%1).
 		return nil, false
 	}
 	return argv, true
@@ -143,7 +141,12 @@ func lookProgram(name, dir string, env []string) (path string, ok bool) {
 		if !filepath.IsAbs(d) {
 			return "", false // "" and relative entries mean the run's directory: leave it to bash
 		}
-		p := filepath.Join(d, name)
+		// Joined as bash joins them, never cleaned: "link/../bin" is
+		// resolved by the kernel after the link, and $_ shows it as is.
+		p := d + "/" + name
+		if strings.HasSuffix(d, "/") {
+			p = d + name
+		}
 		var st unix.Stat_t
 		if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || unix.Access(p, unix.X_OK) != nil {
 			continue
@@ -171,33 +174,59 @@ func runnable(path string) bool {
 	return n >= 2 && head[0] == '#' && head[1] == '!' || n == 4 && string(head[:]) == "\x7fELF"
 }
 
-// directEnv is env as bash hands it to a command it execs: SHLVL as bash
-// leaves it when it execs its last command (as inherited, 0 when unset)
-// and _ set to the program's path.
-func directEnv(env []string, path string) []string {
-	out := make([]string, 0, len(env)+2)
-	shlvl := false
+// directEnv is env as bash hands it to a command it execs in dir: $_
+// the program's path, SHLVL as bash leaves it when it execs its last
+// command (as inherited; 0 when unset), PWD dir unless it names dir
+// already. ok is false for an SHLVL bash would rewrite or warn about
+// (not a plain number below 999): the shell then runs the line.
+func directEnv(env []string, dir, path string) (out []string, ok bool) {
+	out = make([]string, 0, len(env)+3)
+	shlvl, pwd := false, false
 	for _, kv := range env {
 		switch {
 		case strings.HasPrefix(kv, "_="):
 			continue
 		case strings.HasPrefix(kv, "SHLVL="):
+			v := kv[len("SHLVL="):]
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n >= 999 || strconv.Itoa(n) != v {
+				return nil, false
+			}
 			shlvl = true
+		case strings.HasPrefix(kv, "PWD="):
+			if v := kv[len("PWD="):]; !filepath.IsAbs(v) || !sameDir(v, dir) {
+				continue
+			}
+			pwd = true
 		}
 		out = append(out, kv)
 	}
 	if !shlvl {
 		out = append(out, "SHLVL=0")
 	}
-	return append(out, "_="+path)
+	if !pwd {
+		out = append(out, "PWD="+dir)
+	}
+	return append(out, "_="+path), true
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) bool {
+	var sa, sb unix.Stat_t
+	return unix.Stat(a, &sa) == nil && unix.Stat(b, &sb) == nil && sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 
 // shellFree reports whether env leaves a simple command to run as it
-// reads: no exported bash function (BASH_FUNC_name%%) could stand in
-// for the program, and no BASH_ENV file runs first.
+// reads: nothing bash takes from the environment can change it (an
+// exported function BASH_FUNC_name%% standing in for the program, a
+// BASH_ENV or ENV file run first, SHELLOPTS or BASHOPTS turning on
+// xtrace, noexec and the like, POSIXLY_CORRECT; anything else named
+// BASH* is let go to bash too, to be safe).
 func shellFree(env []string) bool {
 	for _, kv := range env {
-		if strings.HasPrefix(kv, "BASH_FUNC_") || strings.HasPrefix(kv, "BASH_ENV=") || strings.HasPrefix(kv, "ENV=") {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "BASH"), name == "ENV", name == "SHELLOPTS", name == "POSIXLY_CORRECT":
 			return false
 		}
 	}

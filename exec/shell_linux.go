@@ -25,3 +25,7 @@ func openRegular(path string) (int, error) {
 	}
 	return unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 }
+
+// directStart: Linux starts a confined program itself (sandbox.Start), so
+// a direct start fails where bash's exec would, and falls back to bash.
+const directStart = true

@@ -25,3 +25,8 @@ func openRegular(path string) (int, error) {
 	}
 	return fd, nil
 }
+
+// directStart is off where a confined start goes through sandbox-exec,
+// which would fail for the program after the start succeeded (no fall
+// back to bash's message and status) and show its full path as argv[0].
+const directStart = false
