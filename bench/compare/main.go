@@ -8,6 +8,7 @@
 //
 // run: `sluice run -- true` against `sluice serve`, vs `floor client`
 // against `floor server`, one client at a time.
+// run-program: the same with `ls`, a program sluice starts itself.
 // run-shell: the same with `true; true`, a line only a shell runs.
 // run-paused: run, each sample after -pause (a person's pace: what the
 // machine has let go cold meanwhile counts).
@@ -221,6 +222,13 @@ func compareOn(o options, name, parent, sluice, floor string) error {
 	runF := b.client(floor, nil, "client", "-spool", b.floorRun)
 	runS := b.client(sluice, nil, "run", "--", "true")
 	if err := b.latency("run", runF, runS, o.n, 0); err != nil {
+		return err
+	}
+	// A program: sluice starts it itself, as bash would exec it (true
+	// above is bash's builtin, so it runs bash); the floor's sh execs it.
+	lsF := b.client(floor, nil, "client", "-spool", b.floorRun, "-cmd", "ls")
+	lsS := b.client(sluice, nil, "run", "--", "ls")
+	if err := b.latency("run-program", lsF, lsS, o.n, 0); err != nil {
 		return err
 	}
 	// A line only a shell can run: sluice's bash against the floor's sh.
