@@ -71,13 +71,13 @@ func simpleWord(b byte) bool {
 // DirectArgv is the argument list of a command line that bash would run
 // as one simple command of literal words with no shell work around it
 // (`git status`, `go test ./...`, `make -j4 build`): bash itself execs
-// such a command in place of its own process. ok is false for anything else: quotes,
-// $, globs, ~, braces, redirections, pipes, lists, assignments, a first
-// word that is a builtin or reserved word (true included: bash runs its
-// own, and the first true on PATH may be anybody's). The runner starts
-// such a command without the shell in between, as bash would have
-// exec'd it, and saves the shell's start (~0.5 ms and a process's
-// worth of CPU a run).
+// such a command in place of its own process. ok is false for anything
+// else: quotes, $, globs, ~, braces, redirections, pipes, lists,
+// assignments, a first word that is a builtin or reserved word (true
+// included: bash runs its own, and the first true on PATH may be
+// anybody's). The runner starts such a command without the shell in
+// between, as bash would have exec'd it, and saves the shell's start
+// (~0.5 ms and a process's worth of CPU a run).
 func DirectArgv(command string) (argv []string, ok bool) {
 	if len(command) == 0 || len(command) > 4096 {
 		return nil, false
@@ -111,8 +111,8 @@ func DirectArgv(command string) (argv []string, ok bool) {
 
 // lookProgram finds name as bash would run it from dir with env's PATH:
 // a name with a slash is that file (relative to dir, and returned as
-// given); any other is the
-// first executable regular file in PATH's directories. ok is false when
+// given); any other is the first executable regular file in PATH's
+// directories. ok is false when
 // bash would do something else or say something (no such file, a PATH
 // entry that is relative or empty, a file that is neither an ELF program
 // nor a #! script, which bash would read as a shell script itself), so
