@@ -37,6 +37,10 @@ func awaitExit(fd *int) {
 	if err != nil {
 		return
 	}
+	// The flag is the open file's, which os.Process's copy of the pidfd
+	// shares: blocking again before we go, or a Wait while the child
+	// still ran (after "no telling" below) would fail with EAGAIN.
+	defer rc.Control(func(pfd uintptr) { _ = syscall.SetNonblock(int(pfd), false) })
 	_ = rc.Read(func(pfd uintptr) bool {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PIDFD, int(pfd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
