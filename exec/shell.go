@@ -39,24 +39,23 @@ func lazyRegexp(pat string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pat) })
 }
 
-// bashBuiltins are the words bash runs itself (builtins) or reads as its
-// grammar (reserved words) in the first place of a command: a line that
-// starts with one always goes through the shell.
-var bashBuiltins = map[string]bool{
-	".": true, ":": true, "[": true, "alias": true, "bg": true, "bind": true, "break": true,
-	"builtin": true, "caller": true, "case": true, "cd": true, "command": true, "compgen": true,
-	"complete": true, "compopt": true, "continue": true, "coproc": true, "declare": true,
-	"dirs": true, "disown": true, "do": true, "done": true, "echo": true, "elif": true,
-	"else": true, "enable": true, "esac": true, "eval": true, "exec": true, "exit": true,
-	"export": true, "false": true, "fc": true, "fg": true, "fi": true, "for": true,
-	"function": true, "getopts": true, "hash": true, "help": true, "history": true, "if": true,
-	"in": true, "jobs": true, "kill": true, "let": true, "local": true, "logout": true,
-	"mapfile": true, "popd": true, "printf": true, "pushd": true, "pwd": true, "read": true,
-	"readarray": true, "readonly": true, "return": true, "select": true, "set": true,
-	"shift": true, "shopt": true, "source": true, "suspend": true, "test": true, "then": true,
-	"time": true, "times": true, "trap": true, "true": true, "type": true, "typeset": true,
-	"ulimit": true, "umask": true, "unalias": true, "unset": true, "until": true, "wait": true,
-	"while": true,
+// bashBuiltin reports whether bash runs w itself (a builtin) or reads
+// it as its grammar (a reserved word) in the first place of a command: a
+// line that starts with one always goes through the shell. (A switch,
+// not a map: nothing to build when a process starts.)
+func bashBuiltin(w string) bool {
+	switch w {
+	case ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "case", "cd",
+		"command", "compgen", "complete", "compopt", "continue", "coproc", "declare", "dirs",
+		"disown", "do", "done", "echo", "elif", "else", "enable", "esac", "eval", "exec", "exit",
+		"export", "false", "fc", "fg", "fi", "for", "function", "getopts", "hash", "help",
+		"history", "if", "in", "jobs", "kill", "let", "local", "logout", "mapfile", "popd",
+		"printf", "pushd", "pwd", "read", "readarray", "readonly", "return", "select", "set",
+		"shift", "shopt", "source", "suspend", "test", "then", "time", "times", "trap", "true",
+		"type", "typeset", "ulimit", "umask", "unalias", "unset", "until", "wait", "while":
+		return true
+	}
+	return false
 }
 
 // simpleWord reports whether b may appear in a word that bash takes
@@ -101,7 +100,7 @@ func DirectArgv(command string) (argv []string, ok bool) {
 	if len(argv) == 0 {
 		return nil, false
 	}
-	if name := argv[0]; bashBuiltins[name] || strings.ContainsAny(name, "=%") {
+	if name := argv[0]; bashBuiltin(name) || strings.ContainsAny(name, "=%") {
 		// A builtin (bash runs its own, whatever PATH holds), or an
 		// assignment (A=1 cmd) or job spec (%1).
 		return nil, false
@@ -212,8 +211,12 @@ func directEnv(env []string, dir, path string) (out []string, ok bool) {
 
 // sameDir reports whether a and b name the same directory.
 func sameDir(a, b string) bool {
-	var sa, sb unix.Stat_t
-	return unix.Stat(a, &sa) == nil && unix.Stat(b, &sb) == nil && sa.Dev == sb.Dev && sa.Ino == sb.Ino
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // shellFree reports whether env leaves a simple command to run as it
