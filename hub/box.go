@@ -432,6 +432,10 @@ func (b *Box) apply(ctx context.Context, id string, d Decision) (Outcome, bool) 
 		b.describe(&o, id)
 		return o, true
 	}
+	// Described first: once the run took the request out of the spool,
+	// the bridge's next look withdraws it and forgets what it published.
+	o := Outcome{Decision: d.Decision, By: d.By, Applied: true}
+	b.describe(&o, id)
 	actor := d.By + " (via the hub)"
 	var err error
 	if d.Decision == Approve {
@@ -441,8 +445,7 @@ func (b *Box) apply(ctx context.Context, id string, d Decision) (Outcome, bool) 
 		b.logf("%s denied by %s at the hub", id, d.By)
 		err = b.Apply.Deny(ctx, id, actor, d.Reason)
 	}
-	o := Outcome{Decision: d.Decision, By: d.By, Applied: true, At: now()}
-	b.describe(&o, id)
+	o.At = now()
 	if res, rerr := b.Spool.ReadResult(id); rerr == nil && res != nil {
 		o.Status, o.ExitCode, o.Reason, o.DecidedBy, o.DurationMS = res.Status, res.ExitCode, res.Reason, string(res.DecidedBy), res.DurationMS
 	} else if err != nil {
