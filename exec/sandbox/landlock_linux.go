@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 
 	"unsafe"
@@ -130,10 +129,10 @@ var (
 	bases   = map[string]*base{} // by the hidden paths, joined
 )
 
-// acquireBase returns the base layer for hidden, built now or reused, and
+// acquireBase returns the base layer for bs, built now or reused, and
 // holds it until releaseBase.
-func acquireBase(hidden []string, abi int) (*base, error) {
-	key := strings.Join(hidden, "\x00")
+func acquireBase(bs BaseSpec, abi int) (*base, error) {
+	key := bs.key()
 	basesMu.Lock()
 	defer basesMu.Unlock()
 	if b := bases[key]; b != nil {
@@ -158,7 +157,7 @@ func acquireBase(hidden []string, abi int) (*base, error) {
 			delete(bases, k)
 		}
 	}
-	b, err := buildBase(hidden, abi)
+	b, err := buildBase(bs, abi)
 	if err != nil {
 		return nil, err
 	}
@@ -189,9 +188,11 @@ func (b *base) fresh() bool {
 }
 
 // buildBase builds the base layer: every file system right on everything
-// but the hidden paths. A directory that changed while it was being
-// planned leaves the base stale at once, so the next run plans again.
-func buildBase(hidden []string, abi int) (*base, error) {
+// but the hidden paths and the closed directories, and on the open paths
+// in those. A directory that changed while it was being planned leaves the
+// base stale at once, so the next run plans again.
+func buildBase(bs BaseSpec, abi int) (*base, error) {
+	hidden := bs.Hidden
 	handled := handledFS(abi)
 	fd, err := landlockCreate(&unix.LandlockRulesetAttr{Handled_access_fs: handled})
 	if err != nil {
@@ -199,7 +200,7 @@ func buildBase(hidden []string, abi int) (*base, error) {
 	}
 	var start unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &start)
-	grants, watch := PlanBase(reachable(hidden))
+	grants, watch := PlanBase(BaseSpec{Hidden: reachable(hidden), Closed: bs.Closed, Open: bs.Open})
 	// Watched too: where each of the others would appear (a secret path
 	// made after the base was built, ~/.aws say, makes it stale), and
 	// those out of reach themselves (made readable, they must be carved).

@@ -64,19 +64,85 @@ type Layers struct {
 	Run   []Grant
 }
 
-// PlanBase plans the base layer for the hidden paths: the grants, and the
-// directories whose change (an entry added, removed or renamed) makes them
-// stale: those it listed, and the nearest existing parent of each hidden
-// path.
-func PlanBase(hidden []string) (grants []Grant, watch []string) {
-	p := planner{hidden: resolveAll(hidden)}
+// BaseSpec is what the base layer depends on: the hidden paths, the
+// closed directories and what opens part of them.
+type BaseSpec struct {
+	Hidden []string
+	Closed []string
+	// Open are the paths inside closed directories the base grants: the
+	// readable paths, the roots, the caches, the temporary directory.
+	Open []string
+}
+
+// Base is the part of s the base layer depends on.
+func (s *Spec) Base() BaseSpec {
+	open := slices.Clone(s.Readable)
+	open = append(open, s.Roots...)
+	open = append(open, s.Writable...)
+	if s.TmpDir != "" {
+		open = append(open, s.TmpDir)
+	}
+	return BaseSpec{Hidden: s.Hidden, Closed: s.Closed, Open: open}
+}
+
+// key names b for the cache of built bases: the paths as resolved, so
+// that two spellings of one place share a base, and only the open paths
+// that matter (those inside a closed directory).
+func (b BaseSpec) key() string {
+	p := newPlanner(b)
+	return strings.Join(b.Hidden, "\x00") + "\x01" + strings.Join(p.closed, "\x00") + "\x01" + strings.Join(p.open, "\x00")
+}
+
+// PlanBase plans the base layer: every right on everything but the hidden
+// paths and the closed directories, carved, plus every right on the open
+// paths inside the closed directories (carved around the hidden paths in
+// them); and the directories whose change (an entry added, removed or
+// renamed) makes the plan stale: those it listed, the nearest existing
+// parent of each hidden path, and of each open path that does not exist
+// yet.
+func PlanBase(b BaseSpec) (grants []Grant, watch []string) {
+	p := newPlanner(b)
 	p.carve("/", readAll|writeAll|Ioctl, ReadDir)
-	for _, h := range hidden {
+	for _, o := range p.open {
+		p.carve(o, readAll|writeAll|Ioctl, ReadDir)
+	}
+	for _, h := range b.Hidden {
 		if d := nearestDir(h); d != "" {
 			p.watch = appendNew(p.watch, d)
 		}
 	}
+	for _, o := range b.Open {
+		if _, err := os.Lstat(o); err != nil {
+			if d := nearestDir(o); d != "" {
+				p.watch = appendNew(p.watch, d)
+			}
+		}
+	}
 	return p.grants, p.watch
+}
+
+// newPlanner resolves b's paths. Of the open paths it keeps those inside
+// a closed directory (the rest are granted anyway) that are not inside
+// another one kept, and drops any that is a closed directory or holds one:
+// a root that is the home directory, or /, opens nothing.
+func newPlanner(b BaseSpec) *planner {
+	p := &planner{hidden: resolveAll(b.Hidden), closed: resolveAll(b.Closed)}
+	var open []string
+	for _, o := range resolveAll(b.Open) {
+		if slices.ContainsFunc(p.closed, func(c string) bool { return within(o, c) }) {
+			continue
+		}
+		if slices.ContainsFunc(p.closed, func(c string) bool { return within(c, o) }) {
+			open = append(open, o)
+		}
+	}
+	slices.Sort(open)
+	for _, o := range open {
+		if !slices.ContainsFunc(p.open, func(q string) bool { return within(q, o) }) {
+			p.open = append(p.open, o)
+		}
+	}
+	return p
 }
 
 // nearestDir is the nearest existing directory above path h: where h would
@@ -128,7 +194,7 @@ func PlanRun(s *Spec) []Grant {
 
 // Plan plans both layers of s.
 func Plan(s *Spec) Layers {
-	base, watch := PlanBase(s.Hidden)
+	base, watch := PlanBase(s.Base())
 	return Layers{Base: base, Watch: watch, Run: PlanRun(s)}
 }
 
@@ -141,6 +207,8 @@ func appendNew(list []string, s string) []string {
 
 type planner struct {
 	hidden []string
+	closed []string // closed directories
+	open   []string // what opens them, inside them, outermost only
 	grants []Grant
 	watch  []string // the directories carve listed
 }
@@ -164,21 +232,33 @@ func (p *planner) isHidden(path string) bool {
 	return false
 }
 
-// holdsHidden reports whether a hidden path lies strictly inside dir.
+// isClosed reports whether path lies in a closed directory and in no open
+// path.
+func (p *planner) isClosed(path string) bool {
+	return slices.ContainsFunc(p.closed, func(c string) bool { return within(c, path) }) &&
+		!slices.ContainsFunc(p.open, func(o string) bool { return within(o, path) })
+}
+
+// holdsHidden reports whether a hidden path or a closed directory lies
+// strictly inside dir.
 func (p *planner) holdsHidden(dir string) bool {
-	for _, h := range p.hidden {
-		if h != dir && within(dir, h) {
-			return true
+	for _, list := range [][]string{p.hidden, p.closed} {
+		for _, h := range list {
+			if h != dir && within(dir, h) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// carve grants a on path, or, when a hidden path lies inside it, dirAccess
-// on path itself and a on each of its entries, recursively. Symlinks are
-// never granted: what a link leads to is judged by its own place.
+// carve grants a on path, or, when a hidden path or a closed directory
+// lies inside it, dirAccess on path itself and a on each of its entries,
+// recursively. Symlinks are never granted: what a link leads to is judged
+// by its own place. A closed directory gets nothing: the open paths in it
+// are carved on their own.
 func (p *planner) carve(path string, a, dirAccess Access) {
-	if p.isHidden(path) {
+	if p.isHidden(path) || p.isClosed(path) {
 		return
 	}
 	fi, err := os.Lstat(path)

@@ -266,9 +266,9 @@ func checkInvariants(t *testing.T, x *planTree, s *Spec, l Layers) {
 	mine := func(gs []Grant) []Grant {
 		return slices.DeleteFunc(slices.Clone(gs), func(g Grant) bool { return !within(x.root, g.Path) })
 	}
-	base, _ := PlanBase(s.Hidden)
+	base, _ := PlanBase(s.Base())
 	if !slices.Equal(mine(base), mine(l.Base)) {
-		t.Errorf("Plan's base differs from PlanBase(hidden): the base depends on more than the hidden paths")
+		t.Errorf("Plan's base differs from PlanBase(s.Base()): the base depends on more than Base names")
 	}
 }
 
@@ -515,7 +515,7 @@ func TestPlanWatch(t *testing.T) {
 	t.Parallel()
 	x := newPlanTree(t)
 	missing := filepath.Join(x.home, ".kube", "config") // ~/.kube does not exist
-	_, watch := PlanBase([]string{x.ssh, x.awsCred, x.spool, missing})
+	_, watch := PlanBase(BaseSpec{Hidden: []string{x.ssh, x.awsCred, x.spool, missing}})
 	for _, h := range []string{x.ssh, x.awsCred, x.spool} {
 		for _, a := range ancestors(h) {
 			if !slices.Contains(watch, a) {

@@ -66,6 +66,20 @@ type Spec struct {
 	// Hidden are never readable nor writable, whatever else grants them:
 	// ~/.ssh, sluice's own spool and audit log.
 	Hidden []string
+	// Closed are directories whose contents no run reads, writes or
+	// executes unless something opens them (the home directories, /root,
+	// the users' runtime directories): entries made in them after the run
+	// starts stay closed too. What opens part of a closed directory: the
+	// Readable paths, the roots, the writable caches and the temporary
+	// directory. A root that is a closed directory or holds one (the home
+	// directory itself, /) opens nothing. The names of a closed
+	// directory's entries can still be listed on Linux (Landlock's listing
+	// right holds beneath the directories on the way down), not read.
+	Closed []string
+	// Readable are the paths inside closed directories every run may read
+	// and execute: the toolchains and configs real tools read (~/go,
+	// ~/.gitconfig, ~/.rustup).
+	Readable []string
 	// TmpDir is the run's private temporary directory (writable).
 	TmpDir string
 	// TTY is the path of the run's terminal (writable), if it has one.
@@ -77,7 +91,7 @@ func (s *Spec) Validate() error {
 	if _, err := ParseProfile(string(s.Profile)); err != nil {
 		return err
 	}
-	lists := [][]string{s.Roots, s.Writable, s.Hidden, {s.TmpDir, s.TTY}}
+	lists := [][]string{s.Roots, s.Writable, s.Hidden, s.Closed, s.Readable, {s.TmpDir, s.TTY}}
 	for _, l := range lists {
 		for _, p := range l {
 			if p != "" && !filepath.IsAbs(p) {

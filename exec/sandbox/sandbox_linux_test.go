@@ -1187,3 +1187,85 @@ func onDiscardedThread(f func()) {
 	go run()
 	<-done
 }
+
+// TestClosedHome: a closed directory (a home) is readable only where
+// something opens it: the readable paths, the roots, the caches. A secret
+// that no list names (git's XDG credential store), one made after the
+// confinement was prepared, and the directory's listing all stay out of
+// reach; a hidden path inside a readable one stays hidden; a root that is
+// the home directory itself opens nothing. (Names in it can be listed:
+// Landlock's listing right, granted on the way down, holds beneath.)
+func TestClosedHome(t *testing.T) {
+	requireSandbox(t)
+	t.Parallel()
+	f := newFixture(t)
+	files := map[string]string{
+		"home/.gitconfig":              "[user]\n\tname = A\n",
+		"home/.config/git/config":      "[core]\n",
+		"home/.config/git/credentials": "https://u:ghp_secret@github.com\n",
+		"home/.dockercfg":              "{\"auths\":{}}\n",
+		"home/go/bin/tool":             "#!/bin/sh\n",
+		"home/go/secret.txt":           "s\n",
+		"home/src/proj/main.go":        "package main\n",
+		"home/.cache/go-build/entry":   "x\n",
+	}
+	for rel, data := range files {
+		if err := os.MkdirAll(filepath.Dir(f.p(rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.p(rel), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := Spec{Profile: Mutating, Roots: []string{f.p("home/src/proj")}, Writable: []string{f.p("home/.cache/go-build")},
+		Hidden: []string{f.ssh, f.p("home/go/secret.txt")}, TmpDir: f.tmp, Closed: []string{f.home},
+		Readable: []string{f.p("home/.gitconfig"), f.p("home/.config/git/config"), f.p("home/go"), f.p("home/.missing")}}
+	c := prepare(t, s)
+	late := f.p("home/.config/gh/hosts.yml") // made after Prepare
+	if err := os.MkdirAll(filepath.Dir(late), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(late, []byte("oauth_token: gho_x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"read:" + f.p("home/.gitconfig"):              "ok",
+		"read:" + f.p("home/.config/git/config"):      "ok",
+		"read:" + f.p("home/go/bin/tool"):             "ok",
+		"read:" + f.p("home/src/proj/main.go"):        "ok",
+		"create:" + f.p("home/src/proj/new.go"):       "ok",
+		"read:" + f.p("home/.cache/go-build/entry"):   "ok",
+		"create:" + f.p("home/.cache/go-build/e2"):    "ok",
+		"read:" + f.p("home/.config/git/credentials"): "err EACCES",
+		"read:" + f.p("home/.dockercfg"):              "err EACCES",
+		"read:" + late:                                "err EACCES",
+		"read:" + f.p("home/go/secret.txt"):           "err EACCES",
+		// Landlock grants listing beneath a directory (it cannot carve
+		// it): names in a closed directory can be listed, not read.
+		"readdir:" + f.home:             "ok",
+		"create:" + f.p("home/.bashrc"): "err EACCES",
+		"read:" + f.p("outside/f"):      "ok",
+	}
+	if err := os.WriteFile(f.p("outside/f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for op := range want {
+		ops = append(ops, op)
+	}
+	got := runHelper(t, c, nil, ops...)
+	for op, w := range want {
+		if got[op] != w {
+			t.Errorf("%s: %s, want %s", op, got[op], w)
+		}
+	}
+
+	// The home directory as a root opens nothing of it.
+	s.Roots = []string{f.home}
+	got = runHelper(t, prepare(t, s), nil, "read:"+f.p("home/.dockercfg"), "read:"+f.p("home/src/proj/main.go"))
+	for op, res := range got {
+		if res != "err EACCES" {
+			t.Errorf("with the home directory as a root, %s: %s, want err EACCES", op, res)
+		}
+	}
+}

@@ -27,8 +27,8 @@ var seatbeltDevices = []struct{ filter, path string }{
 
 // SeatbeltProfile returns the text of the Seatbelt profile (the Sandbox
 // Profile Language of sandbox-exec) that confines a run as the Linux
-// confinement does for s: reads everywhere except the hidden paths (the
-// readable ones excepted); writes only in the private temporary directory,
+// confinement does for s: reads everywhere except the hidden paths and
+// the closed directories (what opens those excepted); writes only in the private temporary directory,
 // the writable caches, the terminal, a few devices and, for a mutating or
 // networked run, the roots; signals only to the run's own processes; no
 // network without network (a socketpair still works), inet and inet6 but
@@ -44,6 +44,8 @@ func SeatbeltProfile(s *Spec) (string, error) {
 	if err := s.Validate(); err != nil {
 		return "", err
 	}
+	c := *s // its lists are narrowed below, not the caller's
+	s = &c
 	w := &sbplWriter{}
 	w.line("(version 1)")
 	// When several rules match an operation, the last one in the profile
@@ -54,6 +56,28 @@ func SeatbeltProfile(s *Spec) (string, error) {
 	// paths granted over the hidden ones. Moving a block changes the
 	// meaning.
 	w.line("(allow default)")
+
+	// The closed directories: neither read nor written, their entries'
+	// names and attributes still seen (as on Linux, where a path through
+	// one resolves and a listing shows names); then what opens them.
+	closed := forms(s.Closed)
+	if len(closed) > 0 {
+		for _, p := range closed {
+			w.rule("deny file-read-data file-read-xattr file-write*", "subpath", p)
+		}
+		// A root that is a closed directory, or holds one (the home
+		// directory itself, /), opens nothing and is not written.
+		s.Roots = slices.DeleteFunc(slices.Clone(s.Roots), func(r string) bool {
+			return slices.ContainsFunc(closed, func(c string) bool { return within(filepath.Clean(r), c) })
+		})
+		open := slices.Clone(s.Readable)
+		open = append(open, s.Roots...)
+		open = append(open, s.Writable...)
+		open = append(open, s.TmpDir)
+		for _, p := range forms(open) {
+			w.rule("allow file-read-data file-read-xattr", "subpath", p)
+		}
+	}
 
 	w.line("(deny file-write*)")
 	for _, d := range seatbeltDevices {
@@ -208,6 +232,8 @@ func withRealPaths(s Spec) Spec {
 	}
 	s.Roots = resolve(s.Roots)
 	s.Hidden = resolve(s.Hidden)
+	s.Closed = resolve(s.Closed)
+	s.Readable = resolve(s.Readable)
 	// TmpDir is a single path: its resolved form joins the writable
 	// caches, which are granted the same. The TTY is a device under /dev,
 	// where nothing is a link but what points into /dev/fd.

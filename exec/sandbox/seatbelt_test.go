@@ -304,3 +304,37 @@ func TestSeatbeltRealPaths(t *testing.T) {
 		t.Errorf("withRealPaths changed its argument's Hidden to %q", in.Hidden)
 	}
 }
+
+// TestSeatbeltClosedHome: the home directory is closed (neither read nor
+// written), what opens it is granted after the closing rule (the last
+// matching rule decides), a hidden path inside an opened one is denied
+// after that, and a root that is the home directory opens nothing.
+func TestSeatbeltClosedHome(t *testing.T) {
+	t.Parallel()
+	s := seatbeltSpec(Mutating)
+	s.Closed = []string{"/Users/u"}
+	s.Readable = []string{"/Users/u/.gitconfig", "/Users/u/go"}
+	s.Hidden = append(s.Hidden, "/Users/u/go/secret")
+	got, err := SeatbeltProfile(s)
+	if err != nil {
+		t.Fatalf("SeatbeltProfile: %v", err)
+	}
+	checkInOrder(t, got, []string{
+		`(deny file-read-data file-read-xattr file-write* (subpath "/Users/u"))`,
+		`(allow file-read-data file-read-xattr (subpath "/Users/u/.gitconfig"))`,
+		`(allow file-read-data file-read-xattr (subpath "/Users/u/go"))`,
+		`(allow file-read-data file-read-xattr (subpath "/Users/u/proj"))`,
+		`(allow file-read-data file-read-xattr (subpath "/Users/u/Library/Caches/go-build"))`,
+		`(allow file-write* (subpath "/Users/u/proj"))`,
+		`(deny file-read* file-write* (subpath "/Users/u/go/secret"))`,
+	})
+	s.Roots = []string{"/Users/u"}
+	got, err = SeatbeltProfile(s)
+	if err != nil {
+		t.Fatalf("SeatbeltProfile: %v", err)
+	}
+	if strings.Contains(got, `(subpath "/Users/u"))`+"\n") && !strings.Contains(got, `(deny file-read-data file-read-xattr file-write* (subpath "/Users/u"))`) ||
+		strings.Contains(got, `(allow file-read-data file-read-xattr (subpath "/Users/u"))`) || strings.Contains(got, `(allow file-write* (subpath "/Users/u"))`) {
+		t.Errorf("the home directory as a root opened it:\n%s", got)
+	}
+}

@@ -49,7 +49,7 @@ func Prepare(spec Spec) (*Confinement, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := acquireBase(spec.Hidden, abi)
+	b, err := acquireBase(spec.Base(), abi)
 	if err != nil {
 		return nil, err
 	}
