@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,8 +27,8 @@ type Actor struct {
 	// files it changed and 'sluice undo' can restore them.
 	Checkpoints *checkpoint.Store
 	// ProjectCaches, when set, holds a cache directory per project for
-	// runs the policy allowed with a checkpoint (Options.Caches): they do
-	// not write the shared caches.
+	// confined runs (Options.Caches): they do not write the caches the
+	// person's own, unconfined builds trust.
 	ProjectCaches string
 
 	warmMu sync.Mutex
@@ -207,10 +206,9 @@ func (a *Actor) run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined, Pipe: !req.WantsTTY()}
 		if ro.Verdict.Action == queue.ActionAllowWithCheckpoint {
 			opt.RequireConfined = true
-			if a.ProjectCaches != "" {
-				sum := sha256.Sum256([]byte(strings.Join(roots(req, jail), "\x00")))
-				opt.Caches = filepath.Join(a.ProjectCaches, hex.EncodeToString(sum[:8]))
-			}
+		}
+		if a.ProjectCaches != "" {
+			opt.Caches = ProjectCache(a.ProjectCaches, roots(req, jail))
 		}
 		return a.Runner.Run(ctx, req, opt)
 	}

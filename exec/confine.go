@@ -3,6 +3,8 @@
 package exec
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -52,6 +54,17 @@ type Confine struct {
 	Spool string
 	// Writable are written under every profile (DefaultWritable).
 	Writable []string
+	// Closed are the directories no confined run reads but where
+	// something opens them (DefaultClosed: the homes).
+	Closed []string
+	// Readable are the paths inside Closed every confined run reads
+	// (DefaultReadable).
+	Readable []string
+	// Fetch are the shared caches that hold what was downloaded (the Go
+	// module cache, cargo's registry): written by networked runs only,
+	// and only when the run has caches of its own (Options.Caches) for
+	// the rest (DefaultFetchCaches).
+	Fetch []string
 	// MaxProcs bounds a run's processes; 0 means DefaultMaxProcs.
 	MaxProcs int
 }
@@ -69,6 +82,103 @@ func DefaultHidden(home string) []string {
 	out := []string{"/etc/shadow", "/etc/gshadow"}
 	for _, r := range rel {
 		out = append(out, filepath.Join(home, r))
+	}
+	return out
+}
+
+// DefaultClosed are the directories confined runs do not read, but for
+// what opens them (the readable paths, the roots, the caches): every home
+// directory, root's, and the users' runtime directories (where agents,
+// keyrings and desktop sessions keep their sockets and tokens).
+func DefaultClosed(home string) []string {
+	out := []string{"/home", "/root", "/run/user", "/Users", "/var/root"}
+	if home != "" && !slices.Contains(out, home) {
+		out = append(out, home)
+	}
+	return out
+}
+
+// defaultReadable are the entries under a home directory that real tools
+// read, each with why; secrets beside them stay hidden (DefaultHidden).
+var defaultReadable = []string{
+	".gitconfig",             // git's user config (name, aliases, core.*)
+	".config/git/config",     // git's XDG config
+	".config/git/ignore",     // git's XDG excludes file
+	".config/git/attributes", // git's XDG attributes
+	".gitignore_global",      // the usual core.excludesFile
+	"go",                     // GOPATH: the module cache (read), installed tools
+	".config/go/env",         // what 'go env -w' set
+	".cargo/bin",             // rustup's proxies (cargo, rustc) and cargo-installed tools
+	".cargo/config.toml",     // cargo's settings
+	".cargo/config",          // the same, its old name
+	".cargo/registry",        // downloaded crates (read; written by fetching runs)
+	".cargo/git",             // git dependencies (likewise)
+	".rustup",                // toolchains
+	".npm",                   // npm's cache (read; its own in confined runs)
+	".nvm",                   // node versions
+	".volta",                 // node versions
+	".bun/bin",               // bun
+	".deno/bin",              // deno
+	".cache/pip",             // pip's cache
+	".config/pip",            // pip's settings
+	".pyenv",                 // python versions and their shims
+	".local/bin",             // user-installed programs (pip --user, pipx)
+	".local/lib",             // python's user site-packages
+	".local/share/pipx",      // pipx's environments the above link into
+	".rbenv",                 // ruby versions
+	".gem",                   // user-installed gems
+	".m2/repository",         // maven's downloaded artifacts (not settings.xml)
+	".gradle/caches",         // gradle's downloads (not gradle.properties)
+	".gradle/wrapper",        // gradle's wrapper distributions
+	".sdkman/candidates",     // JDKs and build tools
+	".asdf",                  // asdf's tools and shims
+	".local/share/mise",      // mise's tools
+	".editorconfig",          // editors' and formatters' settings
+}
+
+// DefaultReadable are the paths inside the home directories every
+// confined run reads: the toolchains and the configs real tools read
+// (found by running go, cargo, npm, pip, pytest, make and git confined
+// from a fresh home), under home (defaultReadable), where env's variables
+// put them (GOPATH, CARGO_HOME's programs, config and downloads,
+// RUSTUP_HOME, NVM_DIR, PYENV_ROOT, VIRTUAL_ENV, ...), and each absolute
+// directory on PATH: the programs the person chose to run. The rest of
+// home stays closed. (A path that is a home directory, or holds one,
+// opens nothing: see sandbox.Spec.Closed.)
+func DefaultReadable(env []string, home string) []string {
+	get := func(name string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	var out []string
+	add := func(p string) {
+		if p != "" && filepath.IsAbs(p) && !slices.Contains(out, filepath.Clean(p)) {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	if home != "" {
+		for _, r := range defaultReadable {
+			add(filepath.Join(home, r))
+		}
+	}
+	for _, p := range filepath.SplitList(get("GOPATH")) {
+		add(p)
+	}
+	if c := get("CARGO_HOME"); c != "" {
+		for _, r := range []string{"bin", "config.toml", "config", "registry", "git"} {
+			add(filepath.Join(c, r))
+		}
+	}
+	for _, v := range []string{"GOROOT", "RUSTUP_HOME", "NVM_DIR", "PYENV_ROOT", "VOLTA_HOME", "VIRTUAL_ENV",
+		"CONDA_PREFIX", "JAVA_HOME", "SDKMAN_DIR", "ASDF_DATA_DIR", "BUN_INSTALL", "DENO_INSTALL"} {
+		add(get(v))
+	}
+	for _, p := range filepath.SplitList(get("PATH")) {
+		add(p)
 	}
 	return out
 }
@@ -131,6 +241,66 @@ func DefaultWritable(env []string, home string) []string {
 	return out
 }
 
+// DefaultFetchCaches are the shared caches a download writes: the Go
+// module cache and cargo's registry and git checkouts. Tools verify what
+// they download there against checksums, but not what is already
+// unpacked, so a run that can write them can plant code the person's next
+// build runs: only networked (fetching) runs may.
+func DefaultFetchCaches(env []string, home string) []string {
+	get := func(name string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	var out []string
+	switch gopath := get("GOPATH"); {
+	case get("GOMODCACHE") != "":
+		out = append(out, get("GOMODCACHE"))
+	case gopath != "":
+		out = append(out, filepath.Join(strings.Split(gopath, string(os.PathListSeparator))[0], "pkg", "mod"))
+	case home != "":
+		out = append(out, filepath.Join(home, "go", "pkg", "mod"))
+	}
+	cargo := get("CARGO_HOME")
+	if cargo == "" && home != "" {
+		cargo = filepath.Join(home, ".cargo")
+	}
+	if cargo != "" {
+		out = append(out, filepath.Join(cargo, "registry"), filepath.Join(cargo, "git"))
+	}
+	return slices.DeleteFunc(out, func(p string) bool { return !filepath.IsAbs(p) })
+}
+
+// ProjectCache is the directory, under parent, of the caches the confined
+// runs in the project whose roots are given keep (Options.Caches).
+func ProjectCache(parent string, roots []string) string {
+	sum := sha256.Sum256([]byte(strings.Join(roots, "\x00")))
+	return filepath.Join(parent, hex.EncodeToString(sum[:8]))
+}
+
+// CacheEnv points the tools' caches into dir, a project's own (see
+// Options.Caches).
+func CacheEnv(dir string) []string { return cacheEnv(dir) }
+
+// MakeCaches creates each of dirs that does not exist yet, mode 0700, so
+// that it can be granted as itself: a cache missing from the writable set
+// would otherwise stay missing (no confined run may create it), and
+// granting its parent instead would grant far more.
+func MakeCaches(dirs []string) error {
+	for _, d := range dirs {
+		if _, err := os.Lstat(d); err == nil {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ProfileFor is the profile a verdict's profile name asks for; an empty or
 // unknown name is read_only, the narrowest.
 func ProfileFor(name string) sandbox.Profile {
@@ -181,14 +351,17 @@ func (r *Runner) confine(dir, tty string, opt Options, c *Confine) *confinement 
 	profile := ProfileFor(opt.Profile)
 	writable := c.Writable
 	if opt.Caches != "" {
-		if err := os.MkdirAll(opt.Caches, 0o700); err != nil {
+		writable = []string{opt.Caches}
+		if profile.Network() {
+			writable = append(writable, c.Fetch...)
+		}
+		if err := MakeCaches(writable); err != nil {
 			r.tmps.put(tmp)
 			return &confinement{label: nonePrefix + "no cache directory: " + err.Error()}
 		}
-		writable = []string{opt.Caches}
 	}
 	box, err := sandbox.Prepare(sandbox.Spec{Profile: profile, Roots: roots, Writable: writable,
-		Hidden: hidden, TmpDir: tmp, TTY: tty})
+		Hidden: hidden, Closed: c.Closed, Readable: c.Readable, TmpDir: tmp, TTY: tty})
 	if err != nil {
 		r.tmps.put(tmp)
 		return &confinement{label: nonePrefix + err.Error()}
@@ -310,6 +483,9 @@ func explain(label string, hidden []string, dir string, code int, tail []byte, s
 		if hiddenBy(p, hidden) {
 			return fmt.Sprintf("sluice: the sandbox hides %s (a secret path no confined run may read); a person can run the command unconfined (console key U)\n", p)
 		}
+		if closedBy(p, spec) && unix.Access(p, unix.R_OK) == nil {
+			return fmt.Sprintf("sluice: the sandbox keeps %s unreadable (it is outside the readable set: what a confined run reads in a home directory); add it to extra_sandbox_readable in config.toml if every run may read it, or a person can run the command unconfined (console key U)\n", p)
+		}
 		// 126 is the shell's "found but cannot execute": a file without
 		// its execute bit, which the sandbox never causes (it refuses
 		// execution only inside hidden paths, named above).
@@ -321,6 +497,21 @@ func explain(label string, hidden []string, dir string, code int, tail []byte, s
 		return fmt.Sprintf("sluice: the sandbox (%s: %s) refused a network connection; a person can run the command unconfined (console key U)\n", profile, profile.Describe())
 	}
 	return ""
+}
+
+// closedBy reports whether p lies in one of s's closed directories and
+// in nothing that opens them.
+func closedBy(p string, s *sandbox.Spec) bool {
+	if s == nil || !slices.ContainsFunc(s.Closed, func(c string) bool { return hiddenBy(p, []string{c}) }) {
+		return false
+	}
+	open := slices.Concat(s.Readable, s.Writable, []string{s.TmpDir})
+	for _, r := range s.Roots {
+		if !slices.ContainsFunc(s.Closed, func(c string) bool { return hiddenBy(c, []string{r}) }) {
+			open = append(open, r)
+		}
+	}
+	return !hiddenBy(p, open)
 }
 
 // userCanWrite reports whether this process (the user, unconfined) may

@@ -43,6 +43,11 @@ type config struct {
 	// hidden.
 	SandboxHidden      []string `toml:"sandbox_hidden"`
 	ExtraSandboxHidden []string `toml:"extra_sandbox_hidden"`
+	// SandboxReadable replaces the paths in home every confined run may
+	// read (the rest of home is closed); ExtraSandboxReadable adds to
+	// them. A hidden path stays hidden inside a readable one.
+	SandboxReadable      []string `toml:"sandbox_readable"`
+	ExtraSandboxReadable []string `toml:"extra_sandbox_readable"`
 	// MaxProcs bounds the processes of one run.
 	MaxProcs int `toml:"max_procs"`
 	// HookConfine wraps the shell commands a hook allows in 'sluice
@@ -122,6 +127,13 @@ for the next start. Every key is optional:
   extra_sandbox_hidden = []        # added to them; sluice's own config,
                                    # policy, audit log and spool are always
                                    # hidden
+  sandbox_readable = ["~/go"]      # replaces what confined runs may read in
+                                   # the home directories, which are closed
+                                   # otherwise (default: toolchains and tool
+                                   # configs: ~/.gitconfig, ~/go, ~/.cargo/bin,
+                                   # ~/.rustup, ~/.npm, ~/.pyenv, ... see the
+                                   # README); the project is always readable
+  extra_sandbox_readable = []      # added to them
   max_procs = 1024                 # processes one run may have at once
   checkpoints = true               # snapshot the project (a shadow git
                                    # repository under ~/.local/state/sluice/
@@ -153,13 +165,14 @@ for the next start. Every key is optional:
 var knownConfigKeys = map[string]bool{"max_auto": true, "default_timeout": true, "kill_grace": true,
 	"secret_patterns": true, "extra_secret_patterns": true, "console": true,
 	"sandbox": true, "sandbox_writable": true, "extra_sandbox_writable": true,
-	"sandbox_hidden": true, "extra_sandbox_hidden": true, "max_procs": true, "hook_confine": true,
+	"sandbox_hidden": true, "extra_sandbox_hidden": true, "max_procs": true,
+	"sandbox_readable": true, "extra_sandbox_readable": true, "hook_confine": true,
 	"checkpoints": true, "checkpoint_keep": true, "checkpoint_max_age": true,
 	"console.theme": true, "console.bell": true, "console.notify": true, "console.grace": true, "console.history": true, "console.trust_minutes": true}
 
 // knownKeysText lists the keys for an error message.
 const knownKeysText = "max_auto, default_timeout, kill_grace, secret_patterns, extra_secret_patterns, " +
-	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, max_procs, hook_confine, checkpoints, checkpoint_keep, checkpoint_max_age, " +
+	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, sandbox_readable, extra_sandbox_readable, max_procs, hook_confine, checkpoints, checkpoint_keep, checkpoint_max_age, " +
 	"[console] theme, bell, notify, grace, history, trust_minutes"
 
 // Limits a config must stay within.
@@ -273,7 +286,8 @@ func parseConfig(data []byte) (*config, error) {
 			return nil, fmt.Errorf("secret pattern %q: %v", p, err)
 		}
 	}
-	for _, list := range [][]string{c.SandboxWritable, c.ExtraSandboxWritable, c.SandboxHidden, c.ExtraSandboxHidden} {
+	for _, list := range [][]string{c.SandboxWritable, c.ExtraSandboxWritable, c.SandboxHidden, c.ExtraSandboxHidden,
+		c.SandboxReadable, c.ExtraSandboxReadable} {
 		for _, p := range list {
 			if p == "" || (!filepath.IsAbs(p) && p != "~" && !strings.HasPrefix(p, "~/")) {
 				return nil, fmt.Errorf("sandbox path %q: must be absolute or start with ~/", p)
@@ -383,11 +397,17 @@ func (c *config) confine(spool string, own ...string) *exec.Confine {
 		writable = expandHome(c.SandboxWritable, home)
 	}
 	writable = append(writable, expandHome(c.ExtraSandboxWritable, home)...)
+	readable := exec.DefaultReadable(os.Environ(), home)
+	if c.SandboxReadable != nil {
+		readable = expandHome(c.SandboxReadable, home)
+	}
+	readable = append(readable, expandHome(c.ExtraSandboxReadable, home)...)
 	mode := c.Sandbox
 	if mode == "" {
 		mode = exec.SandboxPrefer
 	}
-	return &exec.Confine{Mode: mode, Hidden: hidden, Spool: spool, Writable: writable, MaxProcs: c.MaxProcs}
+	return &exec.Confine{Mode: mode, Hidden: hidden, Spool: spool, Writable: writable, MaxProcs: c.MaxProcs,
+		Closed: exec.DefaultClosed(home), Readable: readable, Fetch: exec.DefaultFetchCaches(os.Environ(), home)}
 }
 
 // expandHome turns a leading ~ into home.

@@ -26,9 +26,13 @@ runs:
   mutating    read_only, plus writes inside the roots (the project)
   networked   mutating, plus IPv4 and IPv6 sockets
 
-Secret paths (~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, ~/.netrc,
-~/.docker/config.json, /etc/shadow, sluice's own config, policy, audit log
-and spool, and what config.toml adds) are never readable. The roots default
+Home directories are closed: a confined command reads there only its
+roots, the writable caches and the readable set (toolchains and tool
+configs: ~/.gitconfig, ~/go, ~/.cargo/bin, ~/.rustup, ~/.pyenv, ...;
+sandbox_readable and extra_sandbox_readable in config.toml). Secret paths
+(~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, ~/.netrc, ~/.docker/config.json,
+/etc/shadow, sluice's own config, policy, audit log and spool, and what
+config.toml adds) are never readable, inside a readable path too. The roots default
 to the current directory and the git top level above it. On Linux this is
 Landlock and seccomp (and, as root, every capability dropped); on macOS,
 sandbox-exec. The command's processes live in a cgroup of their own where
@@ -134,8 +138,22 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 			return exitNotRun
 		}
 		defer os.RemoveAll(tmp)
-		spec := sandbox.Spec{Profile: profile, Roots: roots, Writable: conf.Writable,
-			Hidden: append(conf.Hidden, conf.Spool), TmpDir: tmp, TTY: ttyName()}
+		// The project's own caches, as the engine's runs have: nothing
+		// confined writes a cache the person's own builds trust, but
+		// for the downloads a networked command makes.
+		caches := exec.ProjectCache(projectCacheDir(), roots)
+		writable := []string{caches}
+		if profile.Network() {
+			writable = append(writable, conf.Fetch...)
+		}
+		if err := exec.MakeCaches(writable); err != nil {
+			fmt.Fprintf(std.err, "sluice sandbox: cache directory: %v\n", err)
+			return exitNotRun
+		}
+		env = append(env, exec.CacheEnv(caches)...)
+		spec := sandbox.Spec{Profile: profile, Roots: roots, Writable: writable,
+			Hidden: append(conf.Hidden, conf.Spool), Closed: conf.Closed, Readable: conf.Readable,
+			TmpDir: tmp, TTY: ttyName()}
 		box, err = sandbox.Prepare(spec)
 		if err != nil {
 			fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,21 @@ import (
 // and only the default caches writable (exec.DefaultHidden and
 // exec.DefaultWritable, as serve confines runs). Each tool that is not
 // installed is skipped, by name.
+
+// toolCaches holds the caches the tests' confined runs share, as the runs
+// in one project share theirs (a cold Go build cache per test would
+// compile the standard library again in each).
+var toolCaches string
+
+func TestMain(m *testing.M) {
+	var err error
+	if toolCaches, err = os.MkdirTemp("", "sluice-tools-"); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(toolCaches)
+	os.Exit(code)
+}
 
 // toolTimeout bounds one tool's run (a hang guard).
 const toolTimeout = 2 * time.Minute
@@ -79,21 +95,39 @@ func unconfined(t *testing.T, dir string, name string, args ...string) {
 }
 
 // confined runs name in dir under profile, as serve would: the project
-// the jail, the user's default secrets hidden, the default caches
-// writable, a private TMPDIR. It fails the test, with the output, unless
-// the tool exits 0.
+// the jail, the home directories closed but for the default readable set,
+// the user's default secrets hidden, the project's own caches writable
+// (and the download caches for a networked run), a private TMPDIR. It
+// fails the test, with the output, unless the tool exits 0.
 func confined(t *testing.T, p sandbox.Profile, dir string, name string, args ...string) string {
 	t.Helper()
 	home, err := os.UserHomeDir()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return confinedIn(t, os.Environ(), home, p, dir, name, args...)
+}
+
+// confinedIn is confined with the environment env and the home directory
+// home.
+func confinedIn(t *testing.T, env []string, home string, p sandbox.Profile, dir string, name string, args ...string) string {
+	t.Helper()
 	tmp := t.TempDir()
+	caches := filepath.Join(toolCaches, "caches")
+	writable := []string{caches}
+	if p.Network() {
+		writable = append(writable, exec.DefaultFetchCaches(env, home)...)
+	}
+	if err := exec.MakeCaches(writable); err != nil {
+		t.Fatal(err)
+	}
 	spec := sandbox.Spec{
 		Profile:  p,
 		Roots:    []string{dir},
-		Writable: exec.DefaultWritable(os.Environ(), home),
+		Writable: writable,
 		Hidden:   exec.DefaultHidden(home),
+		Closed:   exec.DefaultClosed(home),
+		Readable: exec.DefaultReadable(env, home),
 		TmpDir:   tmp,
 	}
 	c, err := sandbox.Prepare(spec)
@@ -105,7 +139,7 @@ func confined(t *testing.T, p sandbox.Profile, dir string, name string, args ...
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "PWD="+dir)
+	cmd.Env = append(append(slices.Clone(env), "TMPDIR="+tmp, "PWD="+dir), exec.CacheEnv(caches)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := sandbox.Start(cmd, c, nil); err != nil {
