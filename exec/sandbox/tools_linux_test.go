@@ -112,6 +112,23 @@ func confined(t *testing.T, p sandbox.Profile, dir string, name string, args ...
 // home.
 func confinedIn(t *testing.T, env []string, home string, p sandbox.Profile, dir string, name string, args ...string) string {
 	t.Helper()
+	out, err := confinedRun(t, env, home, p, dir, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s under %s: %v\n%s", name, strings.Join(args, " "), p, err, out)
+	}
+	return out
+}
+
+// confinedOut is confinedIn whatever the tool's exit status.
+func confinedOut(t *testing.T, env []string, home string, p sandbox.Profile, dir string, name string, args ...string) string {
+	t.Helper()
+	out, _ := confinedRun(t, env, home, p, dir, name, args...)
+	return out
+}
+
+// confinedRun runs the tool and returns its output and how it ended.
+func confinedRun(t *testing.T, env []string, home string, p sandbox.Profile, dir string, name string, args ...string) (string, error) {
+	t.Helper()
 	tmp := t.TempDir()
 	caches := filepath.Join(toolCaches, "caches")
 	writable := []string{caches}
@@ -145,10 +162,8 @@ func confinedIn(t *testing.T, env []string, home string, p sandbox.Profile, dir 
 	if err := sandbox.Start(cmd, c, nil); err != nil {
 		t.Fatalf("Start %s: %v", name, err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("%s %s under %s: %v\n%s\n(writable: %q)", name, strings.Join(args, " "), p, err, out.String(), spec.Writable)
-	}
-	return out.String()
+	err = cmd.Wait()
+	return out.String(), err
 }
 
 // goModule is a tiny Go module with a package, a command and a test.
@@ -257,4 +272,134 @@ func TestToolsMutatingNpm(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "ran.txt")); err != nil || string(b) != "yes" {
 		t.Errorf("the test script did not write in the project: %q %v", b, err)
 	}
+}
+
+// freshHome is a home directory where nothing has run yet: the usual
+// dotfiles and a secret beside them, no cache of any tool. The toolchains
+// stay where they are installed (RUSTUP_HOME, PYENV_ROOT, GOROOT and PATH
+// name them), as for a person who installed them system-wide.
+func freshHome(t *testing.T) (env []string, home string) {
+	t.Helper()
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, home, map[string]string{
+		".gitconfig":              "[user]\n\tname = Fresh\n\temail = fresh@example.com\n[init]\n\tdefaultBranch = main\n",
+		".bashrc":                 "export EDITOR=vi\n",
+		".profile":                ". ~/.bashrc\n",
+		".config/git/ignore":      "*.swp\n",
+		".config/git/credentials": "https://u:ghp_freshsecret@github.com\n",
+	})
+	realHome, _ := os.UserHomeDir()
+	env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb"}
+	for _, v := range []string{"RUSTUP_HOME", "PYENV_ROOT", "GOROOT", "RUSTUP_TOOLCHAIN"} {
+		if s := os.Getenv(v); s != "" {
+			env = append(env, v+"="+s)
+		}
+	}
+	if os.Getenv("RUSTUP_HOME") == "" && realHome != "" {
+		if _, err := os.Stat(filepath.Join(realHome, ".rustup")); err == nil {
+			env = append(env, "RUSTUP_HOME="+filepath.Join(realHome, ".rustup"))
+		}
+	}
+	return env, home
+}
+
+// TestToolsFreshHome: the first run of each everyday tool works confined
+// from a home where no cache exists yet (a cache missing from the
+// writable set must not make the tool fail for good), and none of them
+// can read the secret beside the dotfiles.
+func TestToolsFreshHome(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	run := func(t *testing.T, p sandbox.Profile, dir, line string) string {
+		t.Helper()
+		env, home := freshHome(t)
+		return confinedIn(t, env, home, p, dir, "bash", "-c", line)
+	}
+	t.Run("go", func(t *testing.T) {
+		needTools(t, "go")
+		t.Parallel()
+		dir := project(t, goModule)
+		run(t, sandbox.ReadOnly, dir, "go vet ./...")
+		run(t, sandbox.Mutating, dir, "go build ./... && go build -o bin/x ./cmd/x")
+		if out := run(t, sandbox.Mutating, dir, "go test -count=1 ./..."); !strings.Contains(out, "ok") {
+			t.Errorf("go test:\n%s", out)
+		}
+	})
+	t.Run("cargo", func(t *testing.T) {
+		needTools(t, "cargo")
+		t.Parallel()
+		dir := project(t, map[string]string{
+			"Cargo.toml": "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+			"src/lib.rs": "pub fn add(a: i32, b: i32) -> i32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(1, 2), 3); }\n}\n",
+		})
+		if out := run(t, sandbox.Mutating, dir, "cargo build --offline && cargo test --offline"); !strings.Contains(out, "test result: ok") {
+			t.Errorf("cargo test:\n%s", out)
+		}
+	})
+	t.Run("npm", func(t *testing.T) {
+		needTools(t, "npm", "node")
+		t.Parallel()
+		dir := project(t, map[string]string{
+			"package.json":      `{"name": "tiny", "version": "1.0.0", "private": true, "scripts": {"test": "node test.js"}}` + "\n",
+			"package-lock.json": `{"name": "tiny", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "tiny", "version": "1.0.0"}}}` + "\n",
+			"test.js":           "console.log('tests pass');\n",
+		})
+		if out := run(t, sandbox.Mutating, dir, "npm ci --offline && npm test"); !strings.Contains(out, "tests pass") {
+			t.Errorf("npm ci && npm test:\n%s", out)
+		}
+	})
+	t.Run("python", func(t *testing.T) {
+		needTools(t, "python3")
+		if err := osexec.Command("/usr/bin/python3", "-c", "import pytest, venv").Run(); err != nil {
+			t.Skip("Debian's python3 with pytest and venv is not installed (apt-get install python3-pytest python3-venv)")
+		}
+		t.Parallel()
+		dir := project(t, map[string]string{
+			"pyproject.toml":   "[build-system]\nrequires = [\"setuptools\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"tiny\"\nversion = \"0.1\"\n",
+			"tiny/__init__.py": "def add(a, b):\n    return a + b\n",
+			"test_tiny.py":     "from tiny import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+		})
+		line := "/usr/bin/python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q --no-index --no-build-isolation -e . && .venv/bin/python -m pytest -q"
+		if out := run(t, sandbox.Mutating, dir, line); !strings.Contains(out, "1 passed") {
+			t.Errorf("venv, pip install -e ., pytest:\n%s", out)
+		}
+	})
+	t.Run("make", func(t *testing.T) {
+		needTools(t, "make", "cc")
+		t.Parallel()
+		dir := project(t, map[string]string{
+			"hello.c":  "#include <stdio.h>\nint main(void) { puts(\"hello\"); return 0; }\n",
+			"Makefile": "hello: hello.c\n\tcc -O2 -o hello hello.c\n",
+		})
+		run(t, sandbox.Mutating, dir, "make")
+	})
+	t.Run("git", func(t *testing.T) {
+		needTools(t, "git")
+		t.Parallel()
+		dir := project(t, map[string]string{"a.txt": "one\n"})
+		run(t, sandbox.Mutating, dir, "git init -q && git add a.txt && git commit -qm first")
+		write(t, dir, map[string]string{"a.txt": "two\n", "b.swp": "x\n"})
+		out := run(t, sandbox.ReadOnly, dir, "git status --short && git log --oneline && git diff")
+		for _, want := range []string{" M a.txt", "first", "+two"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("git status/log/diff lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "b.swp") {
+			t.Errorf("git did not read the excludes file ~/.config/git/ignore:\n%s", out)
+		}
+		run(t, sandbox.Mutating, dir, "git commit -qam second")
+	})
+	t.Run("secret", func(t *testing.T) {
+		t.Parallel()
+		env, home := freshHome(t)
+		dir := project(t, map[string]string{"a.txt": "x\n"})
+		out := confinedOut(t, env, home, sandbox.ReadOnly, dir, "bash", "-c", "cat ~/.config/git/credentials; cat ~/.gitconfig")
+		if strings.Contains(out, "ghp_freshsecret") || !strings.Contains(out, "Fresh") {
+			t.Errorf("read ~/.config/git/credentials or not ~/.gitconfig:\n%s", out)
+		}
+	})
 }
