@@ -156,6 +156,7 @@ func TestRunDirectLikeBash(t *testing.T) {
 	t.Parallel()
 	r := testRunner()
 	r.BaseEnv = append(r.BaseEnv, "SHLVL=2", "OLDPWD=/")
+	r.EnvAllow = []string{"SHLVL", "OLDPWD"} // not inherited by default
 	outputs := map[string][]string{}
 	id := ""
 	for _, line := range []string{"env", "'env'"} {
@@ -179,6 +180,11 @@ func TestRunDirectLikeBash(t *testing.T) {
 	}
 	if !slices.Equal(outputs["env"], outputs["'env'"]) {
 		t.Errorf("without the shell:\n%s\nthrough bash:\n%s", strings.Join(outputs["env"], "\n"), strings.Join(outputs["'env'"], "\n"))
+	}
+	for _, kv := range []string{"SHLVL=2", "OLDPWD=/"} { // inherited, as bash passes them to what it execs
+		if !slices.Contains(outputs["env"], kv) {
+			t.Errorf("%s missing from the run's environment:\n%s", kv, strings.Join(outputs["env"], "\n"))
+		}
 	}
 }
 

@@ -8,12 +8,13 @@
 //
 // The package never runs a request it was not handed by its caller (it does
 // not read the spool or judge commands), never lets a child's process group
-// outlive its timeout, and never passes the caller's secrets on: the child's
-// environment is filtered by FilterEnv. With Runner.Confine set, every
-// child is confined to its verdict's profile (exec/sandbox: Landlock and
-// seccomp on Linux) in a private TMPDIR, and lives in a cgroup of its own
-// where one can be made, so that nothing it started outlives the run, not
-// even what left its session; without a cgroup, the kill sweeps the
+// outlive its timeout, and never passes the caller's secrets on: the child
+// inherits only the names of an allow-list (DefaultEnvAllow and the
+// configured ones, minus secret names; BuildEnv). With Runner.Confine set,
+// every child is confined to its verdict's profile (exec/sandbox: Landlock
+// and seccomp on Linux) in a private TMPDIR, and lives in a cgroup of its
+// own where one can be made, so that nothing it started outlives the run,
+// not even what left its session; without a cgroup, the kill sweeps the
 // process group and tree.
 //
 // Plan and Apply carry out write, edit and patch requests: Plan computes

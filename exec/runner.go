@@ -32,7 +32,8 @@ const (
 // do not change them afterwards: Reconfigure replaces the ones a reloaded
 // configuration may change. Its methods are safe for concurrent use.
 type Runner struct {
-	BaseEnv        []string      // the environment to start from (os.Environ() in production)
+	BaseEnv        []string      // the environment to inherit from (os.Environ() in production)
+	EnvAllow       []string      // names BaseEnv passes on besides DefaultEnvAllow (InheritEnv)
 	SecretPatterns []string      // env names to strip, globs like "*_TOKEN"; nil means DefaultSecretPatterns
 	DefaultTimeout time.Duration // when the request has no timeout_s; 0 means 10 minutes
 	Grace          time.Duration // SIGTERM→SIGKILL grace; 0 means 2 s
@@ -60,14 +61,15 @@ type Runner struct {
 // Settings are what a reloaded configuration may change while the runner
 // serves: each run takes them as they are when it starts.
 type Settings struct {
+	EnvAllow       []string
 	SecretPatterns []string
 	DefaultTimeout time.Duration
 	Grace          time.Duration
 	Confine        *Confine
 }
 
-// settings are Settings with the base environment filtered by their
-// secret patterns (about 0.2 ms a run saved).
+// settings are Settings with the base environment inherited through their
+// allow-list and secret patterns (about 0.2 ms a run saved).
 type settings struct {
 	Settings
 	base []string
@@ -76,7 +78,7 @@ type settings struct {
 // Reconfigure replaces the runner's settings for the runs that start from
 // now on; runs under way keep theirs.
 func (r *Runner) Reconfigure(s Settings) {
-	r.live.Store(&settings{Settings: s, base: FilterEnv(r.BaseEnv, s.SecretPatterns, nil, "")})
+	r.live.Store(&settings{Settings: s, base: InheritEnv(r.BaseEnv, s.EnvAllow, s.SecretPatterns)})
 }
 
 // now is the settings in force: the last Reconfigure's, else the fields.
@@ -85,9 +87,9 @@ func (r *Runner) now() *settings {
 		return s
 	}
 	r.first.Do(func() {
-		r.init = &settings{Settings: Settings{SecretPatterns: r.SecretPatterns, DefaultTimeout: r.DefaultTimeout,
-			Grace: r.Grace, Confine: r.Confine}}
-		r.init.base = FilterEnv(r.BaseEnv, r.SecretPatterns, nil, "")
+		r.init = &settings{Settings: Settings{EnvAllow: r.EnvAllow, SecretPatterns: r.SecretPatterns,
+			DefaultTimeout: r.DefaultTimeout, Grace: r.Grace, Confine: r.Confine}}
+		r.init.base = InheritEnv(r.BaseEnv, r.EnvAllow, r.SecretPatterns)
 	})
 	return r.init
 }
@@ -378,9 +380,6 @@ func (r *Runner) Resize(id string, rows, cols uint16) {
 	}
 }
 
-// emptyPatterns strips nothing: for a base that is filtered already.
-var emptyPatterns = []string{}
-
 // inputWait bounds a write to a child's terminal.
 const inputWait = 20 * time.Millisecond
 
@@ -423,16 +422,13 @@ func cacheEnv(dir string) []string {
 		"XDG_CACHE_HOME=" + filepath.Join(dir, "xdg")}
 }
 
-// env is the child's environment: the filtered base and request env, PWD
-// matching the directory it starts in, and a TERM if the base had none.
+// env is the child's environment: the inherited base and the filtered
+// request env (BuildEnv), PWD matching the directory it starts in, and a
+// TERM if the base had none.
 func (r *Runner) env(req *queue.Request, dir string, s *settings) []string {
-	// The base is filtered already; only the request's own env is
-	// filtered here, and FilterEnv sets the request id last.
-	base := s.base[:len(s.base)-1] // without the empty SLUICE_REQUEST_ID
-	env := FilterEnv(base, emptyPatterns, nil, req.ID)
-	if len(req.Env) > 0 {
-		env = FilterEnv(base, s.SecretPatterns, req.Env, req.ID)
-	}
+	// The base is inherited already; only the request's own env is
+	// filtered here, and the request id comes last.
+	env := withRequest(s.base, s.SecretPatterns, req.Env, req.ID)
 	out := env[:0]
 	term := false
 	for _, kv := range env {

@@ -763,21 +763,27 @@ func TestFanoutSkipsAhead(t *testing.T) {
 }
 
 // TestReconfigure: a reloaded configuration reaches the runs that start
-// after it: a secret pattern added keeps the variable from the next
-// command, and a shorter default timeout stops it.
+// after it: a name added to the allow-list passes the variable to the next
+// command, a secret pattern added keeps it away again, and a shorter
+// default timeout stops it.
 func TestReconfigure(t *testing.T) {
 	t.Parallel()
 	r := testRunner()
 	r.BaseEnv = append(r.BaseEnv, "DEPLOY_KEY=hunter2")
 	ctx := context.Background()
 	out := run(ctx, t, r, execReq(t, `echo "key=$DEPLOY_KEY"`), Options{}, 30*time.Second)
-	if !bytes.Contains(out.log, []byte("key=hunter2")) {
-		t.Fatalf("before the reload the variable should pass (no pattern names it): %q", out.log)
+	if bytes.Contains(out.log, []byte("hunter2")) {
+		t.Fatalf("before the reload the variable should not pass (not on the allow-list): %q", out.log)
 	}
-	r.Reconfigure(Settings{SecretPatterns: []string{"DEPLOY_*"}, DefaultTimeout: 300 * time.Millisecond})
+	r.Reconfigure(Settings{EnvAllow: []string{"DEPLOY_*"}})
+	out = run(ctx, t, r, execReq(t, `echo "key=$DEPLOY_KEY"`), Options{}, 30*time.Second)
+	if !bytes.Contains(out.log, []byte("key=hunter2")) {
+		t.Fatalf("after DEPLOY_* was allowed the run does not see the variable: %q", out.log)
+	}
+	r.Reconfigure(Settings{EnvAllow: []string{"DEPLOY_*"}, SecretPatterns: []string{"DEPLOY_*"}, DefaultTimeout: 300 * time.Millisecond})
 	out = run(ctx, t, r, execReq(t, `echo "key=$DEPLOY_KEY"`), Options{}, 30*time.Second)
 	if bytes.Contains(out.log, []byte("hunter2")) {
-		t.Errorf("after DEPLOY_* was added the run still sees the secret: %q", out.log)
+		t.Errorf("after the secret pattern DEPLOY_* was added the run still sees the secret: %q", out.log)
 	}
 	out = run(ctx, t, r, execReq(t, "sleep 30"), Options{}, 30*time.Second)
 	if out.res.Status != queue.StatusTimeout {

@@ -25,6 +25,9 @@ type config struct {
 	DefaultTimeout time.Duration `toml:"default_timeout"`
 	// KillGrace is the wait between SIGTERM and SIGKILL.
 	KillGrace time.Duration `toml:"kill_grace"`
+	// EnvAllow adds names (or PREFIX_* globs) to the environment a run
+	// inherits (exec.DefaultEnvAllow).
+	EnvAllow []string `toml:"env_allow"`
 	// SecretPatterns replaces the default list of environment names kept
 	// from commands; ExtraSecretPatterns adds to it.
 	SecretPatterns      []string `toml:"secret_patterns"`
@@ -106,8 +109,15 @@ for the next start. Every key is optional:
   max_auto = 4                     # auto-allowed runs at once
   default_timeout = "10m"          # for requests without timeout_s
   kill_grace = "2s"                # SIGTERM -> SIGKILL
+  env_allow = ["DATABASE_URL", "MY_*"]  # names (or PREFIX_* globs) a run
+                                   # inherits besides the built-in list (PATH,
+                                   # HOME, USER, TERM, LANG, LC_*, TZ, TMPDIR,
+                                   # XDG dirs, toolchain homes, CI, proxies,
+                                   # ...); nothing else reaches a run
   secret_patterns = ["*_TOKEN"]    # replaces the built-in list of names
-                                   # kept out of commands' environments
+                                   # kept out of commands' environments, even
+                                   # when allowed (unless env_allow names one
+                                   # exactly)
   extra_secret_patterns = ["MY_*"] # added to it
 
   sandbox = "prefer"               # confine each run to its verdict's profile
@@ -163,7 +173,7 @@ for the next start. Every key is optional:
 
 // knownConfigKeys are config.toml's keys, as spelled.
 var knownConfigKeys = map[string]bool{"max_auto": true, "default_timeout": true, "kill_grace": true,
-	"secret_patterns": true, "extra_secret_patterns": true, "console": true,
+	"env_allow": true, "secret_patterns": true, "extra_secret_patterns": true, "console": true,
 	"sandbox": true, "sandbox_writable": true, "extra_sandbox_writable": true,
 	"sandbox_hidden": true, "extra_sandbox_hidden": true, "max_procs": true,
 	"sandbox_readable": true, "extra_sandbox_readable": true, "hook_confine": true,
@@ -171,7 +181,7 @@ var knownConfigKeys = map[string]bool{"max_auto": true, "default_timeout": true,
 	"console.theme": true, "console.bell": true, "console.notify": true, "console.grace": true, "console.history": true, "console.trust_minutes": true}
 
 // knownKeysText lists the keys for an error message.
-const knownKeysText = "max_auto, default_timeout, kill_grace, secret_patterns, extra_secret_patterns, " +
+const knownKeysText = "max_auto, default_timeout, kill_grace, env_allow, secret_patterns, extra_secret_patterns, " +
 	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, sandbox_readable, extra_sandbox_readable, max_procs, hook_confine, checkpoints, checkpoint_keep, checkpoint_max_age, " +
 	"[console] theme, bell, notify, grace, history, trust_minutes"
 
@@ -286,6 +296,9 @@ func parseConfig(data []byte) (*config, error) {
 			return nil, fmt.Errorf("secret pattern %q: %v", p, err)
 		}
 	}
+	if err := exec.CheckEnvAllow(c.EnvAllow); err != nil {
+		return nil, fmt.Errorf("env_allow: %s", strings.TrimPrefix(err.Error(), "exec: "))
+	}
 	for _, list := range [][]string{c.SandboxWritable, c.ExtraSandboxWritable, c.SandboxHidden, c.ExtraSandboxHidden,
 		c.SandboxReadable, c.ExtraSandboxReadable} {
 		for _, p := range list {
@@ -312,6 +325,7 @@ func (c *config) secretPatterns() []string {
 func (c *config) runner(spool string, own ...string) *exec.Runner {
 	return &exec.Runner{
 		BaseEnv:        os.Environ(),
+		EnvAllow:       c.EnvAllow,
 		SecretPatterns: c.secretPatterns(),
 		DefaultTimeout: c.DefaultTimeout,
 		Grace:          c.KillGrace,

@@ -2,8 +2,12 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-dev/sluice/exec"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -30,9 +34,36 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
+// TestParseConfigEnvAllow: env_allow takes names and PREFIX_* globs,
+// reaches the runner, and refuses anything else with an error that names
+// the setting and the entry.
+func TestParseConfigEnvAllow(t *testing.T) {
+	t.Parallel()
+	c, err := parseConfig([]byte("env_allow = [\"DATABASE_URL\", \"MY_*\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.runner("/spool"); !slices.Equal(r.EnvAllow, []string{"DATABASE_URL", "MY_*"}) {
+		t.Errorf("the runner's allow-list: %q", r.EnvAllow)
+	}
+	for _, tc := range []struct{ toml, want string }{
+		{`env_allow = ["*"]`, `env_allow: "*" would pass the whole environment`},
+		{`env_allow = [""]`, `env_allow: empty name`},
+		{`env_allow = ["OK", "DATABASE-URL"]`, `env_allow: "DATABASE-URL" is not a variable name or a PREFIX_* glob`},
+		{`env_allow = ["A*B"]`, `env_allow: "A*B" is not`},
+		{`env_allow = ["PATH="]`, `env_allow: "PATH=" is not`},
+		{`env_allow = "DATABASE_URL"`, `env_allow`},
+		{`Env_Allow = ["X"]`, `unknown key Env_Allow`},
+	} {
+		if _, err := parseConfig([]byte(tc.toml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error holding %q", tc.toml, err, tc.want)
+		}
+	}
+}
+
 func FuzzParseConfig(f *testing.F) {
 	for _, s := range []string{"", "max_auto = 4\n", "[console]\ntheme = \"dark\"\n", "secret_patterns = [\"[\"]", "default_timeout = \"1h\"", "x = 1", "[[console]]",
-		"sandbox = \"require\"\nmax_procs = 64\n", "sandbox = \"Off\"", "sandbox_hidden = [\"~/.ssh\", \"/etc/shadow\"]\nextra_sandbox_writable = [\"relative\"]", "max_procs = 3"} {
+		"sandbox = \"require\"\nmax_procs = 64\n", "env_allow = [\"A_*\", \"B\"]", "sandbox = \"Off\"", "sandbox_hidden = [\"~/.ssh\", \"/etc/shadow\"]\nextra_sandbox_writable = [\"relative\"]", "max_procs = 3"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -52,6 +83,9 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("sandbox %q accepted", c.Sandbox)
 		}
 		_ = c.secretPatterns()
+		if err := exec.CheckEnvAllow(c.EnvAllow); err != nil {
+			t.Fatalf("env_allow %q accepted: %v", c.EnvAllow, err)
+		}
 		conf := c.confine("/spool", "/policy.toml")
 		for _, p := range append(append([]string{}, conf.Hidden...), conf.Writable...) {
 			if !filepath.IsAbs(p) {

@@ -504,7 +504,10 @@ func newEffSuite(t *testing.T) *effSuite {
 		effWrite(t, filepath.Join(s.home, rel), "secret: "+secret+"\n", 0o644)
 	}
 	s.secrets["config"] = "effects-config-" + effRandom(t)
-	effWrite(t, s.cfgFile, "# "+s.secrets["config"]+"\ndefault_timeout = \"10s\"\n", 0o644)
+	// The runs that attack the spool find it by $SLUICE_SPOOL, which only
+	// env_allow lets through; GORACE keeps the race-built sluice that some
+	// runs start from sleeping at its exit.
+	effWrite(t, s.cfgFile, "# "+s.secrets["config"]+"\ndefault_timeout = \"10s\"\nenv_allow = [\"SLUICE_SPOOL\", \"GORACE\"]\n", 0o644)
 	s.secrets["policy"] = "effects-policy-" + effRandom(t)
 	effWrite(t, s.polFile, "# "+s.secrets["policy"]+`
 [defaults]

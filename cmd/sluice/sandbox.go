@@ -38,6 +38,11 @@ Landlock and seccomp (and, as root, every capability dropped); on macOS,
 sandbox-exec. The command's processes live in a cgroup of their own where
 one can be made, and none outlives the command.
 
+The command inherits the environment sluice's own runs do: the names of a
+built-in allow-list (PATH, HOME, TERM, LANG, LC_*, TMPDIR, the XDG and
+toolchain directories, proxies, ...) and config.toml's env_allow, minus
+secret names; nothing else.
+
   sluice sandbox --profile mutating -- go test ./...
   sluice sandbox --profile read_only -- bash -c 'cat README.md | wc -l'
 
@@ -123,7 +128,11 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 	cmd := osexec.Command(path, words[1:]...)
 	cmd.Args[0] = words[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	env := os.Environ()
+	// The agent's environment, through the allow-list as the engine's
+	// runs have it (an agent may have exported a variable that carries
+	// options or a program for the very command it was allowed), minus
+	// secrets; the request id passes on if there is one.
+	env := exec.BuildEnv(os.Environ(), cfg.EnvAllow, cfg.secretPatterns(), nil, os.Getenv(exec.RequestIDVar))
 
 	var box *sandbox.Confinement
 	why := ""

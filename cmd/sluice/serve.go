@@ -100,8 +100,8 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	// A reloaded configuration changes what new runs get.
 	ef.reconfigure = func(c *config) {
 		nr := c.runner(sp.Dir(), user, path, stateDir(path), checkpointDir(), trustPath())
-		r.Reconfigure(exec.Settings{SecretPatterns: nr.SecretPatterns, DefaultTimeout: nr.DefaultTimeout,
-			Grace: nr.Grace, Confine: nr.Confine})
+		r.Reconfigure(exec.Settings{EnvAllow: nr.EnvAllow, SecretPatterns: nr.SecretPatterns,
+			DefaultTimeout: nr.DefaultTimeout, Grace: nr.Grace, Confine: nr.Confine})
 	}
 	return &queue.Engine{Spool: sp, Judge: judge, Runner: runner, Recorder: log, AuditPath: log.Path(),
 		MaxAuto: cfg.maxAuto(), Logf: logf}, log, nil
