@@ -319,6 +319,7 @@ type confinement struct {
 	tmps   *tmpDirs
 	label  string // "read_only", "unconfined", "none: why"
 	hidden []string
+	roots  []string
 }
 
 // confine prepares the confinement of one run in dir, whose terminal is
@@ -366,7 +367,7 @@ func (r *Runner) confine(dir, tty string, opt Options, c *Confine) *confinement 
 		r.tmps.put(tmp)
 		return &confinement{label: nonePrefix + err.Error()}
 	}
-	return &confinement{box: box, tmp: tmp, tmps: &r.tmps, label: string(profile), hidden: hidden}
+	return &confinement{box: box, tmp: tmp, tmps: &r.tmps, label: string(profile), hidden: hidden, roots: roots}
 }
 
 // close releases the sandbox and hands the private temporary directory

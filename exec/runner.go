@@ -244,6 +244,13 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		pidfd = pidFD(cmd.SysProcAttr)
 	}
 	wire(cmd)
+	// What runs later with the person's rights (git's hooks and config,
+	// .envrc, the agents' settings) is taken before a confined run that
+	// writes, to be put back after it.
+	var guarded *Guard
+	if box.box != nil && ProfileFor(box.label).Writes() {
+		guarded = TakeGuard(box.roots)
+	}
 	res.StartedAt = time.Now()
 	err = sandbox.Start(cmd, box.box, cg)
 	if err != nil && direct {
@@ -305,6 +312,11 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	cg.Kill(reapMax)
 
 	p.drain()
+	if guarded != nil {
+		if note := GuardNote(guarded.Restore()); note != "" {
+			p.write([]byte(note))
+		}
+	}
 	code := exitCode(cmd.ProcessState)
 	if res.Status == queue.StatusDone && box.box != nil {
 		spec := box.box.Spec()

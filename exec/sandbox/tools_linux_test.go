@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,16 +26,32 @@ import (
 
 // toolCaches holds the caches the tests' confined runs share, as the runs
 // in one project share theirs (a cold Go build cache per test would
-// compile the standard library again in each).
-var toolCaches string
+// compile the standard library again in each). It is made at first use:
+// the confined helper children run this binary too.
+var (
+	toolCachesMu sync.Mutex
+	toolCaches   string
+)
+
+func sharedCaches(t *testing.T) string {
+	t.Helper()
+	toolCachesMu.Lock()
+	defer toolCachesMu.Unlock()
+	if toolCaches == "" {
+		d, err := os.MkdirTemp("", "sluice-tools-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		toolCaches = d
+	}
+	return toolCaches
+}
 
 func TestMain(m *testing.M) {
-	var err error
-	if toolCaches, err = os.MkdirTemp("", "sluice-tools-"); err != nil {
-		panic(err)
-	}
 	code := m.Run()
-	os.RemoveAll(toolCaches)
+	if toolCaches != "" {
+		os.RemoveAll(toolCaches)
+	}
 	os.Exit(code)
 }
 
@@ -130,7 +147,7 @@ func confinedOut(t *testing.T, env []string, home string, p sandbox.Profile, dir
 func confinedRun(t *testing.T, env []string, home string, p sandbox.Profile, dir string, name string, args ...string) (string, error) {
 	t.Helper()
 	tmp := t.TempDir()
-	caches := filepath.Join(toolCaches, "caches")
+	caches := filepath.Join(sharedCaches(t), "caches")
 	writable := []string{caches}
 	if p.Network() {
 		writable = append(writable, exec.DefaultFetchCaches(env, home)...)
