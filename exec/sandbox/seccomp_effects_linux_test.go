@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/creack/pty"
@@ -211,6 +212,24 @@ func effectOp(op string) string {
 			unix.Close(int(fd))
 		}
 		return errnoResult(e, "")
+	case "loop": // loop:openat|ioctl:N, for BenchmarkSeccompFilter: the ns N calls took
+		fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return result(err)
+		}
+		null, _ := unix.BytePtrFromString("/dev/null")
+		var tio unix.Termios
+		m := int(num(arg(2)))
+		start := time.Now()
+		for range m {
+			if arg(1) == "openat" {
+				r, _, _ := unix.Syscall6(unix.SYS_OPENAT, cwd, uintptr(unsafe.Pointer(null)), unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
+				unix.Syscall(unix.SYS_CLOSE, r, 0, 0)
+			} else {
+				unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TCGETS, uintptr(unsafe.Pointer(&tio)))
+			}
+		}
+		return "ok " + strconv.FormatInt(int64(time.Since(start)), 10)
 	default:
 		return "unknown op"
 	}
@@ -722,4 +741,58 @@ func TestSeccompMPTCP(t *testing.T) {
 			t.Errorf("mutating: %s = %q, want err EACCES", op, got[op])
 		}
 	}
+}
+
+// BenchmarkSeccompFilter: what the filter costs the syscalls it looks
+// into on every call (the others it allows on their number, which the
+// kernel caches): openat+close of /dev/null and ioctl(TCGETS) on it, in a
+// child confined (mutating) or not; the child times its own loop of b.N
+// calls, so ns/op leaves its start out.
+func BenchmarkSeccompFilter(b *testing.B) {
+	if _, err := Available(); err != nil {
+		b.Skip(err)
+	}
+	base, err := os.MkdirTemp("", "sluice-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	c, err := Prepare(Spec{Profile: Mutating, Roots: []string{base}, TmpDir: base})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for _, call := range []string{"openat", "ioctl"} {
+		for _, conf := range []struct {
+			name string
+			c    *Confinement
+		}{{"unconfined", nil}, {"unfiltered", unfiltered(c)}, {"confined", c}} {
+			b.Run(call+"/"+conf.name, func(b *testing.B) {
+				op := fmt.Sprintf("loop:%s:%d", call, b.N)
+				cmd := osexec.Command(os.Args[0], "-test.run=^TestSeccompEffectHelper$", "--", op)
+				cmd.Env = append(os.Environ(), effectEnv+"=1")
+				out, err := startOutput(cmd, conf.c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, res, _ := strings.Cut(strings.TrimSpace(out), "\t")
+				ns, err := strconv.ParseInt(strings.TrimPrefix(res, "ok "), 10, 64)
+				if err != nil {
+					b.Fatalf("helper: %q", out)
+				}
+				b.ReportMetric(float64(ns)/float64(b.N), "ns/op")
+			})
+		}
+	}
+}
+
+// startOutput starts cmd confined by c and returns its standard output.
+func startOutput(cmd *osexec.Cmd, c *Confinement) (string, error) {
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := Start(cmd, c, nil); err != nil {
+		return "", err
+	}
+	err := cmd.Wait()
+	return out.String(), err
 }
