@@ -71,6 +71,7 @@ func TestSeccompFilterCost(t *testing.T) {
 	for _, nr := range []uint32{unix.SYS_OPENAT, unix.SYS_IOCTL, unix.SYS_OPEN, unix.SYS_SOCKET, unix.SYS_IO_URING_SETUP,
 		unix.SYS_OPENAT2, unix.SYS_CHMOD, unix.SYS_FCHMOD, unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2, unix.SYS_CREAT,
 		unix.SYS_MKDIR, unix.SYS_MKDIRAT, unix.SYS_MKNOD, unix.SYS_MKNODAT, unix.SYS_PRLIMIT64, unix.SYS_SCHED_SETAFFINITY,
+		unix.SYS_SCHED_SETSCHEDULER, unix.SYS_SCHED_SETPARAM, unix.SYS_SCHED_SETATTR,
 		unix.SYS_SETPRIORITY, unix.SYS_IOPRIO_SET, unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY,
 		unix.SYS_PERF_EVENT_OPEN, unix.SYS_BPF, unix.SYS_USERFAULTFD} {
 		named[nr] = true

@@ -163,6 +163,9 @@ func effectOp(op string) string {
 		var set unix.CPUSet
 		set.Set(int(num(arg(2))))
 		_, _, e = unix.RawSyscall(unix.SYS_SCHED_SETAFFINITY, n(1), unsafe.Sizeof(set), uintptr(unsafe.Pointer(&set)))
+	case "sched": // sched_setscheduler(pid, policy, {0})
+		var param [1]int32
+		_, _, e = unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, n(1), n(2), uintptr(unsafe.Pointer(&param[0])))
 	case "ioctl": // ioctl(0, cmd, &'x'): TIOCSTI types 'x' into stdin's terminal
 		ch := byte('x')
 		_, _, e = unix.Syscall(unix.SYS_IOCTL, 0, n(1), uintptr(unsafe.Pointer(&ch)))
@@ -401,14 +404,18 @@ func (v *victim) state(t *testing.T) string {
 	if err := unix.SchedGetaffinity(v.pid, &set); err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("nofile=%d:%d prio=%d ioprio=%#x cpus=%d", lim.Cur, lim.Max, prio, io, set.Count())
+	policy, _, e := unix.RawSyscall(unix.SYS_SCHED_GETSCHEDULER, uintptr(v.pid), 0, 0)
+	if e != 0 {
+		t.Fatal(e)
+	}
+	return fmt.Sprintf("nofile=%d:%d prio=%d ioprio=%#x policy=%d cpus=%d", lim.Cur, lim.Max, prio, io, policy, set.Count())
 }
 
 // TestSeccompOthersLimits: a child changes the resource limits,
-// priority, I/O priority and CPU affinity of a process outside the
-// sandbox without the filter, and of none but itself with it (pid or who
-// 0, PRIO_PROCESS, IOPRIO_WHO_PROCESS), where bash's ulimit, nice,
-// ionice and taskset keep working.
+// priority, I/O priority, scheduling policy and CPU affinity of a process
+// outside the sandbox without the filter, and of none but itself with it
+// (pid or who 0, PRIO_PROCESS, IOPRIO_WHO_PROCESS), where bash's ulimit,
+// nice, ionice, taskset and chrt keep working.
 func TestSeccompOthersLimits(t *testing.T) {
 	requireSandbox(t)
 	t.Parallel()
@@ -429,6 +436,7 @@ func TestSeccompOthersLimits(t *testing.T) {
 		fmt.Sprintf("prlimit:%s:%d:%d", pid, lim.Cur-1, lim.Max),
 		"setpriority:0:" + pid + ":5",
 		"ioprio:1:" + pid + ":" + idle,
+		"sched:" + pid + ":5", // SCHED_IDLE
 	}
 	if set.Count() > 1 {
 		ops = append(ops, "affinity:"+pid+":0")
@@ -451,14 +459,15 @@ func TestSeccompOthersLimits(t *testing.T) {
 		t.Errorf("confined: the victim changed: %s -> %s", before, after)
 	}
 	// What tools pass: the caller's own.
-	self := []string{"prlimit:0:100:" + strconv.FormatUint(lim.Max, 10), "setpriority:0:0:3", "ioprio:1:0:" + idle, "affinity:0:0"}
+	self := []string{"prlimit:0:100:" + strconv.FormatUint(lim.Max, 10), "setpriority:0:0:3", "ioprio:1:0:" + idle, "affinity:0:0", "sched:0:5"}
 	got = runEffect(t, c, nil, attr, self...)
-	expect(t, "confined", got, map[string]string{self[0]: "ok 100", self[1]: "ok", self[2]: "ok", self[3]: "ok"})
+	expect(t, "confined", got, map[string]string{self[0]: "ok 100", self[1]: "ok", self[2]: "ok", self[3]: "ok", self[4]: "ok"})
 	for _, line := range [][]string{
 		{"bash", "-c", "ulimit -n 100 && test $(ulimit -n) = 100"},
 		{"nice", "-n", "5", "true"},
 		{"ionice", "-c3", "true"},
 		{"taskset", "-c", "0", "true"},
+		{"chrt", "-i", "0", "true"},
 		{"prlimit", "--nofile=50:50", "true"},
 	} {
 		if _, err := osexec.LookPath(line[0]); err != nil {
@@ -479,12 +488,13 @@ func TestSeccompOthersLimits(t *testing.T) {
 	}
 
 	got = runEffect(t, unfiltered(c), nil, attr, append(ops, own...)...)
-	expect(t, "unfiltered", got, map[string]string{ops[0]: "ok", ops[1]: "ok", ops[2]: "ok", own[0]: "ok", own[1]: "ok"})
-	if len(ops) > 3 && got[ops[3]] != "ok" {
-		t.Errorf("unfiltered: %s = %q, want ok", ops[3], got[ops[3]])
+	for _, op := range append(ops, own...) {
+		if got[op] != "ok" {
+			t.Errorf("unfiltered: %s = %q, want ok", op, got[op])
+		}
 	}
 	after := v.state(t)
-	want := fmt.Sprintf("nofile=%d:%d prio=%d ioprio=%#x", lim.Cur-1, lim.Max, 20-5, 3<<13)
+	want := fmt.Sprintf("nofile=%d:%d prio=%d ioprio=%#x policy=5", lim.Cur-1, lim.Max, 20-5, 3<<13)
 	if !strings.HasPrefix(after, want+" ") {
 		t.Errorf("unfiltered: the victim is %s, want %s", after, want)
 	}

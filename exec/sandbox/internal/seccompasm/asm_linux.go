@@ -45,9 +45,12 @@ const (
 //     otherwise read the secrets in the user's keyrings.
 //   - perf_event_open, bpf, userfaultfd: EPERM; kernel attack surface and
 //     other processes' events that no build or test needs.
-//   - prlimit64, sched_setaffinity: only on pid 0 (the caller; bash's
-//     ulimit and taskset CMD pass 0), else EPERM. setrlimit has no pid and
-//     stays.
+//   - prlimit64, sched_setaffinity, sched_setscheduler, sched_setparam,
+//     sched_setattr: only on pid 0 (the caller; bash's ulimit, taskset
+//     CMD and chrt CMD pass 0), else EPERM. setrlimit has no pid and
+//     stays. (The kernel keeps a process from changing the scheduling of
+//     one with capabilities it lacks, which shields an engine run as
+//     root, but not one run as the user.)
 //   - setpriority: only PRIO_PROCESS with who 0 (what nice passes), and
 //     ioprio_set only IOPRIO_WHO_PROCESS with who 0 (ionice CMD), else
 //     EPERM: a process group or a whole uid, the engine's included, is
@@ -110,6 +113,9 @@ func Assemble(net bool) ([]unix.SockFilter, error) {
 		{"mknodat", false, modeBits(2)},
 		{"prlimit64", false, lowAre(lowIs{0, 0})},
 		{"sched_setaffinity", false, lowAre(lowIs{0, 0})},
+		{"sched_setscheduler", false, lowAre(lowIs{0, 0})},
+		{"sched_setparam", false, lowAre(lowIs{0, 0})},
+		{"sched_setattr", false, lowAre(lowIs{0, 0})},
 		{"setpriority", false, lowAre(lowIs{0, unix.PRIO_PROCESS}, lowIs{1, 0})},
 		{"ioprio_set", false, lowAre(lowIs{0, ioprioWhoProcess}, lowIs{1, 0})},
 		{"keyctl", false, deny},
