@@ -4,9 +4,11 @@
 // concerns: the jail roots a mutating run may write, the caches every run
 // may write, the secret paths no run may read, the run's private temporary
 // directory and terminal. On Linux, Start applies it with Landlock (file
-// system, TCP) and a seccomp filter (socket families, io_uring) to a fresh
-// OS thread locked for the purpose, starts the child from that thread and
-// lets the thread die with its goroutine: the calling process is never
+// system, TCP) and a seccomp filter (what Landlock does not govern: socket
+// families and MPTCP, io_uring, keyrings, set-id modes, typing into the
+// terminal, other processes' limits and priorities; internal/seccompasm
+// lists the rules) to a fresh OS thread locked for the purpose, starts the
+// child from that thread and lets the thread die with its goroutine: the calling process is never
 // confined. As root, that thread also drops every capability, so the child
 // cannot step around the rules with root's powers. On macOS, Start runs the
 // child under sandbox-exec with a Seatbelt profile of the same meaning.

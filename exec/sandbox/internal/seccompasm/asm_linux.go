@@ -1,56 +1,185 @@
-// Package seccompasm assembles sluice's two seccomp programs with
-// github.com/elastic/go-seccomp-bpf for the architecture it runs on. The
-// sandbox links it only where no program was generated ahead of time:
-// the library's syscall tables cost every process that links it ~0.2 ms
-// to build at start, and every agent's hook is such a process.
+// Package seccompasm assembles sluice's two seccomp programs, with
+// golang.org/x/net/bpf, for the architecture it runs on, taking the
+// system call numbers from github.com/elastic/go-seccomp-bpf's tables.
+// The sandbox links it only where no program was generated ahead of time:
+// those tables cost every process that links them ~0.2 ms to build at
+// start, and every agent's hook is such a process.
 package seccompasm
 
 import (
+	"encoding/binary"
 	"fmt"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
-// Assemble builds the filter: any socket but AF_INET and AF_INET6 (with
-// network) or any socket at all (without) fails with EACCES, as does
-// io_uring_setup (io_uring can open sockets past the socket syscall's
-// filter). socketpair stays: it connects a process only to itself. A
-// syscall made through another architecture's entry (32-bit int 0x80 on
-// x86-64) fails with EPERM, so the filter cannot be stepped around that
-// way; the x32 ABI is refused by the library's own prologue.
+// The returns.
+const (
+	allow  = unix.SECCOMP_RET_ALLOW
+	eperm  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	eacces = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
+	enosys = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+)
+
+// Argument values the rules compare with.
+const (
+	setid            = unix.S_ISUID | unix.S_ISGID                     // 06000
+	creates          = unix.O_CREAT | unix.O_TMPFILE&^unix.O_DIRECTORY // O_CREAT|__O_TMPFILE: the open takes a mode
+	ioprioWhoProcess = 1                                               // linux/ioprio.h
+	x32Bit           = 0x40000000                                      // __X32_SYSCALL_BIT
+)
+
+// Assemble builds the filter. Anything it does not name is allowed:
+// Landlock governs the file system and TCP ports; this closes what
+// Landlock does not.
+//
+//   - socket: with network, only AF_INET and AF_INET6, and neither with
+//     IPPROTO_MPTCP (an MPTCP socket's connections get past Landlock's TCP
+//     port rules on the kernels sluice supports); without network, none.
+//     EACCES. socketpair stays: it connects a process only to itself.
+//   - io_uring_setup: EACCES (io_uring can open sockets past the socket
+//     syscall's filter).
+//   - keyctl, add_key, request_key: EPERM; a confined process would
+//     otherwise read the secrets in the user's keyrings.
+//   - perf_event_open, bpf, userfaultfd: EPERM; kernel attack surface and
+//     other processes' events that no build or test needs.
+//   - prlimit64, sched_setaffinity, sched_setscheduler, sched_setparam,
+//     sched_setattr: only on pid 0 (the caller; bash's ulimit, taskset
+//     CMD and chrt CMD pass 0), else EPERM. setrlimit has no pid and
+//     stays. (The kernel keeps a process from changing the scheduling of
+//     one with capabilities it lacks, which shields an engine run as
+//     root, but not one run as the user.)
+//   - setpriority: only PRIO_PROCESS with who 0 (what nice passes), and
+//     ioprio_set only IOPRIO_WHO_PROCESS with who 0 (ionice CMD), else
+//     EPERM: a process group or a whole uid, the engine's included, is
+//     not the run's to renice.
+//   - ioctl TIOCSTI and TIOCLINUX: EPERM. TIOCSTI types into the
+//     terminal the run inherited, whose shell would run it unconfined.
+//   - chmod, fchmod, fchmodat, fchmodat2 with a mode that has S_ISUID or
+//     S_ISGID, and creat, mkdir, mkdirat, mknod, mknodat with such a mode,
+//     and open and openat with such a mode when O_CREAT or O_TMPFILE is
+//     set (the mode is ignored otherwise): EPERM. Landlock does not govern
+//     modes; a set-id file is a way out for whoever runs it later.
+//     openat2 takes its mode in a struct the filter cannot read: ENOSYS,
+//     on which its callers fall back to openat (glibc's open never calls
+//     it).
+//
+// Every argument compared is an int or narrower in the kernel (pid_t,
+// umode_t, ioctl's unsigned int command), which truncates the register
+// to its low 32 bits, so the filter compares those bits only:
+// 0xffffffff00005412 is TIOCSTI to the kernel and to the filter alike.
+//
+// A syscall made through another architecture's entry (32-bit int 0x80
+// on x86-64) fails with EPERM, and one through the x32 ABI with ENOSYS,
+// so the filter cannot be stepped around that way.
+//
+// The checks are a chain of comparisons on the syscall number, openat's
+// and ioctl's first: every syscall not named returns ALLOW looking at
+// nothing but its number and architecture, which the kernel caches, so
+// those run no filter at all; openat, which must look at its arguments,
+// reaches ALLOW in eight instructions.
 func Assemble(net bool) ([]unix.SockFilter, error) {
 	info, err := arch.GetInfo("")
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: seccomp: %w", err)
 	}
-	deny := seccomp.ActionErrno | seccomp.Action(unix.EACCES)
-	groups := []seccomp.SyscallGroup{{Names: []string{"io_uring_setup"}, Action: deny}}
+	refuse := func(ret uint32) []bpf.Instruction { return []bpf.Instruction{bpf.RetConstant{Val: ret}} }
+	deny, denySocket, noOpenat2 := refuse(eperm), refuse(eacces), refuse(enosys)
+	socket := denySocket
 	if net {
-		groups = append(groups, seccomp.SyscallGroup{Action: deny, NamesWithCondtions: []seccomp.NameWithConditions{{
-			Name: "socket",
-			Conditions: seccomp.ArgumentConditions{
-				{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET},
-				{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET6},
-			},
-		}}})
-	} else {
-		groups = append(groups, seccomp.SyscallGroup{Names: []string{"socket"}, Action: deny})
+		socket = inetSocket()
 	}
-	pol := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: groups}
-	body, err := pol.Assemble()
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: seccomp: %w", err)
+	rules := []struct {
+		name   string
+		legacy bool // absent on newer architectures (arm64)
+		check  []bpf.Instruction
+	}{
+		{"openat", false, createMode(2, 3)},
+		{"ioctl", false, lowNot(1, eperm, unix.TIOCSTI, unix.TIOCLINUX)},
+		{"open", true, createMode(1, 2)},
+		{"socket", false, socket},
+		{"io_uring_setup", false, denySocket},
+		{"openat2", false, noOpenat2},
+		{"chmod", true, modeBits(1)},
+		{"fchmod", false, modeBits(1)},
+		{"fchmodat", false, modeBits(2)},
+		{"fchmodat2", false, modeBits(2)},
+		{"creat", true, modeBits(1)},
+		{"mkdir", true, modeBits(1)},
+		{"mkdirat", false, modeBits(2)},
+		{"mknod", true, modeBits(1)},
+		{"mknodat", false, modeBits(2)},
+		{"prlimit64", false, lowAre(lowIs{0, 0})},
+		{"sched_setaffinity", false, lowAre(lowIs{0, 0})},
+		{"sched_setscheduler", false, lowAre(lowIs{0, 0})},
+		{"sched_setparam", false, lowAre(lowIs{0, 0})},
+		{"sched_setattr", false, lowAre(lowIs{0, 0})},
+		{"setpriority", false, lowAre(lowIs{0, unix.PRIO_PROCESS}, lowIs{1, 0})},
+		{"ioprio_set", false, lowAre(lowIs{0, ioprioWhoProcess}, lowIs{1, 0})},
+		{"keyctl", false, deny},
+		{"add_key", false, deny},
+		{"request_key", false, deny},
+		{"perf_event_open", false, deny},
+		{"bpf", false, deny},
+		{"userfaultfd", false, deny},
 	}
-	// The library lets a foreign architecture's syscalls through to the
-	// default action (allow); refuse them first.
-	prog := append([]bpf.Instruction{
+
+	// The chain: one comparison per rule, falling through to ALLOW; then
+	// each distinct check once (the refusals are shared), in rule order.
+	type entry struct {
+		nr    uint32
+		block int
+	}
+	var entries []entry
+	var blocks [][]bpf.Instruction
+	for _, r := range rules {
+		nr, ok := info.SyscallNames[r.name]
+		if !ok {
+			if r.legacy {
+				continue
+			}
+			return nil, fmt.Errorf("sandbox: seccomp: no syscall %s on %s", r.name, info.Name)
+		}
+		b := -1
+		for i, c := range blocks {
+			if &c[0] == &r.check[0] {
+				b = i
+			}
+		}
+		if b < 0 {
+			b = len(blocks)
+			blocks = append(blocks, r.check)
+		}
+		entries = append(entries, entry{uint32(nr | info.SeccompMask), b})
+	}
+	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
-		bpf.RetConstant{Val: uint32(seccomp.ActionErrno) | uint32(unix.EPERM)},
-	}, body...)
+		bpf.RetConstant{Val: eperm},
+		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
+	}
+	if info.ID == arch.X86_64.ID {
+		prog = append(prog,
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
+			bpf.RetConstant{Val: enosys})
+	}
+	offset := make([]int, len(blocks)) // of each block, from the first
+	for i := 1; i < len(blocks); i++ {
+		offset[i] = offset[i-1] + len(blocks[i-1])
+	}
+	for i, e := range entries {
+		skip := len(entries) - 1 - i + 1 + offset[e.block] // the rest of the chain, ALLOW, the blocks before
+		if skip > 255 {
+			return nil, fmt.Errorf("sandbox: seccomp: program too long for its jumps")
+		}
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: e.nr, SkipTrue: uint8(skip)})
+	}
+	prog = append(prog, bpf.RetConstant{Val: allow})
+	for _, b := range blocks {
+		prog = append(prog, b...)
+	}
 	raw, err := bpf.Assemble(prog)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: seccomp: %w", err)
@@ -60,6 +189,74 @@ func Assemble(net bool) ([]unix.SockFilter, error) {
 		fs[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 	}
 	return fs, nil
+}
+
+// loadLow loads the low 32 bits of argument n (seccomp_data.args[n]).
+func loadLow(n uint32) bpf.Instruction {
+	off := 16 + 8*n
+	if binary.NativeEndian.Uint16([]byte{0, 1}) == 1 { // big-endian
+		off += 4
+	}
+	return bpf.LoadAbsolute{Off: off, Size: 4}
+}
+
+// modeBits refuses (EPERM) when the mode in argument n has S_ISUID or
+// S_ISGID.
+func modeBits(n uint32) []bpf.Instruction {
+	return []bpf.Instruction{
+		loadLow(n),
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: setid, SkipFalse: 1},
+		bpf.RetConstant{Val: eperm},
+		bpf.RetConstant{Val: allow},
+	}
+}
+
+// createMode is modeBits(mode) for an open whose flags (argument flags)
+// create a file, ALLOW for any other.
+func createMode(flags, mode uint32) []bpf.Instruction {
+	return append([]bpf.Instruction{
+		loadLow(flags),
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: creates, SkipFalse: 3},
+	}, modeBits(mode)...)
+}
+
+// lowIs says argument arg's low 32 bits equal val.
+type lowIs struct{ arg, val uint32 }
+
+// lowAre allows when every condition holds, else refuses with EPERM.
+func lowAre(conds ...lowIs) []bpf.Instruction {
+	var p []bpf.Instruction
+	n := len(conds)
+	for i, c := range conds {
+		// [ld, jeq]... ALLOW, EPERM: a mismatch skips to EPERM.
+		p = append(p, loadLow(c.arg), bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.val, SkipFalse: uint8(2*(n-i) - 1)})
+	}
+	return append(p, bpf.RetConstant{Val: allow}, bpf.RetConstant{Val: eperm})
+}
+
+// lowNot refuses with ret when argument arg's low 32 bits are one of
+// vals, else allows.
+func lowNot(arg uint32, ret uint32, vals ...uint32) []bpf.Instruction {
+	p := []bpf.Instruction{loadLow(arg)}
+	m := len(vals)
+	for k, v := range vals {
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(m - k)})
+	}
+	return append(p, bpf.RetConstant{Val: allow}, bpf.RetConstant{Val: ret})
+}
+
+// inetSocket allows socket(AF_INET or AF_INET6, any type, any protocol
+// but IPPROTO_MPTCP) and refuses any other with EACCES.
+func inetSocket() []bpf.Instruction {
+	return []bpf.Instruction{
+		loadLow(0), // family
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET, SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET6, SkipFalse: 3},
+		loadLow(2), // protocol
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.IPPROTO_MPTCP, SkipTrue: 1},
+		bpf.RetConstant{Val: allow},
+		bpf.RetConstant{Val: eacces},
+	}
 }
 
 // Render writes both programs as the Go source of package sandbox's
