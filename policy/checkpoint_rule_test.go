@@ -43,10 +43,18 @@ func TestAllowWithCheckpoint(t *testing.T) {
 		{"go vet ./...", project, Allow},
 		{"cd / && make", project, Ask},
 		{"cd .. && go test ./...", project, Ask},
+		// A variable carrying options or a program: never a checkpoint.
+		{"MAKEFLAGS=--eval='$(shell id)' make test", project, Ask},
+		{"CC=/tmp/cc make", project, Ask},
+		{"env RUSTC_WRAPPER=/tmp/w cargo build", project, Deny},
+		{"GOFLAGS=-count=1 go test ./...", project, AllowWithCheckpoint},
 	} {
 		if v := check(p, tt.line, tt.cwd); v.Action != tt.want {
 			t.Errorf("%s in %s: %s, want %s (%s)", tt.line, filepath.Base(tt.cwd), v.Action, tt.want, strings.Join(v.Reasons, "; "))
 		}
+	}
+	if v := check(p, "CC=/tmp/cc make", project); !strings.Contains(strings.Join(v.Reasons, "; "), "CC=") {
+		t.Errorf("a checkpoint refused for CC= does not name it: %v", v.Reasons)
 	}
 	if v := check(p, "go test ./...", loose); !strings.Contains(strings.Join(v.Reasons, "; "), "applies inside a project") {
 		t.Errorf("outside a project the verdict does not say why it asks: %v", v.Reasons)

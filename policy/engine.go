@@ -281,11 +281,6 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 		if rule.Reason != "" {
 			pv.Reasons = append(pv.Reasons, rule.Reason)
 		}
-		if act < Ask && pt.loaded != "" {
-			// "allow go test *" means the tests, not LD_PRELOAD=x go test.
-			act = max(act, p.defaults[pv.Category], Ask)
-			pv.Rule = "an allow rule does not cover " + pt.loaded
-		}
 		trust := strings.HasPrefix(rule.Origin, "trust ")
 		switch {
 		case trust && pv.Category != ReadOnly && pv.Category != Mutating && pv.Category != Unknown:
@@ -310,6 +305,18 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 			act = p.defaults[pv.Category]
 			pv.Rule = fmt.Sprintf("default: %s → %s (a checkpoint does not cover it)", pv.Category, act)
 		}
+	}
+	if len(pt.carries) > 0 && act < Ask {
+		// Code, a program or options the line brings with it
+		// (TAR_OPTIONS=--to-command=sh, make --eval=…) pass no rule and
+		// no default: "allow go test *" means the tests, not
+		// LD_PRELOAD=x go test, and a checkpoint cannot undo what such
+		// code did outside the project.
+		if act == AllowWithCheckpoint {
+			pv.Reasons = append(pv.Reasons, "allow_with_checkpoint does not cover code the line brings with it ("+pt.carries[0]+")")
+		}
+		act = max(act, p.defaults[pv.Category], Ask)
+		pv.Rule = "the line brings code of its own: " + strings.Join(pt.carries, "; ")
 	}
 	risk := baseRisk(pv.Category)
 	check := func(ref pathRef, access string) {

@@ -42,6 +42,8 @@ func TestCheckRequest(t *testing.T) {
 		{"env BASH_ENV", queue.Request{Kind: queue.KindExec, Command: "ls", Env: map[string]string{"BASH_ENV": "/tmp/evil"}, Cwd: cwd}, Deny, HostEscape},
 		{"env GOFLAGS toolexec", queue.Request{Kind: queue.KindExec, Command: "go vet ./...", Env: map[string]string{"GOFLAGS": "-toolexec=/tmp/x"}, Cwd: cwd}, Deny, HostEscape},
 		{"env quote breakout", queue.Request{Kind: queue.KindExec, Command: "ls", Env: map[string]string{"X": "a' ; rm -rf ~ ; '"}, Cwd: cwd}, Allow, ReadOnly},
+		{"env TAR_OPTIONS", queue.Request{Kind: queue.KindExec, Command: "tar -tf release.tar", Env: map[string]string{"TAR_OPTIONS": "--to-command=sh"}, Cwd: cwd}, Ask, Unknown},
+		{"env GREP", queue.Request{Kind: queue.KindExec, Command: "zgrep ERROR app.log.gz", Env: map[string]string{"GREP": "sh -c id"}, Cwd: cwd}, Ask, Unknown},
 		{"env harmless", queue.Request{Kind: queue.KindExec, Command: "git status", Env: map[string]string{"GIT_PAGER": "cat", "CI": "1"}, Cwd: cwd}, Allow, ReadOnly},
 	}
 	for _, tt := range tests {
