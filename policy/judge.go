@@ -34,6 +34,16 @@ type pathRef struct {
 	how string
 }
 
+// output records a file an option names for the program's output (time
+// -o FILE, sort -o FILE, tar --index-file=FILE): a write judged as a
+// redirection target is; "-" (standard output) and /dev/null are none.
+func (p *part) output(w word, cwd word, how string) {
+	if !w.dyn && (w.val == "-" || w.val == "" || isDevStream(w.val)) {
+		return
+	}
+	p.writes = append(p.writes, pathRef{w: w, cwd: cwd, how: how})
+}
+
 // carry records why the part runs code the line brings with it.
 func (p *part) carry(why string) {
 	if !slices.Contains(p.carries, why) {
@@ -479,6 +489,7 @@ func (j *judge) known(prog string, args []word, pt *part) {
 		pt.label = "knowledge: " + label
 	}
 	condWrites := ""
+	writeOpts := t.WriteOptions
 	for _, c := range t.When {
 		if len(c.Names) > 0 && !slices.Contains(c.Names, prog) {
 			continue
@@ -499,6 +510,7 @@ func (j *judge) known(prog string, args []word, pt *part) {
 			if c.Writes != "" {
 				condWrites = c.Writes
 			}
+			writeOpts = append(writeOpts[:len(writeOpts):len(writeOpts)], c.WriteOptions...)
 		}
 	}
 	if pt.cat == ReadOnly {
@@ -513,24 +525,24 @@ func (j *judge) known(prog string, args []word, pt *part) {
 	switch writes {
 	case "args":
 		for _, o := range opnds {
-			pt.writes = append(pt.writes, pathRef{w: o, how: label + " operand"})
+			pt.writes = append(pt.writes, pathRef{w: o, cwd: pt.cwd, how: label + " operand"})
 		}
 	case "last":
 		if len(opnds) >= 2 {
-			pt.writes = append(pt.writes, pathRef{w: opnds[len(opnds)-1], how: label + " destination"})
+			pt.writes = append(pt.writes, pathRef{w: opnds[len(opnds)-1], cwd: pt.cwd, how: label + " destination"})
 		}
 	}
-	for _, wo := range t.WriteOptions {
+	for _, wo := range writeOpts {
 		for _, o := range ops {
 			if strings.HasSuffix(wo, "=") {
 				if !o.option && !o.w.dyn && strings.HasPrefix(o.w.val, wo) {
-					pt.writes = append(pt.writes, pathRef{w: word{val: o.w.val[len(wo):], src: o.w.src}, how: label + " " + wo})
+					pt.output(word{val: o.w.val[len(wo):], src: o.w.src}, pt.cwd, label+" "+wo)
 				}
 				continue
 			}
 			if o.option {
 				if v, ok := optionValue(o, wo); ok {
-					pt.writes = append(pt.writes, pathRef{w: v, how: label + " " + wo})
+					pt.output(v, pt.cwd, label+" "+wo)
 				}
 			}
 		}
@@ -701,11 +713,11 @@ func hiddenWrites(t *Tool, ops []opword, label string, pt *part) {
 		}
 		switch {
 		case hasVal:
-			pt.writes = append(pt.writes, pathRef{w: word{val: val, src: o.w.src}, how: label + " " + name})
+			pt.output(word{val: val, src: o.w.src}, pt.cwd, label+" "+name)
 		case o.value != nil:
-			pt.writes = append(pt.writes, pathRef{w: *o.value, how: label + " " + name})
+			pt.output(*o.value, pt.cwd, label+" "+name)
 		case i+1 < len(ops) && !ops[i+1].option:
-			pt.writes = append(pt.writes, pathRef{w: ops[i+1].w, how: label + " " + name})
+			pt.output(ops[i+1].w, pt.cwd, label+" "+name)
 		}
 	}
 }

@@ -125,6 +125,9 @@ type Condition struct {
 	// Writes, when the condition matches, names the operands written,
 	// as Tool.Writes does ("xxd -r IN OUT" writes OUT).
 	Writes string `toml:"writes"`
+	// WriteOptions, when the condition matches, are options whose value
+	// is a path written, as Tool.WriteOptions (tar -c -f FILE).
+	WriteOptions []string `toml:"write_options"`
 }
 
 // toolTable is the knowledge table as the judge reads it. Its entries
