@@ -222,6 +222,16 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 	if w.own != 0 {
 		pt.escalate(w.own, w.reason)
 	}
+	if pid, changes := onProcess(prog, args); pid {
+		// prlimit --pid N, ionice -p N, taskset -p, chrt -p: no command
+		// is started; a running process is looked at or changed.
+		pt.label = prog + " on a running process"
+		if changes {
+			pt.escalate(Mutating, prog+" changes the limits, priority or CPU affinity of a running process")
+		}
+		j.parts = append(j.parts, *pt)
+		return
+	}
 	rest := args[1:]
 	i := 0
 	replace, replStr := false, ""
@@ -602,4 +612,51 @@ func shadowed(cwd word, top string) bool {
 	}
 	matches, _ := filepath.Glob(filepath.Join(cwd.val, top+".*.so"))
 	return len(matches) > 0
+}
+
+// onProcess reports the forms of prlimit, ionice, taskset and chrt that
+// act on a running process (--pid N) instead of starting a command, and
+// whether the form changes it (a limit with a value, a class or level, a
+// mask or priority before the pid) rather than shows it.
+func onProcess(prog string, args []word) (pid, changes bool) {
+	switch prog {
+	case "prlimit", "ionice", "taskset", "chrt":
+	default:
+		return false, false
+	}
+	operands, dyn := 0, false
+	for _, a := range args[1:] {
+		if a.dyn {
+			dyn = true
+			continue
+		}
+		v := a.val
+		if v == "--" {
+			break
+		}
+		name, _, hasVal := strings.Cut(v, "=")
+		switch {
+		case !strings.HasPrefix(v, "-") || v == "-":
+			operands++
+		case name == "--pid" || name == "--pgid" || name == "--uid" || isAbbrev(name, "--pid"):
+			pid = true
+		case prog == "ionice" && (v == "-p" || v == "-P" || v == "-u"),
+			prog != "ionice" && !strings.HasPrefix(v, "--") && strings.ContainsRune(v[1:], 'p'):
+			pid = true // -p, -pc (taskset), -p1234 (prlimit)
+			if prog == "prlimit" && len(v) > 2 {
+				operands++ // the pid is attached
+			}
+		case prog == "prlimit" && name != "--output" && name != "-o" && (hasVal || !strings.HasPrefix(v, "--") && len(v) > 2):
+			changes = true // --nofile=12:12, -n12:12
+		case prog == "ionice" && (name == "-c" || name == "-n" || name == "--class" || name == "--classdata" ||
+			strings.HasPrefix(v, "-c") || strings.HasPrefix(v, "-n")):
+			changes = true
+		}
+	}
+	if prog != "ionice" && operands >= 2 {
+		// taskset -p MASK PID, chrt -p PRIO PID; for prlimit, a word
+		// besides the pid is a limit's value (--nofile 12:12).
+		changes = true
+	}
+	return pid, changes || pid && dyn
 }
