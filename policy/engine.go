@@ -306,17 +306,32 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 			pv.Rule = fmt.Sprintf("default: %s → %s (a checkpoint does not cover it)", pv.Category, act)
 		}
 	}
-	if len(pt.carries) > 0 && act < Ask {
+	carries := pt.carries
+	for _, sc := range pt.scripts {
+		// make -f FILE: a file of code outside the project is code the
+		// line brings, not the project's own.
+		abs, ok := resolve(sc.w.val, sc.cwd, env, true)
+		if sc.w.dyn || !ok || !inRoots(abs, env.Roots) {
+			where := sc.w.src
+			if ok && !sc.w.dyn {
+				where = abs
+			}
+			why := sc.how + " runs code from " + where + ", outside the project"
+			carries = append(carries, why)
+			pv.Reasons = append(pv.Reasons, why)
+		}
+	}
+	if len(carries) > 0 && act < Ask {
 		// Code, a program or options the line brings with it
 		// (TAR_OPTIONS=--to-command=sh, make --eval=…) pass no rule and
 		// no default: "allow go test *" means the tests, not
 		// LD_PRELOAD=x go test, and a checkpoint cannot undo what such
 		// code did outside the project.
 		if act == AllowWithCheckpoint {
-			pv.Reasons = append(pv.Reasons, "allow_with_checkpoint does not cover code the line brings with it ("+pt.carries[0]+")")
+			pv.Reasons = append(pv.Reasons, "allow_with_checkpoint does not cover code the line brings with it ("+carries[0]+")")
 		}
 		act = max(act, p.defaults[pv.Category], Ask)
-		pv.Rule = "the line brings code of its own: " + strings.Join(pt.carries, "; ")
+		pv.Rule = "the line brings code of its own: " + strings.Join(carries, "; ")
 	}
 	risk := baseRisk(pv.Category)
 	check := func(ref pathRef, access string) {

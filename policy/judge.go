@@ -17,6 +17,9 @@ type part struct {
 	reasons []string
 	writes  []pathRef
 	reads   []pathRef
+	// scripts are files of code the program runs, named by its options
+	// (make -f FILE): outside the project they bring code of their own.
+	scripts []pathRef
 	// carries says why the command runs code, a program or options
 	// the line brings with it (LD_PRELOAD=…, TAR_OPTIONS=…, make
 	// --eval=…): the part is at least ask, whatever rule matches it, and
@@ -544,6 +547,33 @@ func (j *judge) known(prog string, args []word, pt *part) {
 				if v, ok := optionValue(o, wo); ok {
 					pt.output(v, pt.cwd, label+" "+wo)
 				}
+			}
+		}
+	}
+	for _, o := range ops {
+		if !o.option {
+			continue
+		}
+		for _, co := range t.CodeOptions {
+			if _, ok := optionValue(o, co); ok || o.w.dyn {
+				why := label + " " + co + " runs code given on the command line"
+				pt.escalate(Unknown, why)
+				pt.carry(why)
+			}
+		}
+		for _, so := range t.ScriptOptions {
+			if v, ok := optionValue(o, so); ok {
+				pt.scripts = append(pt.scripts, pathRef{w: v, cwd: pt.cwd, how: label + " " + so})
+			}
+		}
+	}
+	if prog == "make" || slices.Contains(t.Aliases, "gmake") {
+		// make NAME=VALUE overrides the Makefile's variable: one that
+		// carries a program or options (CC=, MAKEFLAGS=) is judged as
+		// the same variable in the environment would be.
+		for _, o := range operands(ops) {
+			if name, val, ok := strings.Cut(o.val, "="); ok && validName(name) {
+				checkAssign(pt, word{val: name + "=" + val, dyn: o.dyn, src: o.src})
 			}
 		}
 	}

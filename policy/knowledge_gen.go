@@ -1864,7 +1864,7 @@ func generatedTool(name string) *Tool {
 			"migrate": &Tool{Category: Category(1), When: []Condition{Condition{Flags: []string{"--write", "--fix"}, Category: Category(3), Reason: "rewrites the configuration"}}},
 		}, When: []Condition{Condition{Flags: []string{"--write", "--fix", "--apply", "--apply-unsafe", "--unsafe"}, Category: Category(3), Reason: "rewrites files"}}}
 	case "bmake", "gmake", "make", "pmake", "remake":
-		return &Tool{Category: Category(3), Reason: "runs Makefile recipes", Aliases: []string{"gmake", "bmake", "pmake", "remake"}, ValueOptions: []string{"-C", "--directory", "-f", "--file", "--makefile", "-I", "--include-dir", "-o", "--old-file", "--assume-old", "-W", "--what-if", "--new-file", "--assume-new", "-l", "--load-average", "--eval", "--jobserver-style"}}
+		return &Tool{Category: Category(3), Reason: "runs Makefile recipes", Aliases: []string{"gmake", "bmake", "pmake", "remake"}, ValueOptions: []string{"-C", "--directory", "-f", "--file", "--makefile", "-I", "--include-dir", "-o", "--old-file", "--assume-old", "-W", "--what-if", "--new-file", "--assume-new", "-l", "--load-average", "--eval", "-E", "--jobserver-style"}, CodeOptions: []string{"--eval", "-E"}, ScriptOptions: []string{"-f", "--file", "--makefile", "-I", "--include-dir"}}
 	case "bmon", "iftop", "lsof", "nethogs", "netstat", "nettop", "sockstat", "ss", "vnstat":
 		return &Tool{Category: Category(1), Aliases: []string{"netstat", "lsof", "sockstat", "nettop", "iftop", "nethogs", "bmon", "vnstat"}, When: []Condition{Condition{Flags: []string{"-K", "--kill"}, Category: Category(5), Reason: "ss -K kills the matching sockets"}}}
 	case "bore", "cloudflared", "frpc", "localtunnel", "localxpose", "lt", "ngrok", "pinggy", "tunnelmole", "zrok":
@@ -2198,7 +2198,7 @@ func generatedTool(name string) *Tool {
 	case "cut":
 		return &Tool{Category: Category(1), ValueOptions: []string{"-b", "--bytes", "-c", "--characters", "-d", "--delimiter", "-f", "--fields", "--output-delimiter"}}
 	case "dagger", "doit", "earthly", "go-task", "invoke", "just", "mage", "moon", "please", "premake5", "scons", "task", "waf", "xmake":
-		return &Tool{Category: Category(3), Reason: "runs recipes", Aliases: []string{"task", "go-task", "mage", "earthly", "dagger", "invoke", "doit", "scons", "waf", "premake5", "xmake", "please", "moon"}, ValueOptions: []string{"-f", "--justfile", "-d", "--working-directory", "-t", "--taskfile", "--dir", "--set"}}
+		return &Tool{Category: Category(3), Reason: "runs recipes", Aliases: []string{"task", "go-task", "mage", "earthly", "dagger", "invoke", "doit", "scons", "waf", "premake5", "xmake", "please", "moon"}, ValueOptions: []string{"-f", "--justfile", "-d", "--working-directory", "-t", "--taskfile", "--dir", "--set"}, ScriptOptions: []string{"-f", "--justfile", "-t", "--taskfile"}}
 	case "dart", "flutter":
 		return &Tool{Category: Category(2), Aliases: []string{"dart"}, Sub: map[string]*Tool{
 			"analyze": &Tool{Category: Category(1)},
