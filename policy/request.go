@@ -144,7 +144,7 @@ func (j *Judge) policyFor(cwd string) (*Policy, error) {
 // paths a write, edit or patch would change, or a tool call by its name
 // and the paths in its input.
 func (p *Policy) CheckRequest(req *queue.Request) *Verdict {
-	env := Env{Cwd: req.Cwd}
+	env := Env{Cwd: req.Cwd, Home: p.home}
 	if req.Cwd != "" {
 		env.Roots = Roots(req.Cwd)
 	}
@@ -154,17 +154,29 @@ func (p *Policy) CheckRequest(req *queue.Request) *Verdict {
 		p.checkRequestEnv(v, req.Env, env)
 		return v
 	case queue.KindWrite, queue.KindEdit:
-		return p.checkPaths(string(req.Kind), Mutating, "", []string{req.Path}, nil, env)
+		return p.checkWrites(string(req.Kind), []string{req.Path}, env)
 	case queue.KindPatch:
 		paths := patchPaths(req.Diff)
 		if len(paths) == 0 {
 			return &Verdict{Action: Ask, Category: Unknown, Risk: Medium, Reasons: []string{"the patch names no file sluice can read"}}
 		}
-		return p.checkPaths("patch", Mutating, "", paths, nil, env)
+		return p.checkWrites("patch", paths, env)
 	case queue.KindTool:
 		return p.checkTool(req, env)
 	}
 	return &Verdict{Action: Ask, Category: Unknown, Risk: Medium, Reasons: []string{"unknown request kind " + string(req.Kind)}}
+}
+
+// checkWrites judges a file change: its paths, and a jail that would be
+// the home directory or / (never granted: the request asks).
+func (p *Policy) checkWrites(what string, paths []string, env Env) *Verdict {
+	var ungranted string
+	env.Roots, ungranted = grantable(env.Roots, env.Home)
+	v := p.checkPaths(what, Mutating, "", paths, nil, env)
+	if ungranted != "" {
+		v.floor(Ask, Medium, ungranted)
+	}
+	return v
 }
 
 // checkPaths judges a request that writes and reads the given paths.
