@@ -75,6 +75,9 @@ func optionValue(ow opword, name string) (word, bool) {
 		return word{val: val, src: ow.w.src}, true
 	case len(name) == 2 && name[1] != '-' && len(v) > 2 && v[1] != '-' && strings.HasPrefix(v, name):
 		return word{val: v[2:], src: ow.w.src}, true
+	case len(name) == 2 && name[1] != '-' && len(v) > 2 && v[1] != '-' && v[len(v)-1] == name[1] && ow.value != nil:
+		// A bundle ending in the option: tar -cf FILE, curl -so FILE.
+		return *ow.value, true
 	}
 	return word{}, false
 }

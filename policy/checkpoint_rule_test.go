@@ -43,9 +43,28 @@ func TestAllowWithCheckpoint(t *testing.T) {
 		{"go vet ./...", project, Allow},
 		{"cd / && make", project, Ask},
 		{"cd .. && go test ./...", project, Ask},
+		// A variable carrying options or a program: never a checkpoint.
+		{"MAKEFLAGS=--eval='$(shell id)' make test", project, Ask},
+		{"CC=/tmp/cc make", project, Ask},
+		{"env RUSTC_WRAPPER=/tmp/w cargo build", project, Deny},
+		{"GOFLAGS=-count=1 go test ./...", project, AllowWithCheckpoint},
+		// Options that carry code: never a checkpoint.
+		{"make test --eval='$(shell id)'", project, Ask},
+		{"make test -E 'x:=$(shell id)'", project, Ask},
+		{"make test -f /tmp/evil.mk", project, Ask},
+		{"make test --file=../other/Makefile", project, Ask},
+		{"make test -I /tmp/mk", project, Ask},
+		{"make test CC=/tmp/cc", project, Ask},
+		{"make test -f Makefile", project, AllowWithCheckpoint},
+		{"make test V=1", project, AllowWithCheckpoint},
 	} {
 		if v := check(p, tt.line, tt.cwd); v.Action != tt.want {
 			t.Errorf("%s in %s: %s, want %s (%s)", tt.line, filepath.Base(tt.cwd), v.Action, tt.want, strings.Join(v.Reasons, "; "))
+		}
+	}
+	for line, want := range map[string]string{"CC=/tmp/cc make": "CC=", "make test --eval=x": "--eval", "make test -f /tmp/evil.mk": "/tmp/evil.mk"} {
+		if v := check(p, line, project); !strings.Contains(strings.Join(v.Reasons, "; "), want) {
+			t.Errorf("%s: the refused checkpoint does not name %s: %v", line, want, v.Reasons)
 		}
 	}
 	if v := check(p, "go test ./...", loose); !strings.Contains(strings.Join(v.Reasons, "; "), "applies inside a project") {

@@ -91,7 +91,14 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 	if len(env.Roots) == 0 && env.Cwd != "" {
 		env.Roots = []string{env.Cwd}
 	}
+	var ungranted string
+	env.Roots, ungranted = grantable(env.Roots, env.Home)
 	v := &Verdict{Action: Allow, Category: ReadOnly, Risk: Low}
+	defer func() {
+		if ungranted != "" && v.Profile() != "read_only" {
+			v.floor(Ask, Medium, ungranted)
+		}
+	}()
 	if bad := hiddenRunes(line); bad != "" {
 		v.floor(Ask, High, "the line holds control or invisible characters ("+bad+"): what you see may not be what runs")
 	}
@@ -139,6 +146,37 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 		v.floor(Ask, Medium, "allow_with_checkpoint applies inside a project (a git repository other than your home): here its changes could reach anything")
 	}
 	return v
+}
+
+// grantable returns the roots that may be a jail: never the home
+// directory or /, where "the project" would be everything. why says
+// which root was left out, for a verdict on a request that writes.
+func grantable(roots []string, home string) (kept []string, why string) {
+	kept = projectRoots(roots, home)
+	if len(kept) == len(roots) {
+		return roots, ""
+	}
+	for _, r := range roots {
+		switch c := filepath.Clean(r); {
+		case c == "/":
+			return kept, "the project root would be / (the whole file system), which is never granted as a jail root"
+		case home != "" && c == filepath.Clean(home):
+			return kept, "the project root would be " + c + " (the home directory), which is never granted as a jail root"
+		}
+	}
+	return kept, ""
+}
+
+// UngrantedRoot names the root among roots that is never granted as a
+// jail root (the home directory or /), "" when there is none: a runner
+// must not make such a directory a mutating run's jail.
+func UngrantedRoot(roots []string, home string) string {
+	for _, r := range roots {
+		if c := filepath.Clean(r); c == "/" || home != "" && c == filepath.Clean(home) {
+			return c
+		}
+	}
+	return ""
 }
 
 // partDir is the absolute directory a part runs in, "" when it is
@@ -281,11 +319,6 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 		if rule.Reason != "" {
 			pv.Reasons = append(pv.Reasons, rule.Reason)
 		}
-		if act < Ask && pt.loaded != "" {
-			// "allow go test *" means the tests, not LD_PRELOAD=x go test.
-			act = max(act, p.defaults[pv.Category], Ask)
-			pv.Rule = "an allow rule does not cover " + pt.loaded
-		}
 		trust := strings.HasPrefix(rule.Origin, "trust ")
 		switch {
 		case trust && pv.Category != ReadOnly && pv.Category != Mutating && pv.Category != Unknown:
@@ -310,6 +343,33 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 			act = p.defaults[pv.Category]
 			pv.Rule = fmt.Sprintf("default: %s → %s (a checkpoint does not cover it)", pv.Category, act)
 		}
+	}
+	carries := pt.carries
+	for _, sc := range pt.scripts {
+		// make -f FILE: a file of code outside the project is code the
+		// line brings, not the project's own.
+		abs, ok := resolve(sc.w.val, sc.cwd, env, true)
+		if sc.w.dyn || !ok || !inRoots(abs, env.Roots) {
+			where := sc.w.src
+			if ok && !sc.w.dyn {
+				where = abs
+			}
+			why := sc.how + " runs code from " + where + ", outside the project"
+			carries = append(carries, why)
+			pv.Reasons = append(pv.Reasons, why)
+		}
+	}
+	if len(carries) > 0 && act < Ask {
+		// Code, a program or options the line brings with it
+		// (TAR_OPTIONS=--to-command=sh, make --eval=…) pass no rule and
+		// no default: "allow go test *" means the tests, not
+		// LD_PRELOAD=x go test, and a checkpoint cannot undo what such
+		// code did outside the project.
+		if act == AllowWithCheckpoint {
+			pv.Reasons = append(pv.Reasons, "allow_with_checkpoint does not cover code the line brings with it ("+carries[0]+")")
+		}
+		act = max(act, p.defaults[pv.Category], Ask)
+		pv.Rule = "the line brings code of its own: " + strings.Join(carries, "; ")
 	}
 	risk := baseRisk(pv.Category)
 	check := func(ref pathRef, access string) {
@@ -427,6 +487,9 @@ func (p *Policy) pathVerdict(ref pathRef, access string, env Env) (Action, Risk,
 		return a, r, why
 	}
 	if access == "write" && !inRoots(abs, env.Roots) {
+		if len(env.Roots) == 0 {
+			return Ask, High, fmt.Sprintf("writes %s, and there is no project to hold it (the home directory and / are none)", abs)
+		}
 		return Ask, High, fmt.Sprintf("writes %s, outside the project (%s)", abs, strings.Join(env.Roots, ", "))
 	}
 	return Allow, Low, ""

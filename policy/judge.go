@@ -17,10 +17,14 @@ type part struct {
 	reasons []string
 	writes  []pathRef
 	reads   []pathRef
-	// loaded is why an assignment before the command makes it run other
-	// code (LD_PRELOAD=…); a user's allow rule for the command does not
-	// cover that.
-	loaded string
+	// scripts are files of code the program runs, named by its options
+	// (make -f FILE): outside the project they bring code of their own.
+	scripts []pathRef
+	// carries says why the command runs code, a program or options
+	// the line brings with it (LD_PRELOAD=…, TAR_OPTIONS=…, make
+	// --eval=…): the part is at least ask, whatever rule matches it, and
+	// never allowed with a checkpoint.
+	carries []string
 	// cwd is the directory the command runs in (cd on the line followed;
 	// dyn when computed at run time).
 	cwd word
@@ -31,6 +35,23 @@ type pathRef struct {
 	w   word
 	cwd word
 	how string
+}
+
+// output records a file an option names for the program's output (time
+// -o FILE, sort -o FILE, tar --index-file=FILE): a write judged as a
+// redirection target is; "-" (standard output) and /dev/null are none.
+func (p *part) output(w word, cwd word, how string) {
+	if !w.dyn && (w.val == "-" || w.val == "" || isDevStream(w.val)) {
+		return
+	}
+	p.writes = append(p.writes, pathRef{w: w, cwd: cwd, how: how})
+}
+
+// carry records why the part runs code the line brings with it.
+func (p *part) carry(why string) {
+	if !slices.Contains(p.carries, why) {
+		p.carries = append(p.carries, why)
+	}
 }
 
 func (p *part) escalate(c Category, reason string) {
@@ -139,61 +160,141 @@ func isFD(s string) bool {
 	return true
 }
 
-// dangerousEnv are prefix assignments that make any program run code the
-// command line does not show.
+// checkAssign judges an assignment a command runs with (NAME=x cmd, env
+// NAME=x cmd, export NAME=x, a request's env map). A variable that carries
+// code, a program or options into what runs (envVar) makes the part at
+// least ask, whatever rule matches it, and never allowed with a
+// checkpoint: part.carries names it. Where the variable makes the
+// program run a command or load a library of the caller's choosing the
+// part is host_escape_risk.
 func checkAssign(pt *part, a word) {
 	name, val, _ := strings.Cut(a.val, "=")
 	if !a.dyn && evaluable(val) {
 		// x='$(cmd)' runs later through ${x@P}, $((x)), PS4 or eval.
 		pt.escalate(Unknown, name+"= holds a command substitution as text, which bash can evaluate later")
 	}
+	if name == "PATH" {
+		pt.escalate(Unknown, "PATH= changes which program a name runs")
+		return
+	}
+	cat, why := envVar(name, val, a.dyn)
+	if cat == 0 {
+		return
+	}
+	why = name + "= " + why
+	pt.escalate(cat, why)
+	pt.carry(why)
+}
+
+// envVar says what setting variable name to val does to the programs that
+// see it: 0 when nothing sluice knows of, else the category and why. A
+// value that is empty or known to be harmless (PAGER=cat) is nothing.
+func envVar(name, val string, dyn bool) (Category, string) {
+	if !dyn && (val == "" || harmlessValue(name, strings.TrimSpace(val))) {
+		return 0, ""
+	}
 	switch {
 	case strings.HasPrefix(name, "LD_"), strings.HasPrefix(name, "DYLD_"):
-		pt.escalate(HostEscape, name+"= loads code into the program")
-		pt.loaded = name + "= loads code into the program"
-	case name == "BASH_ENV", name == "ENV", name == "PROMPT_COMMAND", name == "GIT_SSH_COMMAND", name == "GIT_SSH",
-		name == "GIT_EXTERNAL_DIFF", name == "GIT_CONFIG_PARAMETERS", strings.HasPrefix(name, "GIT_CONFIG_KEY_"),
-		name == "GIT_CONFIG_COUNT", name == "PYTHONSTARTUP", name == "NODE_OPTIONS", name == "PERL5OPT", name == "RUBYOPT":
-		pt.escalate(HostEscape, name+"= makes the program run other code")
-		pt.loaded = name + "= makes the program run other code"
-	case execEnv[name] || strings.HasPrefix(name, "GIT_CONFIG") || (name == "GOFLAGS" && strings.Contains(a.val, "toolexec")):
-		pt.escalate(HostEscape, name+"= makes the command run code of the caller's choosing")
-		pt.loaded = name + "= makes the command run code of the caller's choosing"
-	case name == "PATH":
-		pt.escalate(Unknown, "PATH= changes which program a name runs")
+		return HostEscape, "loads code into the program"
+	case runsCode[name] || strings.HasPrefix(name, "GIT_CONFIG") || (name == "GOFLAGS" && strings.Contains(val, "exec")):
+		return HostEscape, "makes the program run code of the caller's choosing"
 	case pagerVars[name] || strings.HasSuffix(name, "PAGER") || strings.HasSuffix(name, "EDITOR"):
-		if _, val, _ := strings.Cut(a.val, "="); a.dyn || !harmlessPagers[strings.TrimSpace(val)] {
-			pt.escalate(HostEscape, name+"= makes the command run a program of the caller's choosing")
-		}
-	case riskyEnv[name] || strings.HasPrefix(name, "npm_config_") || strings.HasPrefix(name, "GIT_") ||
-		strings.HasPrefix(name, "PYTHON") || strings.HasPrefix(name, "LESS"):
-		pt.escalate(Unknown, name+"= changes what code or configuration the program loads")
+		return HostEscape, "makes the command run a program of the caller's choosing"
+	case optionVars[name]:
+		return Unknown, "gives the program options or a program of the caller's choosing"
+	case strings.HasPrefix(name, "CARGO_") && !strings.HasPrefix(name, "CARGO_TERM_") && name != "CARGO_INCREMENTAL":
+		return Unknown, "is cargo configuration, which can name programs to run (a wrapper, a linker, a runner)"
+	case loadsVars[name] || strings.HasPrefix(name, "npm_config_") || strings.HasPrefix(name, "NPM_CONFIG_") ||
+		strings.HasPrefix(name, "GIT_") || strings.HasPrefix(name, "PYTHON") || strings.HasPrefix(name, "LESS"):
+		return Unknown, "changes what code or configuration the program loads"
 	}
+	return 0, ""
+}
+
+// harmlessValue reports the values agents set to keep output flowing
+// (PAGER=cat, GIT_PAGER=cat, CARGO_TERM_COLOR=always) or to switch a
+// feature off: they run nothing of the caller's choosing.
+func harmlessValue(name, val string) bool {
+	if pagerVars[name] || strings.HasSuffix(name, "PAGER") || name == "BROWSER" {
+		return harmlessPagers[val]
+	}
+	if flags, ok := harmlessFlags[name]; ok {
+		// GOFLAGS=-count=1, MAKEFLAGS=-j4: every word one of the flags
+		// that change nothing but how much or how verbosely it runs.
+		for _, f := range strings.Fields(val) {
+			if !slices.ContainsFunc(flags, func(h string) bool {
+				return f == h || strings.HasSuffix(h, "*") && strings.HasPrefix(f, h[:len(h)-1]) && !strings.ContainsAny(f, "/$`")
+			}) {
+				return false
+			}
+		}
+		return true
+	}
+	switch name {
+	case "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONHASHSEED",
+		"PYTHONWARNINGS", "PYTHONFAULTHANDLER", "PYTHONNOUSERSITE", "PYTHONSAFEPATH",
+		"GIT_TERMINAL_PROMPT", "GIT_TRACE", "GIT_CURL_VERBOSE", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+		"GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_OPTIONAL_LOCKS", "GIT_FLUSH", "LESSCHARSET":
+		// Switches and names: no path, no program, no options.
+		return !strings.ContainsAny(val, "/ ") || strings.HasPrefix(name, "GIT_AUTHOR_") || strings.HasPrefix(name, "GIT_COMMITTER_")
+	}
+	return false
+}
+
+// harmlessFlags are, for variables that carry options, the options that
+// run nothing and read nothing of the caller's choosing; an entry ending
+// in '*' is a prefix, its rest any value without a path in it.
+var harmlessFlags = map[string][]string{
+	"GOFLAGS": {"-count=*", "-v", "-race", "-short", "-failfast", "-json", "-cover", "-trimpath", "-mod=*", "-tags=*",
+		"-buildvcs=*", "-p=*", "-timeout=*", "-shuffle=*"},
+	"MAKEFLAGS": {"-s", "-k", "-j*", "--jobs=*", "--no-print-directory", "--silent", "--keep-going", "-w", "--print-directory",
+		"-O*", "--output-sync*"},
 }
 
 // inertBuiltins are shell builtins that run no program and load no code:
 // an assignment before one of them affects nothing.
 var inertBuiltins = map[string]bool{"echo": true, "printf": true, "true": true, "false": true, ":": true, "test": true, "[": true}
 
-// pagerVars name a program the command runs (a pager or an editor).
+// pagerVars name a program the command runs (a pager, an editor, a
+// browser).
 var pagerVars = map[string]bool{"PAGER": true, "GIT_PAGER": true, "MANPAGER": true, "EDITOR": true, "VISUAL": true,
-	"GIT_EDITOR": true, "GIT_SEQUENCE_EDITOR": true, "SYSTEMD_PAGER": true, "BAT_PAGER": true, "DELTA_PAGER": true}
+	"GIT_EDITOR": true, "GIT_SEQUENCE_EDITOR": true, "SYSTEMD_PAGER": true, "BAT_PAGER": true, "DELTA_PAGER": true,
+	"BROWSER": true, "SYSTEMD_EDITOR": true, "SUDO_EDITOR": true}
 
 // harmlessPagers are the values agents set to keep output flowing.
 var harmlessPagers = map[string]bool{"": true, "cat": true, "less": true, "more": true, "less -R": true, "less -FRX": true,
 	"less -FR": true, "true": true, ":": true, "/bin/cat": true, "/usr/bin/cat": true}
 
-// execEnv point a program at code or configuration that runs commands.
-var execEnv = map[string]bool{"MANOPT": true, "MANROFFOPT": true, "LESSOPEN": true, "LESSCLOSE": true, "LESSKEYIN": true,
-	"GIT_DIR": true, "GIT_EXEC_PATH": true, "GIT_TEMPLATE_DIR": true, "RUSTC_WRAPPER": true,
-	"RUSTC": true, "CARGO_BUILD_RUSTC_WRAPPER": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true, "GIT_PROXY_COMMAND": true}
+// runsCode are variables whose value is a command, a script or a file of
+// code that the program (or the shell it starts) runs.
+var runsCode = map[string]bool{"BASH_ENV": true, "ENV": true, "PROMPT_COMMAND": true,
+	"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_EXTERNAL_DIFF": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true,
+	"GIT_PROXY_COMMAND": true, "GIT_DIR": true, "GIT_EXEC_PATH": true, "GIT_TEMPLATE_DIR": true,
+	"PYTHONSTARTUP": true, "NODE_OPTIONS": true, "PERL5OPT": true, "RUBYOPT": true,
+	"MANOPT": true, "MANROFFOPT": true, "LESSOPEN": true, "LESSCLOSE": true, "LESSKEYIN": true,
+	"RUSTC_WRAPPER": true, "RUSTC_WORKSPACE_WRAPPER": true, "RUSTC": true, "CARGO_BUILD_RUSTC_WRAPPER": true,
+	"RSYNC_RSH": true, "RSYNC_CONNECT_PROG": true, "CVS_RSH": true, "JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true,
+	"JDK_JAVA_OPTIONS": true}
 
-// riskyEnv change what code or configuration a program loads.
-var riskyEnv = map[string]bool{"GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_EXEC_PATH": true, "GIT_TEMPLATE_DIR": true,
-	"HOME": true, "XDG_CONFIG_HOME": true, "GOFLAGS": true, "RUSTC_WRAPPER": true, "RUSTC": true, "CC": true, "CXX": true,
-	"PYTHONPATH": true, "PYTHONHOME": true, "NODE_PATH": true, "RUBYLIB": true, "PERL5LIB": true, "DOCKER_HOST": true,
-	"KUBECONFIG": true, "SHELL": true, "IFS": true, "CARGO_HOME": true, "GOTOOLCHAIN": true, "LESSOPEN": true,
-	"GOENV": true, "BUNDLE_GEMFILE": true, "OPENSSL_CONF": true, "ZDOTDIR": true, "INPUTRC": true, "SSH_AUTH_SOCK": true}
+// optionVars carry options or a program into what runs: a compiler, a
+// make flag, a tar option (TAR_OPTIONS=--to-command=sh), a grep to use
+// instead of grep (zgrep's GREP), flags that name plugins or wrappers.
+var optionVars = map[string]bool{"TAR_OPTIONS": true, "GREP": true, "GREP_OPTIONS": true, "MAKEFLAGS": true,
+	"GNUMAKEFLAGS": true, "MFLAGS": true, "MAKEFILES": true, "CC": true, "CXX": true, "LD": true,
+	"AR": true, "AS": true, "CPP": true, "FC": true, "NM": true, "RANLIB": true, "STRIP": true, "OBJCOPY": true,
+	"CFLAGS": true, "CXXFLAGS": true, "CPPFLAGS": true, "LDFLAGS": true, "LDLIBS": true, "HOSTCC": true,
+	"GOFLAGS": true, "CGO_CFLAGS": true, "CGO_CPPFLAGS": true, "CGO_CXXFLAGS": true, "CGO_LDFLAGS": true,
+	"GOTOOLCHAIN": true, "GOENV": true, "RUSTFLAGS": true, "RUSTDOCFLAGS": true, "RUSTDOC": true,
+	"PERL5LIB": true, "PERLLIB": true, "RUBYLIB": true, "PYTHONPATH": true, "PYTHONHOME": true, "PYTHONUSERBASE": true,
+	"NODE_PATH": true, "MAVEN_OPTS": true, "GRADLE_OPTS": true, "JAVA_OPTS": true, "SBT_OPTS": true,
+	"GZIP": true, "BZIP2": true, "XZ_OPT": true, "XZ_DEFAULTS": true, "ZIPOPT": true, "UNZIP": true,
+	"CURL_HOME": true, "WGETRC": true, "SHELL": true, "CONFIG_SHELL": true, "SHELLOPTS": true, "BASHOPTS": true}
+
+// loadsVars change what code or configuration a program loads.
+var loadsVars = map[string]bool{"GIT_WORK_TREE": true, "HOME": true, "XDG_CONFIG_HOME": true, "CARGO_HOME": true,
+	"DOCKER_HOST": true, "KUBECONFIG": true, "IFS": true, "BUNDLE_GEMFILE": true, "OPENSSL_CONF": true, "ZDOTDIR": true,
+	"INPUTRC": true, "SSH_AUTH_SOCK": true, "RUSTUP_HOME": true, "RUSTUP_TOOLCHAIN": true, "NPM_CONFIG_USERCONFIG": true,
+	"PIP_CONFIG_FILE": true, "PIP_INDEX_URL": true, "GEM_HOME": true, "GEM_PATH": true}
 
 // program returns the name a command word calls, for the knowledge table:
 // the word itself, or the base name of a path in a standard system
@@ -391,6 +492,7 @@ func (j *judge) known(prog string, args []word, pt *part) {
 		pt.label = "knowledge: " + label
 	}
 	condWrites := ""
+	writeOpts := t.WriteOptions
 	for _, c := range t.When {
 		if len(c.Names) > 0 && !slices.Contains(c.Names, prog) {
 			continue
@@ -411,6 +513,7 @@ func (j *judge) known(prog string, args []word, pt *part) {
 			if c.Writes != "" {
 				condWrites = c.Writes
 			}
+			writeOpts = append(writeOpts[:len(writeOpts):len(writeOpts)], c.WriteOptions...)
 		}
 	}
 	if pt.cat == ReadOnly {
@@ -425,25 +528,52 @@ func (j *judge) known(prog string, args []word, pt *part) {
 	switch writes {
 	case "args":
 		for _, o := range opnds {
-			pt.writes = append(pt.writes, pathRef{w: o, how: label + " operand"})
+			pt.writes = append(pt.writes, pathRef{w: o, cwd: pt.cwd, how: label + " operand"})
 		}
 	case "last":
 		if len(opnds) >= 2 {
-			pt.writes = append(pt.writes, pathRef{w: opnds[len(opnds)-1], how: label + " destination"})
+			pt.writes = append(pt.writes, pathRef{w: opnds[len(opnds)-1], cwd: pt.cwd, how: label + " destination"})
 		}
 	}
-	for _, wo := range t.WriteOptions {
+	for _, wo := range writeOpts {
 		for _, o := range ops {
 			if strings.HasSuffix(wo, "=") {
 				if !o.option && !o.w.dyn && strings.HasPrefix(o.w.val, wo) {
-					pt.writes = append(pt.writes, pathRef{w: word{val: o.w.val[len(wo):], src: o.w.src}, how: label + " " + wo})
+					pt.output(word{val: o.w.val[len(wo):], src: o.w.src}, pt.cwd, label+" "+wo)
 				}
 				continue
 			}
 			if o.option {
 				if v, ok := optionValue(o, wo); ok {
-					pt.writes = append(pt.writes, pathRef{w: v, how: label + " " + wo})
+					pt.output(v, pt.cwd, label+" "+wo)
 				}
+			}
+		}
+	}
+	for _, o := range ops {
+		if !o.option {
+			continue
+		}
+		for _, co := range t.CodeOptions {
+			if _, ok := optionValue(o, co); ok || o.w.dyn {
+				why := label + " " + co + " runs code given on the command line"
+				pt.escalate(Unknown, why)
+				pt.carry(why)
+			}
+		}
+		for _, so := range t.ScriptOptions {
+			if v, ok := optionValue(o, so); ok {
+				pt.scripts = append(pt.scripts, pathRef{w: v, cwd: pt.cwd, how: label + " " + so})
+			}
+		}
+	}
+	if prog == "make" || slices.Contains(t.Aliases, "gmake") {
+		// make NAME=VALUE overrides the Makefile's variable: one that
+		// carries a program or options (CC=, MAKEFLAGS=) is judged as
+		// the same variable in the environment would be.
+		for _, o := range operands(ops) {
+			if name, val, ok := strings.Cut(o.val, "="); ok && validName(name) {
+				checkAssign(pt, word{val: name + "=" + val, dyn: o.dyn, src: o.src})
 			}
 		}
 	}
@@ -613,11 +743,11 @@ func hiddenWrites(t *Tool, ops []opword, label string, pt *part) {
 		}
 		switch {
 		case hasVal:
-			pt.writes = append(pt.writes, pathRef{w: word{val: val, src: o.w.src}, how: label + " " + name})
+			pt.output(word{val: val, src: o.w.src}, pt.cwd, label+" "+name)
 		case o.value != nil:
-			pt.writes = append(pt.writes, pathRef{w: *o.value, how: label + " " + name})
+			pt.output(*o.value, pt.cwd, label+" "+name)
 		case i+1 < len(ops) && !ops[i+1].option:
-			pt.writes = append(pt.writes, pathRef{w: ops[i+1].w, how: label + " " + name})
+			pt.output(ops[i+1].w, pt.cwd, label+" "+name)
 		}
 	}
 }

@@ -41,6 +41,14 @@ type Tool struct {
 	// (curl -o FILE, sort -o FILE); an entry ending in '=' is an operand
 	// prefix instead (dd of=FILE).
 	WriteOptions []string `toml:"write_options"`
+	// CodeOptions are options whose value is code the program runs
+	// (make --eval TEXT): a line with one brings its own code, and is at
+	// least ask whatever rule matches it, never with a checkpoint.
+	CodeOptions []string `toml:"code_options"`
+	// ScriptOptions are options naming a file (or directory) of code the
+	// program runs (make -f FILE, make -I DIR): outside the project the
+	// line brings its own code, as with CodeOptions.
+	ScriptOptions []string `toml:"script_options"`
 	// Lists are the forms of the program that only show state (mount
 	// with no operands, crontab -l): read_only whatever its category.
 	// Conditions in When still apply.
@@ -125,6 +133,9 @@ type Condition struct {
 	// Writes, when the condition matches, names the operands written,
 	// as Tool.Writes does ("xxd -r IN OUT" writes OUT).
 	Writes string `toml:"writes"`
+	// WriteOptions, when the condition matches, are options whose value
+	// is a path written, as Tool.WriteOptions (tar -c -f FILE).
+	WriteOptions []string `toml:"write_options"`
 }
 
 // toolTable is the knowledge table as the judge reads it. Its entries

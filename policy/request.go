@@ -144,7 +144,7 @@ func (j *Judge) policyFor(cwd string) (*Policy, error) {
 // paths a write, edit or patch would change, or a tool call by its name
 // and the paths in its input.
 func (p *Policy) CheckRequest(req *queue.Request) *Verdict {
-	env := Env{Cwd: req.Cwd}
+	env := Env{Cwd: req.Cwd, Home: p.home}
 	if req.Cwd != "" {
 		env.Roots = Roots(req.Cwd)
 	}
@@ -154,17 +154,29 @@ func (p *Policy) CheckRequest(req *queue.Request) *Verdict {
 		p.checkRequestEnv(v, req.Env, env)
 		return v
 	case queue.KindWrite, queue.KindEdit:
-		return p.checkPaths(string(req.Kind), Mutating, "", []string{req.Path}, nil, env)
+		return p.checkWrites(string(req.Kind), []string{req.Path}, env)
 	case queue.KindPatch:
 		paths := patchPaths(req.Diff)
 		if len(paths) == 0 {
 			return &Verdict{Action: Ask, Category: Unknown, Risk: Medium, Reasons: []string{"the patch names no file sluice can read"}}
 		}
-		return p.checkPaths("patch", Mutating, "", paths, nil, env)
+		return p.checkWrites("patch", paths, env)
 	case queue.KindTool:
 		return p.checkTool(req, env)
 	}
 	return &Verdict{Action: Ask, Category: Unknown, Risk: Medium, Reasons: []string{"unknown request kind " + string(req.Kind)}}
+}
+
+// checkWrites judges a file change: its paths, and a jail that would be
+// the home directory or / (never granted: the request asks).
+func (p *Policy) checkWrites(what string, paths []string, env Env) *Verdict {
+	var ungranted string
+	env.Roots, ungranted = grantable(env.Roots, env.Home)
+	v := p.checkPaths(what, Mutating, "", paths, nil, env)
+	if ungranted != "" {
+		v.floor(Ask, Medium, ungranted)
+	}
+	return v
 }
 
 // checkPaths judges a request that writes and reads the given paths.
@@ -203,18 +215,41 @@ var readTools = map[string]bool{"Read": true, "Glob": true, "Grep": true, "LS": 
 // netTools fetch from the network.
 var netTools = map[string]bool{"WebFetch": true, "WebSearch": true, "web_fetch": true, "google_web_search": true}
 
+// searchTools look through a directory (the cwd when no path is
+// given): Claude's Grep, Glob and LS, Gemini's search_file_content, glob,
+// list_directory and read_many_files.
+var searchTools = map[string]bool{"Glob": true, "Grep": true, "LS": true, "glob": true, "search_file_content": true,
+	"list_directory": true, "read_many_files": true}
+
 func (p *Policy) checkTool(req *queue.Request, env Env) *Verdict {
 	var input map[string]any
 	_ = json.Unmarshal(req.Input, &input)
 	var paths []string
-	for _, k := range []string{"file_path", "path", "notebook_path", "absolute_path"} {
+	for _, k := range []string{"file_path", "path", "notebook_path", "absolute_path", "dir_path", "directory"} {
 		if s, ok := input[k].(string); ok && s != "" {
 			paths = append(paths, s)
 		}
 	}
+	if list, ok := input["paths"].([]any); ok {
+		// read_many_files {paths: [...]}: files, directories or globs.
+		for _, e := range list {
+			if s, ok := e.(string); ok && s != "" {
+				paths = append(paths, s)
+			}
+		}
+	}
+	if pat, ok := input["pattern"].(string); ok && searchTools[req.Tool] && req.Tool != "Grep" && req.Tool != "search_file_content" {
+		// Glob {pattern: "/home/me/.ssh/*"}: a pattern that is a path
+		// reaches where its literal part points.
+		if dir := globBase(pat); dir != "" {
+			paths = append(paths, dir)
+		}
+	}
 	switch {
 	case readTools[req.Tool]:
-		return p.checkPaths("tool "+req.Tool, ReadOnly, "", nil, paths, env)
+		v := p.checkPaths("tool "+req.Tool, ReadOnly, "", nil, paths, env)
+		p.checkReach(v, req.Tool, paths, env)
+		return v
 	case netTools[req.Tool]:
 		return p.checkPaths("tool "+req.Tool, Networked, req.Tool+" reaches the network", nil, paths, env)
 	}
@@ -275,4 +310,83 @@ func (p *Policy) checkRequestEnv(v *Verdict, vars map[string]string, env Env) {
 // quoteWord quotes s as one shell word, literally.
 func quoteWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// globBase is the directory a path pattern starts from, when the pattern
+// is absolute or leaves the directory (/etc/*.conf, ~/.ssh/*, ../x/**):
+// "" for a pattern relative to where the tool searches.
+func globBase(pat string) string {
+	if !filepath.IsAbs(pat) && !strings.HasPrefix(pat, "~") && !strings.HasPrefix(pat, "..") {
+		return ""
+	}
+	lit := pat[:strings.IndexAny(pat+"*", "*?[{")]
+	if i := strings.LastIndexByte(lit, '/'); i >= 0 && lit != pat {
+		lit = lit[:i+1]
+	}
+	if lit == "" {
+		return "/"
+	}
+	return lit
+}
+
+// checkReach holds an agent's file tool to the project: a path outside
+// the project's roots (never the home directory or /) that is not in
+// DefaultReadable asks, as does a project file that holds secrets, a
+// search of a readable tree that holds one, and a search with no path
+// from the home directory or /.
+func (p *Policy) checkReach(v *Verdict, tool string, paths []string, env Env) {
+	home := env.Home
+	if home == "" {
+		home = p.home
+	}
+	renv := env
+	renv.Home = home
+	roots := projectRoots(env.Roots, home)
+	if len(paths) == 0 && searchTools[tool] {
+		switch cwd := filepath.Clean(env.Cwd); {
+		case env.Cwd == "":
+			v.floor(Ask, Medium, tool+" searches a directory sluice does not know (the request has no cwd)")
+		case cwd == "/" || cwd == filepath.Clean(home):
+			v.floor(Ask, Medium, tool+" searches "+cwd+" (the tool's directory), which is no project: everything under it")
+		}
+		return
+	}
+	for _, path := range paths {
+		abs, ok := resolve(path, word{val: env.Cwd}, renv, false)
+		if !ok || !filepath.IsAbs(abs) {
+			v.floor(Ask, Medium, tool+" reads "+path+", relative to a directory sluice does not know")
+			continue
+		}
+		if strings.ContainsAny(abs, "*?[{") {
+			abs = filepath.Clean(globBase(abs))
+		}
+		switch {
+		case inRoots(abs, roots) && len(roots) > 0:
+			if g := p.secretFile(abs, roots); g != "" {
+				v.floor(Ask, High, tool+" reads "+abs+", a file that usually holds secrets ("+g+")")
+			}
+		case readable(abs, home):
+			if e := holdsException(abs, home); e != "" && searchTools[tool] && tool != "LS" && tool != "list_directory" {
+				v.floor(Ask, High, tool+" searches "+abs+", which holds "+e)
+			}
+		default:
+			where := "no project"
+			if len(roots) > 0 {
+				where = "the project (" + strings.Join(roots, ", ") + ")"
+			}
+			v.floor(Ask, Medium, tool+" reads "+abs+", outside "+where+" and the system files tools read")
+		}
+	}
+}
+
+// projectRoots are the roots an agent's file tools may read freely: the
+// request's roots, less the home directory and /, which are no project.
+func projectRoots(roots []string, home string) []string {
+	var out []string
+	for _, r := range roots {
+		if c := filepath.Clean(r); c != "/" && (home == "" || c != filepath.Clean(home)) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -60,7 +60,11 @@ type alt struct {
 // ruleFile is the TOML shape of a policy file.
 type ruleFile struct {
 	Defaults map[string]Action `toml:"defaults"`
-	Rule     []struct {
+	// ProjectSecrets are more globs of files that hold secrets (name
+	// globs, or paths below the project root with a '/'): an agent's
+	// file tool reading one asks.
+	ProjectSecrets []string `toml:"project_secrets"`
+	Rule           []struct {
 		Action   *Action  `toml:"action"`
 		Command  string   `toml:"command"`
 		Path     string   `toml:"path"`
@@ -82,10 +86,12 @@ type Policy struct {
 	cmdRules      map[string][]*Rule // by the program the pattern names; "*" for a pattern starting with a glob
 	pathRules     []*Rule
 	rules         []*Rule // every rule, in load order, for Show
-	warnings      []string
-	home          string
-	parsers       sync.Pool
-	posix         *sync.Pool // set when exec requests run in POSIX sh
+	// projectSecrets are the policy files' project_secrets globs.
+	projectSecrets []string
+	warnings       []string
+	home           string
+	parsers        sync.Pool
+	posix          *sync.Pool // set when exec requests run in POSIX sh
 }
 
 // Options says which policy files to layer over the embedded default.
@@ -228,7 +234,7 @@ func (p *Policy) layer(src, origin, file string) error {
 		return &LoadError{File: file, Msg: fixTOMLMsg(err.Error())}
 	}
 	if k := unknownKey(md); k != nil {
-		return &LoadError{File: file, Line: lineOf(src, k[len(k)-1]), Msg: fmt.Sprintf("unknown key %q (a file has [defaults] and [[rule]] tables; a rule has action, command or path, access, reason, project, match, not_match)", k.String())}
+		return &LoadError{File: file, Line: lineOf(src, k[len(k)-1]), Msg: fmt.Sprintf("unknown key %q (a file has project_secrets, [defaults] and [[rule]] tables; a rule has action, command or path, access, reason, project, match, not_match)", k.String())}
 	}
 	for name, act := range rf.Defaults {
 		c, err := ParseCategory(name)
@@ -244,6 +250,12 @@ func (p *Policy) layer(src, origin, file string) error {
 		if origin != OriginDefault {
 			p.defaultOrigin[c] = file
 		}
+	}
+	for _, g := range rf.ProjectSecrets {
+		if g == "" || !doublestar.ValidatePattern(g) {
+			return &LoadError{File: file, Line: lineOf(src, "project_secrets"), Msg: fmt.Sprintf("project_secrets: %q is not a valid glob", g)}
+		}
+		p.projectSecrets = append(p.projectSecrets, g)
 	}
 	ruleLines := headerLines(src, "[[rule]]")
 	for i, r := range rf.Rule {
@@ -297,7 +309,7 @@ func unknownKey(md toml.MetaData) toml.Key {
 	}
 	for _, k := range md.Keys() {
 		switch {
-		case k[0] != "defaults" && k[0] != "rule":
+		case k[0] != "defaults" && k[0] != "rule" && k[0] != "project_secrets":
 			return k
 		case k[0] == "rule" && len(k) > 1 && !slices.Contains(ruleKeys, k[1]):
 			return k
@@ -673,7 +685,7 @@ func Roots(dir string) []string {
 // changed.
 func (p *Policy) With(patterns, origins []string) (*Policy, error) {
 	q := Policy{tools: p.tools, defaults: p.defaults, defaultOrigin: p.defaultOrigin, pathRules: p.pathRules,
-		warnings: p.warnings, home: p.home, posix: p.posix}
+		warnings: p.warnings, home: p.home, posix: p.posix, projectSecrets: p.projectSecrets}
 	q.parsers.New = p.parsers.New
 	q.cmdRules = make(map[string][]*Rule, len(p.cmdRules)+len(patterns))
 	for k, rs := range p.cmdRules {

@@ -21,6 +21,12 @@ type wrapper struct {
 	shellLong string // its long spelling (--split-string)
 	joined    bool   // the remaining words are joined and run by sh -c (watch)
 	stdinArgs bool   // appends operands read from stdin (xargs)
+	// writeOpts are options whose value is a file the wrapper writes
+	// (time -o FILE, strace -o FILE): judged as a redirection is.
+	writeOpts []string
+	// lockFile: the operand before the command is a file the wrapper
+	// opens for writing, creating it (flock FILE cmd).
+	lockFile bool
 }
 
 var wrappers = map[string]wrapper{
@@ -33,12 +39,12 @@ var wrappers = map[string]wrapper{
 	"nohup":      {},
 	"timeout":    {skip: 1, valueOpts: []string{"-s", "--signal", "-k", "--kill-after"}},
 	"gtimeout":   {skip: 1, valueOpts: []string{"-s", "--signal", "-k", "--kill-after"}},
-	"time":       {valueOpts: []string{"-f", "--format", "-o", "--output"}},
+	"time":       {valueOpts: []string{"-f", "--format", "-o", "--output"}, writeOpts: []string{"-o", "--output"}},
 	"stdbuf":     {valueOpts: []string{"-i", "-o", "-e", "--input", "--output", "--error"}},
 	"ionice":     {valueOpts: []string{"-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"}},
 	"setsid":     {},
 	"watch":      {joined: true, valueOpts: []string{"-n", "--interval", "-q", "--equexit", "--no-rerun"}},
-	"flock":      {skip: 1, shellOpt: "-c", shellLong: "--command", valueOpts: []string{"-w", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"}},
+	"flock":      {skip: 1, lockFile: true, shellOpt: "-c", shellLong: "--command", valueOpts: []string{"-w", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"}},
 	"builtin":    {},
 	"exec":       {valueOpts: []string{"-a"}},
 	"caffeinate": {valueOpts: []string{"-t", "-w"}},
@@ -50,8 +56,9 @@ var wrappers = map[string]wrapper{
 	"xargs": {stdinArgs: true, valueOpts: []string{"-n", "--max-args", "-I", "-L", "--max-lines", "-P", "--max-procs",
 		"-d", "--delimiter", "-a", "--arg-file", "-E", "-s", "--max-chars", "--process-slot-var"}},
 	"strace": {own: Mutating, reason: "strace traces (and can tamper with) the command",
-		valueOpts: []string{"-o", "-e", "-p", "-s", "-u", "-E", "-P", "-I", "-b", "-a", "-X"}},
-	"ltrace": {own: Mutating, reason: "ltrace traces the command", valueOpts: []string{"-o", "-e", "-p", "-s", "-u", "-n", "-a"}},
+		valueOpts: []string{"-o", "-e", "-p", "-s", "-u", "-E", "-P", "-I", "-b", "-a", "-X", "--output"}, writeOpts: []string{"-o", "--output"}},
+	"ltrace": {own: Mutating, reason: "ltrace traces the command", valueOpts: []string{"-o", "-e", "-p", "-s", "-u", "-n", "-a", "--output"},
+		writeOpts: []string{"-o", "--output"}},
 }
 
 var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true, "fish": true, "yash": true, "busybox": true}
@@ -215,6 +222,16 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 	if w.own != 0 {
 		pt.escalate(w.own, w.reason)
 	}
+	if pid, changes := onProcess(prog, args); pid {
+		// prlimit --pid N, ionice -p N, taskset -p, chrt -p: no command
+		// is started; a running process is looked at or changed.
+		pt.label = prog + " on a running process"
+		if changes {
+			pt.escalate(Mutating, prog+" changes the limits, priority or CPU affinity of a running process")
+		}
+		j.parts = append(j.parts, *pt)
+		return
+	}
 	rest := args[1:]
 	i := 0
 	replace, replStr := false, ""
@@ -255,6 +272,15 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 					replace, replStr = true, strings.TrimPrefix(a.val, "--replace=")
 				}
 			}
+			ow := opword{w: a, option: true}
+			if takesValue(a.val, w.valueOpts) && i+1 < len(rest) {
+				ow.value = &rest[i+1]
+			}
+			for _, wo := range w.writeOpts {
+				if v, ok := optionValue(ow, wo); ok {
+					pt.output(v, s.cwd, prog+" "+wo)
+				}
+			}
 			if takesValue(a.val, w.valueOpts) {
 				i++
 			}
@@ -269,6 +295,11 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 		break
 	}
 	inner := rest[min(i, len(rest)):] // an option's value may be missing
+	if w.lockFile && len(inner) > 0 && (inner[0].dyn || !isFD(inner[0].val)) {
+		// flock FILE cmd opens FILE for writing, creating it; flock FD
+		// locks a descriptor the shell opened.
+		pt.output(inner[0], s.cwd, prog+" lock file")
+	}
 	if w.skip > 0 {
 		if len(inner) <= w.skip {
 			inner = nil
@@ -581,4 +612,51 @@ func shadowed(cwd word, top string) bool {
 	}
 	matches, _ := filepath.Glob(filepath.Join(cwd.val, top+".*.so"))
 	return len(matches) > 0
+}
+
+// onProcess reports the forms of prlimit, ionice, taskset and chrt that
+// act on a running process (--pid N) instead of starting a command, and
+// whether the form changes it (a limit with a value, a class or level, a
+// mask or priority before the pid) rather than shows it.
+func onProcess(prog string, args []word) (pid, changes bool) {
+	switch prog {
+	case "prlimit", "ionice", "taskset", "chrt":
+	default:
+		return false, false
+	}
+	operands, dyn := 0, false
+	for _, a := range args[1:] {
+		if a.dyn {
+			dyn = true
+			continue
+		}
+		v := a.val
+		if v == "--" {
+			break
+		}
+		name, _, hasVal := strings.Cut(v, "=")
+		switch {
+		case !strings.HasPrefix(v, "-") || v == "-":
+			operands++
+		case name == "--pid" || name == "--pgid" || name == "--uid" || isAbbrev(name, "--pid"):
+			pid = true
+		case prog == "ionice" && (v == "-p" || v == "-P" || v == "-u"),
+			prog != "ionice" && !strings.HasPrefix(v, "--") && strings.ContainsRune(v[1:], 'p'):
+			pid = true // -p, -pc (taskset), -p1234 (prlimit)
+			if prog == "prlimit" && len(v) > 2 {
+				operands++ // the pid is attached
+			}
+		case prog == "prlimit" && name != "--output" && name != "-o" && (hasVal || !strings.HasPrefix(v, "--") && len(v) > 2):
+			changes = true // --nofile=12:12, -n12:12
+		case prog == "ionice" && (name == "-c" || name == "-n" || name == "--class" || name == "--classdata" ||
+			strings.HasPrefix(v, "-c") || strings.HasPrefix(v, "-n")):
+			changes = true
+		}
+	}
+	if prog != "ionice" && operands >= 2 {
+		// taskset -p MASK PID, chrt -p PRIO PID; for prlimit, a word
+		// besides the pid is a limit's value (--nofile 12:12).
+		changes = true
+	}
+	return pid, changes || pid && dyn
 }
