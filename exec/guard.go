@@ -289,6 +289,10 @@ func GuardNote(changed []string) string {
 	if len(changed) > len(shown) {
 		more = fmt.Sprintf(" and %d more", len(changed)-len(shown))
 	}
-	return fmt.Sprintf("sluice: WARNING: the run changed %s%s, which git, direnv, an editor or an agent runs later with your rights; sluice put %s back as it was. Only a person's unconfined approval (console key U) may change them.\n",
-		strings.Join(shown, ", "), more, map[bool]string{true: "it", false: "them"}[len(changed) == 1])
+	back := "them back as they were"
+	if len(changed) == 1 {
+		back = "it back as it was"
+	}
+	return fmt.Sprintf("sluice: WARNING: the run changed %s%s, which git, direnv, an editor or an agent runs later with your rights; sluice put %s. Only a person's unconfined approval (console key U) may change them.\n",
+		strings.Join(shown, ", "), more, back)
 }

@@ -7,8 +7,10 @@ import (
 	osexec "os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/exec/sandbox"
@@ -190,11 +192,35 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 		}
 	}
 	protectProcess() // no core dumps, in the command either
-	cg, _ := sandbox.NewCgroup("sandbox-"+queue.NewID(), conf.MaxProcs)
+	// Named for this process: should it be killed (an agent's timeout
+	// sends SIGKILL), the next wrapper sweeps what the command left.
+	cg, _ := sandbox.NewCgroup(strconv.Itoa(os.Getpid())+"-sandbox", conf.MaxProcs)
 	defer cg.Close()
-	// The terminal's Ctrl-C and Ctrl-\ reach the command (it shares our
-	// process group); this process waits for it and passes its status on.
-	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
+	// Confined, the command starts in a session of its own, without a
+	// controlling terminal: nothing it runs can type into the agent's
+	// terminal (TIOCSTI needs it as the controlling one), nor read
+	// /dev/tty. The signals the terminal or the agent send this process
+	// are passed on to the command's process group; unconfined, it shares
+	// this process's group and gets the terminal's Ctrl-C itself.
+	sigs := make(chan os.Signal, 4)
+	if box != nil {
+		for _, c := range []*osexec.Cmd{cmd, shellCmd} {
+			if c.SysProcAttr == nil {
+				c.SysProcAttr = &syscall.SysProcAttr{}
+			}
+			c.SysProcAttr.Setsid = true
+		}
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(sigs)
+	} else {
+		signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
+	}
+	// What git, direnv, editors and agents run later with the person's
+	// rights is put back after a command that may write the roots.
+	var guarded *exec.Guard
+	if box != nil && profile.Writes() {
+		guarded = exec.TakeGuard(roots)
+	}
 	err = sandbox.Start(cmd, box, cg)
 	if err != nil && cmd != shellCmd {
 		cmd = shellCmd // the shell says why, as it would have
@@ -204,7 +230,22 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 		fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
 		return 126
 	}
+	if box != nil {
+		pgid := cmd.Process.Pid
+		go func() {
+			for s := range sigs {
+				_ = syscall.Kill(-pgid, s.(syscall.Signal))
+			}
+		}()
+	}
 	err = cmd.Wait()
+	// Nothing the command started outlives it.
+	cg.Kill(time.Second)
+	if guarded != nil {
+		if note := exec.GuardNote(guarded.Restore()); note != "" {
+			fmt.Fprint(std.err, note)
+		}
+	}
 	var ee *osexec.ExitError
 	switch {
 	case err == nil:

@@ -200,8 +200,13 @@ func (p *Cgroups) Close() error {
 	return errors.Join(errs...)
 }
 
-// removeStale removes the empty run cgroups of sluice processes that are
-// gone (a crash leaves them behind): sluice-PID-N where PID is not alive.
+var sweepOnce = sync.OnceFunc(removeStale)
+
+// removeStale removes the run cgroups of sluice processes that are gone
+// (a crash or a SIGKILL leaves them behind): sluice-PID-N where PID is
+// not alive. What still runs in one, a process the run started that left
+// its session, is killed first: no process of a confined run outlives
+// the engine or wrapper that started it past the next start.
 func removeStale() {
 	h := ownHierarchy()
 	for _, parent := range []string{h.v2, h.v1} {
@@ -222,7 +227,15 @@ func removeStale() {
 			if !ok || err != nil || pid <= 0 || unix.Kill(pid, 0) == nil || errors.Is(unix.Kill(pid, 0), unix.EPERM) {
 				continue
 			}
-			_ = os.Remove(filepath.Join(parent, e.Name())) // fails, harmlessly, if not empty
+			dir := filepath.Join(parent, e.Name())
+			g := &Cgroup{v2fd: -1}
+			if parent == h.v2 {
+				g.v2 = dir
+			} else {
+				g.v1 = dir
+			}
+			g.Kill(time.Second)
+			_ = os.Remove(dir) // fails, harmlessly, if not empty
 		}
 	}
 }
@@ -231,7 +244,12 @@ func removeStale() {
 // own, with at most maxProcs processes where a pids controller allows a
 // limit (maxProcs <= 0: no limit). It fails when no cgroup can be made
 // here (no delegation): the caller then kills by process group and tree.
+//
+// Named PID-anything (this process's pid first), it is swept, with what
+// still runs in it, by the first NewCgroup of a later process under the
+// same cgroup once this one is gone (removeStale).
 func NewCgroup(name string, maxProcs int) (*Cgroup, error) {
+	sweepOnce()
 	h := ownHierarchy()
 	g := &Cgroup{v2fd: -1}
 	leaf := "sluice-" + name

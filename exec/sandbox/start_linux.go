@@ -6,6 +6,8 @@ import (
 	"os"
 	osexec "os/exec"
 	"runtime"
+	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -82,7 +84,13 @@ func (c *Confinement) Close() error {
 // Start starts cmd, confined by c when c is not nil, in cgroup g when g is
 // not nil. The confinement is applied to a new OS thread that starts cmd
 // and is then discarded: the caller's threads are never confined.
+//
+// Descriptors this process inherited (above 2) never reach a confined
+// child: the first confined Start marks them close-on-exec.
 func Start(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
+	if c != nil {
+		closeInherited()
+	}
 	if g != nil {
 		g.prepare(cmd)
 	}
@@ -93,6 +101,27 @@ func Start(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
 	go startLocked(cmd, c, g, errc)
 	return <-errc
 }
+
+// closeInherited marks every descriptor above 2 close-on-exec, once: what
+// this process inherited from its parent without the flag (an agent's
+// pipe, a terminal, a socket) would otherwise pass into every child. Go
+// opens its own with the flag already; os/exec hands a child only what
+// the Cmd names.
+var closeInherited = sync.OnceFunc(func() {
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	// Before Linux 5.11: one by one.
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
+})
 
 // startLocked starts cmd from the OS thread it locks, after confining that
 // thread. It never unlocks it: the thread ends with the goroutine, taking
