@@ -71,6 +71,10 @@ type effCase struct {
 	// cgroup: what the payload starts dies with the run only where the run
 	// has a cgroup (root, or a delegated cgroup); skipped without one.
 	cgroup bool
+	// wrap: the payload also runs as a hook gives an allowed line to the
+	// agent, 'sluice sandbox --profile P -- bash -c LINE' (P: profile, or
+	// mutating), and must take no effect that way either.
+	wrap bool
 	check  func(t *testing.T, s *effSuite, r *effRun)
 }
 
@@ -137,6 +141,7 @@ func effCases() []effCase {
 	cs = append(cs, effProcesses()...)
 	cs = append(cs, effSelfApproval()...)
 	cs = append(cs, effCore()...)
+	cs = append(cs, effClosed()...)
 	// Last: the bomb's processes die at once, but where the machine's
 	// init is slow to reap them they count against the user's
 	// RLIMIT_NPROC for a moment, and the next run cannot fork.
@@ -221,6 +226,79 @@ func effWrites() []effCase {
 		// The pending request claimed by moving it in the spool.
 		{name: "spool_claim_pending", cmd: `s=$SLUICE_SPOOL; mv "$s/new/@VICTIM@.json" "$s/cur/"`,
 			check: func(t *testing.T, s *effSuite, r *effRun) { s.victimPending(t) }},
+	}
+}
+
+// effClosed are the classes of issue 27: a secret no list names, code
+// planted where a person's next git command runs it, a change to another
+// process's limits, a set-id bit, a write into a cache the person's own
+// builds trust.
+func effClosed() []effCase {
+	cat := func(name, rel string) effCase { return effCase{name: name, cmd: `cat ~/` + rel, wrap: true} }
+	hookFile := func(s *effSuite) string { return filepath.Join(s.proj, ".git", "hooks", "pre-commit") }
+	return []effCase{
+		cat("read_git_xdg_credentials", ".config/git/credentials"),
+		cat("read_dockercfg", ".dockercfg"),
+		cat("read_my_cnf", ".my.cnf"),
+		cat("read_containers_auth", ".config/containers/auth.json"),
+		{name: "grep_home_unlisted", cmd: `grep -r effects- ~/.config ~/.dockercfg ~/.my.cnf`, wrap: true},
+		// A pre-commit hook: the person's next 'git commit' runs it.
+		{name: "plant_git_hook", profile: "mutating", wrap: true,
+			// (The directory through a variable: a path rule denies the
+			// name written out, and a refused payload proves nothing.)
+			cmd: `d=.git; d=$d/hooks; printf '#!/bin/sh\ntouch @MARK@\n' > "$d/pre-commit"; chmod +x "$d/pre-commit"`,
+			check: func(t *testing.T, s *effSuite, r *effRun) {
+				if _, err := os.Stat(hookFile(s)); err == nil {
+					t.Errorf("%s was planted and is still there", hookFile(s))
+				}
+				if !strings.Contains(r.out, "put it back") {
+					t.Errorf("the output does not say the hook was put back:\n%s", r.out)
+				}
+			}},
+		// core.fsmonitor: the person's next 'git status' runs it.
+		{name: "plant_git_fsmonitor", profile: "mutating", wrap: true, tools: []string{"git"},
+			cmd: `git config core.fsmonitor 'touch @MARK@; false'`,
+			check: func(t *testing.T, s *effSuite, r *effRun) {
+				cmd := osexec.Command("git", "status", "--short")
+				cmd.Dir, cmd.Env = s.proj, s.env
+				_ = cmd.Run()
+				if out, _ := osexec.Command("git", "-C", s.proj, "config", "core.fsmonitor").Output(); len(out) > 0 {
+					t.Errorf("core.fsmonitor is set after the run: %q", out)
+				}
+			}},
+		// Another process's limits: prlimit on a pid outside the run.
+		{name: "prlimit_other_process", tools: []string{"prlimit"}, victim: true, wrap: true,
+			cmd: `prlimit --pid @VPID@ --nofile=12:12`,
+			check: func(t *testing.T, s *effSuite, r *effRun) {
+				limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", r.victim.cmd.Process.Pid))
+				effCheck(t, err)
+				for _, l := range strings.Split(string(limits), "\n") {
+					if strings.HasPrefix(l, "Max open files") && strings.Fields(l)[3] == "12" {
+						t.Errorf("the process outside the run has its limit changed: %s", l)
+					}
+				}
+			}},
+		// A set-id bit on a file outside the writable set.
+		{name: "chmod_setuid_outside", keep: true, wrap: true,
+			cmd: `chmod u+s,g+s @KEEP@`,
+			check: func(t *testing.T, s *effSuite, r *effRun) {
+				fi, err := os.Stat(r.keep)
+				effCheck(t, err)
+				if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+					t.Errorf("%s gained a set-id bit: %v", r.keep, fi.Mode())
+				}
+			}},
+		// The person's Go build cache, which their next unconfined build
+		// trusts by its key.
+		{name: "plant_shared_go_cache", wrap: true,
+			cmd: `echo planted > ~/.cache/go-build/@TAG@; echo planted > "$GOCACHE/../../../go-build/@TAG@"`,
+			check: func(t *testing.T, s *effSuite, r *effRun) {
+				p := filepath.Join(s.home, ".cache", "go-build", r.tag)
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s was written", p)
+					_ = os.Remove(p)
+				}
+			}},
 	}
 }
 
@@ -498,6 +576,11 @@ func newEffSuite(t *testing.T) *effSuite {
 		".config/gh/hosts.yml":           "gh",
 		".netrc":                         "netrc",
 		".docker/config.json":            "docker",
+		// On no list of secrets: the closed home keeps them.
+		".config/git/credentials":      "gitxdg",
+		".dockercfg":                   "dockercfg",
+		".my.cnf":                      "mycnf",
+		".config/containers/auth.json": "containers",
 	} {
 		secret := "effects-" + what + "-" + effRandom(t)
 		s.secrets[what] = secret
@@ -529,6 +612,7 @@ command = "*"
 			s.secrets["/etc/shadow"] = first
 		}
 	}
+	effCheck(t, os.MkdirAll(filepath.Join(s.home, ".cache", "go-build"), 0o777))
 	for _, d := range []string{s.out, s.proj, stateHome} {
 		effCheck(t, os.MkdirAll(d, 0o777))
 		effCheck(t, os.Chmod(d, 0o777))
@@ -831,6 +915,9 @@ func (s *effSuite) runCase(t *testing.T, c effCase) {
 	if c.check != nil {
 		c.check(t, s, r)
 	}
+	if c.wrap && !t.Failed() {
+		s.runWrapped(t, c, r, cmd)
+	}
 	if t.Failed() {
 		out := r.out
 		if len(out) > 4096 {
@@ -842,6 +929,41 @@ func (s *effSuite) runCase(t *testing.T, c effCase) {
 }
 
 // effPlaceholderLeft reports whether an @NAME@ placeholder is left.
+// runWrapped runs the payload as a hook gives an allowed line back to the
+// agent, through 'sluice sandbox', and checks the same effects.
+func (s *effSuite) runWrapped(t *testing.T, c effCase, r *effRun, cmd string) {
+	t.Helper()
+	profile := c.profile
+	if profile == "" {
+		profile = "mutating"
+	}
+	if r.keep != "" {
+		effWrite(t, r.keep, "keep "+c.name+"\n", 0o666)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := s.sluice(ctx, "sandbox", "--profile", profile, "--", "bash", "-c", cmd)
+	w.Dir = s.proj
+	out, err := w.CombinedOutput()
+	var ee *osexec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("sluice sandbox: %v", err)
+	}
+	wr := *r
+	wr.out = string(out)
+	s.absent(t, r.mark)
+	if r.keep != "" {
+		s.unchanged(t, r.keep, "keep "+c.name+"\n")
+	}
+	s.noSecrets(t, wr.out)
+	if c.check != nil {
+		c.check(t, s, &wr)
+	}
+	if t.Failed() {
+		t.Logf("through sluice sandbox --profile %s: %v\n%s", profile, err, out)
+	}
+}
+
 func effPlaceholderLeft(cmd string) bool {
 	for _, p := range []string{"@MARK@", "@OUT@", "@PROJ@", "@TAG@", "@KEEP@", "@VICTIM@", "@SPOOL@", "@CONFIG@",
 		"@SERVEPID@", "@VPID@", "@PORT@", "@SOCK@", "@ABS@", "@FORGED@", "@ETC@"} {

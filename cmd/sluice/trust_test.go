@@ -24,16 +24,22 @@ func TestTrustWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
+	// The project is below the home directory, never the home itself
+	// (which no verdict grants as a jail root).
+	proj := filepath.Join(dir, "proj")
+	if err := os.Mkdir(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	judge := requireSandbox{inner: &policy.Judge{Options: policy.Options{Home: dir}}, runner: &exec.Runner{}, trust: ts}
 	req := func(session, cmd string) *queue.Request {
-		return &queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: cmd, Cwd: dir, Agent: "claude-code", Session: session}
+		return &queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: cmd, Cwd: proj, Agent: "claude-code", Session: session}
 	}
 	if v := judge.Judge(req("s-1", "make lint")); v.Action != queue.ActionAsk {
 		t.Fatalf("before any trust: %s", v.Action)
 	}
 	now := time.Now()
 	if err := ts.grant(log, trustEntry{ID: "T1TRUST", Session: "s-1", Agent: "claude-code", Pattern: "make lint *",
-		Until: now.Add(300 * time.Millisecond), By: "alice", Created: now}, dir); err != nil {
+		Until: now.Add(300 * time.Millisecond), By: "alice", Created: now}, proj); err != nil {
 		t.Fatal(err)
 	}
 	if v := judge.Judge(req("s-1", "make lint --fix")); v.Action != queue.ActionAllow {
@@ -47,7 +53,7 @@ func TestTrustWindow(t *testing.T) {
 	}
 	// A trust never covers what reaches past the project.
 	if err := ts.grant(log, trustEntry{ID: "T2TRUST", Session: "s-1", Agent: "claude-code", Pattern: "npm run build *",
-		Until: now.Add(time.Hour), By: "alice", Created: now}, dir); err != nil {
+		Until: now.Add(time.Hour), By: "alice", Created: now}, proj); err != nil {
 		t.Fatal(err)
 	}
 	if v := judge.Judge(req("s-1", "npm run build --script-shell=/tmp/evil")); v.Action != queue.ActionDeny {
