@@ -74,8 +74,8 @@ type effCase struct {
 	// wrap: the payload also runs as a hook gives an allowed line to the
 	// agent, 'sluice sandbox --profile P -- bash -c LINE' (P: profile, or
 	// mutating), and must take no effect that way either.
-	wrap bool
-	check  func(t *testing.T, s *effSuite, r *effRun)
+	wrap  bool
+	check func(t *testing.T, s *effSuite, r *effRun)
 }
 
 // effRun is one run of a payload.
