@@ -203,7 +203,7 @@ func (a *Actor) run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 	logPath, output := ro.LogPath, ro.Output
 	if req.Kind == queue.KindExec {
 		opt := Options{LogPath: logPath, Output: output, Jail: jail,
-			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined, Pipe: !req.WantsTTY()}
+			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined, Pipe: !req.WantsTTY(), Approved: ro.Approved}
 		if ro.Verdict.Action == queue.ActionAllowWithCheckpoint {
 			opt.RequireConfined = true
 		}

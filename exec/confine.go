@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,6 +61,9 @@ type Confine struct {
 	// Readable are the paths inside Closed every confined run reads
 	// (DefaultReadable).
 	Readable []string
+	// SecretFiles are globs (path.Match, on a name) of a project's
+	// files that hold secrets, added to DefaultSecretFiles.
+	SecretFiles []string
 	// Fetch are the shared caches that hold what was downloaded (the Go
 	// module cache, cargo's registry): written by networked runs only,
 	// and only when the run has caches of its own (Options.Caches) for
@@ -301,6 +305,58 @@ func MakeCaches(dirs []string) error {
 	return nil
 }
 
+// DefaultSecretFiles are the names of a project's files that usually
+// hold secrets (path.Match globs on a file's name): what a read_only run
+// nobody approved does not read.
+var DefaultSecretFiles = []string{".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa", "id_dsa",
+	"id_ecdsa", "id_ed25519", ".npmrc", ".pypirc", ".netrc", "credentials*.json", "*.keystore", ".htpasswd"}
+
+// projectSecretDepth bounds how deep ProjectSecrets looks below a root:
+// the top level and the directories in it (config/, secrets/, certs/),
+// never a whole tree on every run.
+const projectSecretDepth = 2
+
+// ProjectSecrets lists the files under roots, down to projectSecretDepth
+// levels and outside .git, node_modules and the like, whose names match
+// DefaultSecretFiles or extra: the project's secrets as they exist when a
+// run starts.
+func ProjectSecrets(roots []string, extra []string) []string {
+	pats := slices.Concat(DefaultSecretFiles, extra)
+	var out []string
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			name := e.Name()
+			p := filepath.Join(dir, name)
+			if e.IsDir() {
+				switch name {
+				case ".git", "node_modules", "vendor", "target", ".venv", "venv", "__pycache__", "dist", "build":
+					continue
+				}
+				if depth+1 < projectSecretDepth {
+					walk(p, depth+1)
+				}
+				continue
+			}
+			for _, pat := range pats {
+				if ok, _ := path.Match(pat, name); ok {
+					out = append(out, p)
+					break
+				}
+			}
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // ProfileFor is the profile a verdict's profile name asks for; an empty or
 // unknown name is read_only, the narrowest.
 func ProfileFor(name string) sandbox.Profile {
@@ -318,8 +374,9 @@ type confinement struct {
 	tmp    string
 	tmps   *tmpDirs
 	label  string // "read_only", "unconfined", "none: why"
-	hidden []string
-	roots  []string
+	hidden  []string
+	roots   []string
+	secrets []string // the project's secret files, hidden from this run
 }
 
 // confine prepares the confinement of one run in dir, whose terminal is
@@ -340,16 +397,21 @@ func (r *Runner) confine(dir, tty string, opt Options, c *Confine) *confinement 
 		return &confinement{label: nonePrefix + "no private temporary directory: " + err.Error()}
 	}
 	hidden := slices.Clone(c.Hidden)
+	profile := ProfileFor(opt.Profile)
+	roots := opt.Jail
+	if len(roots) == 0 {
+		roots = []string{dir}
+	}
+	var secrets []string
+	if profile == sandbox.ReadOnly && !opt.Approved {
+		secrets = ProjectSecrets(roots, c.SecretFiles)
+		hidden = append(hidden, secrets...)
+	}
 	if c.Spool != "" {
 		// The whole spool, the run's own log too: what it wrote reaches
 		// it through its terminal.
 		hidden = append(hidden, c.Spool)
 	}
-	roots := opt.Jail
-	if len(roots) == 0 {
-		roots = []string{dir}
-	}
-	profile := ProfileFor(opt.Profile)
 	writable := c.Writable
 	if opt.Caches != "" {
 		writable = []string{opt.Caches}
@@ -367,7 +429,7 @@ func (r *Runner) confine(dir, tty string, opt Options, c *Confine) *confinement 
 		r.tmps.put(tmp)
 		return &confinement{label: nonePrefix + err.Error()}
 	}
-	return &confinement{box: box, tmp: tmp, tmps: &r.tmps, label: string(profile), hidden: hidden, roots: roots}
+	return &confinement{box: box, tmp: tmp, tmps: &r.tmps, label: string(profile), hidden: hidden, roots: roots, secrets: secrets}
 }
 
 // close releases the sandbox and hands the private temporary directory
@@ -457,7 +519,28 @@ func (c *confinement) explain(dir string, code int, tail []byte, spec *sandbox.S
 	if c.box == nil {
 		return ""
 	}
+	if note := explainSecret(c.secrets, dir, code, tail); note != "" {
+		return note
+	}
 	return explain(c.label, c.hidden, dir, code, tail, spec)
+}
+
+// explainSecret is the line a failed read_only run ends with when what it
+// was refused is one of the project's secret files.
+func explainSecret(secrets []string, dir string, code int, tail []byte) string {
+	if code == 0 || len(secrets) == 0 {
+		return ""
+	}
+	for _, m := range subjectRe().FindAllStringSubmatch(string(tail), -1) {
+		p := m[1] + m[2] + m[3]
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if slices.Contains(secrets, filepath.Clean(p)) {
+			return fmt.Sprintf("sluice: the sandbox hides %s, a file of the project that usually holds secrets, from runs nobody approved; a person can approve the command to let it read the file\n", filepath.Clean(p))
+		}
+	}
+	return ""
 }
 
 // explain is confinement.explain for a run confined to the profile named

@@ -415,3 +415,36 @@ func TestProjectCaches(t *testing.T) {
 		t.Errorf("an approved run lost the shared caches: %q", o.log)
 	}
 }
+
+// TestProjectSecretsHidden: a read_only run nobody approved cannot read
+// the project's secret files as they exist when it starts (.env at the
+// top, a key one directory down); a person's approval lets it; other
+// files of the project stay readable, and the refusal says why.
+func TestProjectSecretsHidden(t *testing.T) {
+	f := newConfineFixture(t)
+	for rel, data := range map[string]string{".env": "API_TOKEN=tok-top-secret\n", "certs/server.key": "KEY-secret-material\n",
+		"README.md": "readme-visible\n", "src/deep/dir/.env": "deep\n"} {
+		p := filepath.Join(f.project, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := `cat README.md; cat .env; cat certs/server.key`
+	o := f.run(t, cmd, nil, Options{Profile: "read_only", Jail: []string{f.project}})
+	if bytes.Contains(o.log, []byte("tok-top-secret")) || bytes.Contains(o.log, []byte("KEY-secret")) {
+		t.Errorf("a read_only run nobody approved read the project's secrets:\n%s", o.log)
+	}
+	if !bytes.Contains(o.log, []byte("readme-visible")) {
+		t.Errorf("the project's other files are not readable:\n%s", o.log)
+	}
+	if !bytes.Contains(o.log, []byte("a file of the project that usually holds secrets")) {
+		t.Errorf("the refusal does not say why:\n%s", o.log)
+	}
+	o = f.run(t, cmd, nil, Options{Profile: "read_only", Jail: []string{f.project}, Approved: true})
+	if !bytes.Contains(o.log, []byte("tok-top-secret")) || !bytes.Contains(o.log, []byte("KEY-secret")) {
+		t.Errorf("an approved read_only run could not read what the person let it:\n%s", o.log)
+	}
+}

@@ -132,6 +132,9 @@ type Options struct {
 	// other projects build from. GOCACHE, npm's, pip's, yarn's and
 	// XDG_CACHE_HOME point into it.
 	Caches string
+	// Approved says a person approved the run. A read_only run nobody
+	// approved does not read the project's secret files (ProjectSecrets).
+	Approved bool
 }
 
 // Run runs req (kind exec) with /bin/sh -c req.Command in req.Cwd (the

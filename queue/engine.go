@@ -42,6 +42,10 @@ type RunOptions struct {
 	Verdict Verdict
 	// Unconfined runs the command without confinement: a person chose it.
 	Unconfined bool
+	// Approved says a person approved the request (the policy did not
+	// allow it alone): what a confined run may read follows (a project's
+	// secret files are hidden from runs nobody approved).
+	Approved bool
 }
 
 // Engine is the one path every request takes, whoever drives it (the
@@ -681,7 +685,7 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 			opt.Output = tee(opt.Output, watch)
 		}
 	}
-	opt.LogPath, opt.Verdict = e.Spool.LogPath(req.ID), v
+	opt.LogPath, opt.Verdict, opt.Approved = e.Spool.LogPath(req.ID), v, by != ByPolicy
 	runCtx, done := e.track(ctx, req.ID)
 	res, sum := e.Runner.Run(runCtx, req, opt)
 	done() // first: no KillAs can name a killer after this

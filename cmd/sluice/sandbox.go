@@ -7,6 +7,7 @@ import (
 	osexec "os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -162,8 +163,14 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 			return exitNotRun
 		}
 		env = append(env, exec.CacheEnv(caches)...)
+		hidden := append(slices.Clone(conf.Hidden), conf.Spool)
+		if profile == sandbox.ReadOnly {
+			// What a hook wraps is what the policy allowed alone: a
+			// read_only line does not read the project's secret files.
+			hidden = append(hidden, exec.ProjectSecrets(roots, conf.SecretFiles)...)
+		}
 		spec := sandbox.Spec{Profile: profile, Roots: roots, Writable: writable,
-			Hidden: append(conf.Hidden, conf.Spool), Closed: conf.Closed, Readable: conf.Readable,
+			Hidden: hidden, Closed: conf.Closed, Readable: conf.Readable,
 			TmpDir: tmp, TTY: ttyName()}
 		box, err = sandbox.Prepare(spec)
 		if err != nil {
