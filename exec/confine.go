@@ -370,10 +370,10 @@ func ProfileFor(name string) sandbox.Profile {
 // unconfined), its private temporary directory, and the words for the
 // result.
 type confinement struct {
-	box    *sandbox.Confinement
-	tmp    string
-	tmps   *tmpDirs
-	label  string // "read_only", "unconfined", "none: why"
+	box     *sandbox.Confinement
+	tmp     string
+	tmps    *tmpDirs
+	label   string // "read_only", "unconfined", "none: why"
 	hidden  []string
 	roots   []string
 	secrets []string // the project's secret files, hidden from this run
