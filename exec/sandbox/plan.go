@@ -85,12 +85,10 @@ func (s *Spec) Base() BaseSpec {
 	return BaseSpec{Hidden: s.Hidden, Closed: s.Closed, Open: open}
 }
 
-// key names b for the cache of built bases: the paths as resolved, so
-// that two spellings of one place share a base, and only the open paths
-// that matter (those inside a closed directory).
+// key names b for the cache of built bases: the paths as given (cheap;
+// two spellings of one place only cost a second base).
 func (b BaseSpec) key() string {
-	p := newPlanner(b)
-	return strings.Join(b.Hidden, "\x00") + "\x01" + strings.Join(p.closed, "\x00") + "\x01" + strings.Join(p.open, "\x00")
+	return strings.Join(b.Hidden, "\x00") + "\x01" + strings.Join(b.Closed, "\x00") + "\x01" + strings.Join(b.Open, "\x00")
 }
 
 // PlanBase plans the base layer: every right on everything but the hidden
@@ -303,6 +301,12 @@ func resolveAll(paths []string) []string {
 		}
 		abs, err := filepath.Abs(p)
 		if err != nil {
+			continue
+		}
+		// One lstat first: most paths of a list (the readable set's
+		// toolchains) do not exist here, and resolving walks every
+		// component.
+		if _, err := os.Lstat(abs); err != nil {
 			continue
 		}
 		r, err := filepath.EvalSymlinks(abs)
