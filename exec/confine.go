@@ -320,11 +320,85 @@ const projectSecretDepth = 2
 // levels and outside .git, node_modules and the like, whose names match
 // DefaultSecretFiles or extra: the project's secrets as they exist when a
 // run starts.
+//
+// What it found under a root is kept while none of the directories it
+// read changed (one stat each): a run of an agent's usually finds the
+// project as the last one left it.
 func ProjectSecrets(roots []string, extra []string) []string {
-	pats := slices.Concat(DefaultSecretFiles, extra)
 	var out []string
+	for _, r := range roots {
+		out = append(out, secretsCache.get(r, extra)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// secretsCache holds ProjectSecrets's findings per root.
+var secretsCache = &secretCache{m: map[string]*secretScan{}}
+
+type secretCache struct {
+	mu sync.Mutex
+	m  map[string]*secretScan // by root and extra patterns
+}
+
+// secretScan is one root's scan: the directories read, as they were, and
+// the secret files found.
+type secretScan struct {
+	dirs  []dirStamp
+	found []string
+}
+
+type dirStamp struct {
+	path  string
+	ino   uint64
+	ctime unix.Timespec
+}
+
+func (c *secretCache) get(root string, extra []string) []string {
+	key := root + "\x00" + strings.Join(extra, "\x00")
+	c.mu.Lock()
+	s := c.m[key]
+	c.mu.Unlock()
+	if s != nil && s.fresh() {
+		return s.found
+	}
+	s = scanSecrets(root, slices.Concat(DefaultSecretFiles, extra))
+	c.mu.Lock()
+	if len(c.m) >= 64 {
+		clear(c.m)
+	}
+	c.m[key] = s
+	c.mu.Unlock()
+	return s.found
+}
+
+func (s *secretScan) fresh() bool {
+	for _, d := range s.dirs {
+		var st unix.Stat_t
+		if unix.Stat(d.path, &st) != nil || st.Ino != d.ino || st.Ctim != d.ctime {
+			return false
+		}
+	}
+	return true
+}
+
+// scanSecrets reads root down to projectSecretDepth levels. A directory
+// that changes while it is read is stamped as never fresh.
+func scanSecrets(root string, pats []string) *secretScan {
+	s := &secretScan{}
+	var start unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &start)
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {
+		var st unix.Stat_t
+		if unix.Stat(dir, &st) != nil {
+			return
+		}
+		stamp := dirStamp{path: dir, ino: st.Ino, ctime: st.Ctim}
+		if st.Ctim.Nano() >= start.Nano() {
+			stamp.ctime = unix.Timespec{}
+		}
+		s.dirs = append(s.dirs, stamp)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return
@@ -344,17 +418,14 @@ func ProjectSecrets(roots []string, extra []string) []string {
 			}
 			for _, pat := range pats {
 				if ok, _ := path.Match(pat, name); ok {
-					out = append(out, p)
+					s.found = append(s.found, p)
 					break
 				}
 			}
 		}
 	}
-	for _, r := range roots {
-		walk(r, 0)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	walk(root, 0)
+	return s
 }
 
 // ProfileFor is the profile a verdict's profile name asks for; an empty or

@@ -75,7 +75,8 @@ func benchConfine(b *testing.B, spool string) *Confine {
 		b.Skip("no confinement on this machine:", err)
 	}
 	home, _ := os.UserHomeDir()
-	return &Confine{Mode: SandboxPrefer, Hidden: DefaultHidden(home), Writable: DefaultWritable(os.Environ(), home), Spool: spool}
+	return &Confine{Mode: SandboxPrefer, Hidden: DefaultHidden(home), Writable: DefaultWritable(os.Environ(), home), Spool: spool,
+		Closed: DefaultClosed(home), Readable: DefaultReadable(os.Environ(), home), Fetch: DefaultFetchCaches(os.Environ(), home)}
 }
 
 // benchVariant is one way of running a command in the interleaved loops.

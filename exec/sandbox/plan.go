@@ -86,9 +86,28 @@ func (s *Spec) Base() BaseSpec {
 }
 
 // key names b for the cache of built bases: the paths as given (cheap;
-// two spellings of one place only cost a second base).
+// two spellings of one place only cost a second base), and of the open
+// paths only those inside a closed directory, the others changing nothing
+// of the base: a run's private temporary directory, new for every run,
+// lies outside them (a symlink that leads into one is resolved when the
+// base is planned, and misses the cache at worst).
 func (b BaseSpec) key() string {
-	return strings.Join(b.Hidden, "\x00") + "\x01" + strings.Join(b.Closed, "\x00") + "\x01" + strings.Join(b.Open, "\x00")
+	var k strings.Builder
+	for _, l := range [][]string{b.Hidden, b.Closed} {
+		for _, p := range l {
+			k.WriteString(p)
+			k.WriteByte(0)
+		}
+		k.WriteByte(1)
+	}
+	for _, o := range b.Open {
+		o = filepath.Clean(o)
+		if slices.ContainsFunc(b.Closed, func(c string) bool { return within(filepath.Clean(c), o) }) {
+			k.WriteString(o)
+			k.WriteByte(0)
+		}
+	}
+	return k.String()
 }
 
 // PlanBase plans the base layer: every right on everything but the hidden
