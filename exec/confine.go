@@ -311,15 +311,17 @@ func MakeCaches(dirs []string) error {
 var DefaultSecretFiles = []string{".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa", "id_dsa",
 	"id_ecdsa", "id_ed25519", ".npmrc", ".pypirc", ".netrc", "credentials*.json", "*.keystore", ".htpasswd"}
 
-// projectSecretDepth bounds how deep ProjectSecrets looks below a root:
-// the top level and the directories in it (config/, secrets/, certs/),
-// never a whole tree on every run.
-const projectSecretDepth = 2
+// secretDirs are the directories at a root's top level where
+// ProjectSecrets also looks (secrets sit at the top, or in one of these):
+// never a whole tree, nor every directory, on every run.
+var secretDirs = map[string]bool{"config": true, "configs": true, "conf": true, "secrets": true, ".secrets": true,
+	"certs": true, "certificates": true, "keys": true, "ssl": true, "tls": true, "deploy": true, "docker": true,
+	".docker": true, "env": true, "envs": true, "environments": true, "credentials": true, ".aws": true, ".ssh": true}
 
-// ProjectSecrets lists the files under roots, down to projectSecretDepth
-// levels and outside .git, node_modules and the like, whose names match
-// DefaultSecretFiles or extra: the project's secrets as they exist when a
-// run starts.
+// ProjectSecrets lists the files at the top of each root, and in the
+// directories there named like secretDirs (config/, secrets/, certs/,
+// ...), whose names match DefaultSecretFiles or extra: the project's
+// secrets as they exist when a run starts.
 //
 // What it found under a root is kept while none of the directories it
 // read changed (one stat each): a run of an agent's usually finds the
@@ -407,11 +409,7 @@ func scanSecrets(root string, pats []string) *secretScan {
 			name := e.Name()
 			p := filepath.Join(dir, name)
 			if e.IsDir() {
-				switch name {
-				case ".git", "node_modules", "vendor", "target", ".venv", "venv", "__pycache__", "dist", "build":
-					continue
-				}
-				if depth+1 < projectSecretDepth {
+				if depth == 0 && secretDirs[strings.ToLower(name)] {
 					walk(p, depth+1)
 				}
 				continue

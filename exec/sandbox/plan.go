@@ -128,7 +128,7 @@ func PlanBase(b BaseSpec) (grants []Grant, watch []string) {
 			p.watch = appendNew(p.watch, d)
 		}
 	}
-	for _, o := range b.Open {
+	for _, o := range closedOnly(b.Open, b.Closed, p.closed) {
 		if _, err := os.Lstat(o); err != nil {
 			if d := nearestDir(o); d != "" {
 				p.watch = appendNew(p.watch, d)
@@ -142,10 +142,14 @@ func PlanBase(b BaseSpec) (grants []Grant, watch []string) {
 // a closed directory (the rest are granted anyway) that are not inside
 // another one kept, and drops any that is a closed directory or holds one:
 // a root that is the home directory, or /, opens nothing.
+//
+// Only the open paths named inside a closed directory are resolved (those
+// outside are granted anyway): a path outside that is a symlink into a
+// home directory opens nothing there.
 func newPlanner(b BaseSpec) *planner {
 	p := &planner{hidden: resolveAll(b.Hidden), closed: resolveAll(b.Closed)}
 	var open []string
-	for _, o := range resolveAll(b.Open) {
+	for _, o := range resolveAll(closedOnly(b.Open, b.Closed, p.closed)) {
 		if slices.ContainsFunc(p.closed, func(c string) bool { return within(o, c) }) {
 			continue
 		}
@@ -160,6 +164,20 @@ func newPlanner(b BaseSpec) *planner {
 		}
 	}
 	return p
+}
+
+// closedOnly keeps the paths of open that lie, as named, inside one of
+// the closed directories (as named, or as resolved).
+func closedOnly(open, closed, resolved []string) []string {
+	var out []string
+	for _, o := range open {
+		o = filepath.Clean(o)
+		in := func(c string) bool { return within(filepath.Clean(c), o) }
+		if slices.ContainsFunc(closed, in) || slices.ContainsFunc(resolved, in) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // nearestDir is the nearest existing directory above path h: where h would
