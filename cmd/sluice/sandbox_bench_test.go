@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -100,4 +101,64 @@ func lastSandbox(b *testing.B, path string) string {
 		b.Fatal(err)
 	}
 	return last
+}
+
+// BenchmarkSandboxWrapper times what a hook's wrapped command costs the
+// agent: 'sluice sandbox --profile read_only -- true' and '--profile
+// mutating -- /bin/bash -c true' (the shape a hook gives an allowed line,
+// with the guard of what later runs unconfined), run in this repository's
+// directory (a real project: its secret files looked for, its git
+// directory guarded), interleaved with 'sh -c true', the floor. With
+// SLUICE_BENCH_BEFORE naming another sluice binary (an earlier commit's),
+// that one runs the same two in the same loop, for a before/after ratio.
+func BenchmarkSandboxWrapper(b *testing.B) {
+	if _, err := sandbox.Available(); err != nil {
+		b.Skip("no confinement on this machine:", err)
+	}
+	bin, env, _ := startBenchServe(b)
+	before := os.Getenv("SLUICE_BENCH_BEFORE")
+	dir, err := filepath.Abs("../..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	type variant struct {
+		name string
+		bin  string
+		args []string
+		ds   []time.Duration
+	}
+	ro := []string{"sandbox", "--profile", "read_only", "--", "true"}
+	mut := []string{"sandbox", "--profile", "mutating", "--", "/bin/bash", "-c", "true"}
+	vs := []*variant{{name: "sh", bin: "/bin/sh", args: []string{"-c", "true"}},
+		{name: "read_only", bin: bin, args: ro}, {name: "mutating", bin: bin, args: mut}}
+	if before != "" {
+		vs = append(vs, &variant{name: "before-read_only", bin: before, args: ro}, &variant{name: "before-mutating", bin: before, args: mut})
+	}
+	run := func(v *variant) time.Duration {
+		cmd := exec.Command(v.bin, v.args...)
+		cmd.Env, cmd.Dir = env, dir
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s %v: %v\n%s", v.bin, v.args, err, out)
+		}
+		return time.Since(start)
+	}
+	for _, v := range vs {
+		run(v) // warm: the project's caches made once
+	}
+	i := 0
+	for b.Loop() {
+		for k := range vs {
+			v := vs[(i+k)%len(vs)]
+			v.ds = append(v.ds, run(v))
+		}
+		i++
+	}
+	for _, v := range vs {
+		b.ReportMetric(ms(percentile(v.ds, 50)), v.name+"-p50-ms")
+	}
+	if before != "" {
+		b.ReportMetric(float64(percentile(vs[1].ds, 50))/float64(percentile(vs[3].ds, 50)), "read_only/before-p50")
+		b.ReportMetric(float64(percentile(vs[2].ds, 50))/float64(percentile(vs[4].ds, 50)), "mutating/before-p50")
+	}
 }
