@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/sluice-dev/sluice/exec"
@@ -141,6 +142,39 @@ func hookFallback(flagValue string, a *hook.Agent) (hook.Decision, error) {
 	return "", fmt.Errorf("%s=%q is not ask or deny", from, v)
 }
 
+// agentProjectDir is the project directory the agent's hook says it
+// works in (Claude Code's CLAUDE_PROJECT_DIR, Gemini CLI's
+// GEMINI_PROJECT_DIR), or "".
+func agentProjectDir() string {
+	for _, v := range []string{"CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"} {
+		if d := os.Getenv(v); d != "" && filepath.IsAbs(d) {
+			return filepath.Clean(d)
+		}
+	}
+	return ""
+}
+
+// boundRoots bounds a run's roots by the agent's project directory: a
+// root above it (the git top level of a home directory kept in git, a
+// monorepo the project is one directory of) becomes the project
+// directory itself. Roots inside it, or beside it, stay as they are.
+func boundRoots(roots []string, project string) []string {
+	if project == "" {
+		return roots
+	}
+	var out []string
+	for _, r := range roots {
+		r = filepath.Clean(r)
+		if r != project && (r == "/" || strings.HasPrefix(project, r+"/")) {
+			r = project
+		}
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // hookConfine wraps a shell command a hook allows in 'sluice sandbox',
 // so that the agent runs it confined to its verdict's profile, when
 // confinement is on (hook_confine and sandbox in config.toml) and the
@@ -167,7 +201,7 @@ func hookConfine(cfg *config, spool string) func(*queue.Request, *queue.Result) 
 			b.WriteString(" --spool " + setup.ShellQuote(spool))
 		}
 		b.WriteString(" sandbox --profile " + setup.ShellQuote(profile))
-		for _, r := range policy.Roots(req.Cwd) {
+		for _, r := range boundRoots(policy.Roots(req.Cwd), agentProjectDir()) {
 			b.WriteString(" --root " + setup.ShellQuote(r))
 		}
 		b.WriteString(" -- " + exec.Shell() + " -c " + setup.ShellQuote(req.Command))
