@@ -74,8 +74,13 @@ type effCase struct {
 	// wrap: the payload also runs as a hook gives an allowed line to the
 	// agent, 'sluice sandbox --profile P -- bash -c LINE' (P: profile, or
 	// mutating), and must take no effect that way either.
-	wrap  bool
-	check func(t *testing.T, s *effSuite, r *effRun)
+	wrap bool
+	// wrapOnly: the payload runs only through 'sluice sandbox', under
+	// profile: what a line the policy judges so could run inside (code an
+	// allowed line carries), where no verdict of the engine's would give
+	// that profile to the payload written out.
+	wrapOnly bool
+	check    func(t *testing.T, s *effSuite, r *effRun)
 }
 
 // effRun is one run of a payload.
@@ -286,6 +291,19 @@ func effClosed() []effCase {
 				effCheck(t, err)
 				if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
 					t.Errorf("%s gained a set-id bit: %v", r.keep, fi.Mode())
+				}
+			}},
+		// Code inside a read-only line changes modes (Landlock governs no
+		// mode, owner or xattr change): a key locked away from its
+		// owner, a file made private.
+		{name: "read_only_chmod_outside", wrapOnly: true, profile: "read_only", keep: true,
+			cmd: `chmod 600 @KEEP@; chmod 000 ~/.ssh/id_ed25519; true`,
+			check: func(t *testing.T, s *effSuite, r *effRun) {
+				for p, want := range map[string]os.FileMode{r.keep: 0o666, filepath.Join(s.home, ".ssh", "id_ed25519"): 0o644} {
+					if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+						t.Errorf("%s: mode %v (%v), want %v kept", p, fi.Mode().Perm(), err, want)
+						_ = os.Chmod(p, want)
+					}
 				}
 			}},
 		// The person's Go build cache, which their next unconfined build
@@ -886,6 +904,10 @@ func (s *effSuite) runCase(t *testing.T, c effCase) {
 		timeout = "10s"
 	}
 
+	if c.wrapOnly {
+		s.runWrapped(t, c, r, cmd)
+		return
+	}
 	r.res, r.out = s.run(t, timeout, "", cmd)
 
 	if r.res.Status != queue.StatusDone && r.res.Status != queue.StatusTimeout {

@@ -9,11 +9,11 @@ import (
 )
 
 // programs assembles the seccomp programs at run time where none were
-// generated ahead of time: [0] without network, [1] with.
-func programs() ([2][]unix.SockFilter, error) {
-	var out [2][]unix.SockFilter
-	for i, net := range []bool{false, true} {
-		p, err := seccompasm.Assemble(net)
+// generated ahead of time: [0] without network, [1] with, [2] read-only.
+func programs() ([3][]unix.SockFilter, error) {
+	var out [3][]unix.SockFilter
+	for i := range out {
+		p, err := seccompasm.Assemble(i)
 		if err != nil {
 			return out, err
 		}

@@ -175,6 +175,16 @@ func effectOp(op string) string {
 		_, _, e = unix.Syscall(unix.SYS_IOCTL, 0, n(1), uintptr(unsafe.Pointer(&ch)))
 	case "chmod":
 		_, _, e = unix.Syscall(legacy["chmod"], path(1), n(2), 0)
+	case "chown": // fchownat(AT_FDCWD, path, own uid, own gid): a change to nothing, still refused
+		_, _, e = unix.Syscall6(unix.SYS_FCHOWNAT, cwd, path(1), uintptr(os.Getuid()), uintptr(os.Getgid()), 0, 0)
+	case "setxattr": // user.sluice = "x"
+		if err := unix.Setxattr(arg(1), "user.sluice", []byte("x"), 0); err != nil {
+			return result(err)
+		}
+	case "utimes": // utimensat(AT_FDCWD, path, now)
+		if err := unix.UtimesNano(arg(1), []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}); err != nil {
+			return result(err)
+		}
 	case "fchmod", "fchmodat", "fchmodat2":
 		fd, err := unix.Open(arg(1), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -826,4 +836,50 @@ func startOutput(cmd *osexec.Cmd, c *Confinement) (string, error) {
 	}
 	err := cmd.Wait()
 	return out.String(), err
+}
+
+// TestSeccompReadOnlyModes: a read_only run changes no file's mode, owner
+// or extended attributes, by path or by descriptor, inside or outside
+// the places Landlock lets it write (Landlock governs none of these:
+// without the filter, each takes effect on a file the run may not write);
+// timestamps stay changeable (the Go build cache marks its entries used
+// with them). A mutating run still changes modes in its project.
+func TestSeccompReadOnlyModes(t *testing.T) {
+	requireSandbox(t)
+	t.Parallel()
+	f := newFixture(t)
+	outside, inside, tmp := f.p("outside/existing"), f.p("project/existing"), f.p("tmp/mine")
+	for _, p := range []string{outside, inside, tmp} {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops := []string{"chmod:" + outside + ":0o644", "fchmod:" + inside + ":0o644", "fchmodat:" + tmp + ":0o644",
+		"chown:" + outside, "setxattr:" + outside, "utimes:" + outside}
+	c := prepare(t, f.spec(ReadOnly))
+	// The control: the same confinement without the filter changes them.
+	got := runEffect(t, unfiltered(c), nil, nil, ops...)
+	if got["chmod:"+outside+":0o644"] != "ok" || got["chown:"+outside] != "ok" {
+		t.Fatalf("without the filter, mode and owner changes outside the writable set should take effect: %v", got)
+	}
+	for _, p := range []string{outside, inside, tmp} {
+		if err := os.Chmod(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	xattr := got["setxattr:"+outside] == "ok" // tmpfs without user xattrs says EOPNOTSUPP
+	got = runEffect(t, c, nil, nil, ops...)
+	want := map[string]string{"chmod:" + outside + ":0o644": "err EPERM", "fchmod:" + inside + ":0o644": "err EPERM",
+		"fchmodat:" + tmp + ":0o644": "err EPERM", "chown:" + outside: "err EPERM", "utimes:" + outside: "ok"}
+	if xattr {
+		want["setxattr:"+outside] = "err EPERM"
+	}
+	expect(t, "read_only", got, want)
+	for _, p := range []string{outside, inside, tmp} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v (%v), want 0600 kept", p, fi.Mode(), err)
+		}
+	}
+	got = runEffect(t, prepare(t, f.spec(Mutating)), nil, nil, "fchmodat:"+inside+":0o644")
+	expect(t, "mutating", got, map[string]string{"fchmodat:" + inside + ":0o644": "ok"})
 }

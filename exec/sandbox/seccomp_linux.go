@@ -11,12 +11,13 @@ import (
 
 //go:generate go run ./internal/genseccomp
 
-// filters are the two seccomp programs: one for profiles without network,
-// one for networked. On linux/amd64 they were assembled ahead of time
+// filters are the three seccomp programs: [0] for mutating (no network),
+// [1] for networked, [2] for read_only (no network, and no change of any
+// file's mode, owner or extended attributes). On linux/amd64 they were assembled ahead of time
 // (seccomp_gen_linux_amd64.go; a test keeps it equal to what the library
 // assembles), elsewhere at first use.
-var filters = sync.OnceValues(func() ([2]*unix.SockFprog, error) {
-	var out [2]*unix.SockFprog
+var filters = sync.OnceValues(func() ([3]*unix.SockFprog, error) {
+	var out [3]*unix.SockFprog
 	progs, err := programs()
 	if err != nil {
 		return out, err

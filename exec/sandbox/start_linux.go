@@ -61,8 +61,11 @@ func Prepare(spec Spec) (*Confinement, error) {
 		return nil, err
 	}
 	filter := f[0]
-	if spec.Profile.Network() {
+	switch {
+	case spec.Profile.Network():
 		filter = f[1]
+	case !spec.Profile.Writes():
+		filter = f[2]
 	}
 	return &Confinement{spec: spec, base: b, ruleset: fd, filter: filter}, nil
 }
