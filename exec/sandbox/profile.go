@@ -80,6 +80,16 @@ type Spec struct {
 	// and execute: the toolchains and configs real tools read (~/go,
 	// ~/.gitconfig, ~/.rustup).
 	Readable []string
+	// Protect are paths inside the roots a run that writes may not
+	// change (git's hooks and config, .envrc): read-only where the run is
+	// boxed (see BoxPath), else only the caller's to put back.
+	Protect []string
+	// Masked are files a run reads as empty (a project's secrets, for a
+	// run nobody approved), where it is boxed.
+	Masked []string
+	// Box is the helper that starts a run that writes in namespaces of
+	// its own (BoxPath); "" confines with Landlock and seccomp alone.
+	Box string
 	// TmpDir is the run's private temporary directory (writable).
 	TmpDir string
 	// TTY is the path of the run's terminal (writable), if it has one.
@@ -91,7 +101,7 @@ func (s *Spec) Validate() error {
 	if _, err := ParseProfile(string(s.Profile)); err != nil {
 		return err
 	}
-	lists := [][]string{s.Roots, s.Writable, s.Hidden, s.Closed, s.Readable, {s.TmpDir, s.TTY}}
+	lists := [][]string{s.Roots, s.Writable, s.Hidden, s.Closed, s.Readable, s.Protect, s.Masked, {s.TmpDir, s.TTY, s.Box}}
 	for _, l := range lists {
 		for _, p := range l {
 			if p != "" && !filepath.IsAbs(p) {

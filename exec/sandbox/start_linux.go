@@ -31,10 +31,25 @@ func Available() (string, error) {
 // Confinement is a prepared Spec: a Landlock ruleset and a seccomp
 // filter, ready to be applied to the thread that starts one child.
 type Confinement struct {
-	spec    Spec
-	base    *base // shared; released by Close
-	ruleset int   // the run's own layer
-	filter  *unix.SockFprog
+	spec        Spec
+	base        *base // shared; released by Close
+	ruleset     int   // the run's own layer
+	filter      *unix.SockFprog
+	filterIndex int
+	box         *boxPlan // nil: not boxed
+}
+
+// Boxed reports whether a run started with c gets namespaces of its own
+// (a read-only view of everything it may not write), or says why not
+// when its profile writes.
+func (c *Confinement) Boxed() (bool, string) {
+	if c == nil || !c.spec.Profile.Writes() {
+		return false, ""
+	}
+	if c.box != nil {
+		return true, ""
+	}
+	return false, boxWhy(&c.spec)
 }
 
 // Prepare builds the confinement for spec. It fails if the kernel cannot
@@ -60,14 +75,18 @@ func Prepare(spec Spec) (*Confinement, error) {
 		releaseBase(b)
 		return nil, err
 	}
-	filter := f[0]
+	idx := 0
 	switch {
 	case spec.Profile.Network():
-		filter = f[1]
+		idx = 1
 	case !spec.Profile.Writes():
-		filter = f[2]
+		idx = 2
 	}
-	return &Confinement{spec: spec, base: b, ruleset: fd, filter: filter}, nil
+	c := &Confinement{spec: spec, base: b, ruleset: fd, filter: f[idx], filterIndex: idx}
+	if boxWhy(&spec) == "" {
+		c.box = planBox(&spec)
+	}
+	return c, nil
 }
 
 // Spec is what c confines to.
@@ -99,6 +118,16 @@ func Start(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
 	}
 	if c == nil && (g == nil || g.tasks == "") {
 		return cmd.Start()
+	}
+	if c != nil && c.box != nil {
+		err := startBox(cmd, c, g)
+		if err == nil || !boxRefused(err) {
+			return err
+		}
+		// The kernel refused the namespaces (a container's seccomp, an
+		// LSM): confined as without the helper, and said so from now on.
+		c.box = nil
+		boxRefusedWhy.Store("the kernel refused the namespaces: " + err.Error())
 	}
 	errc := make(chan error, 1)
 	go startLocked(cmd, c, g, errc)
@@ -167,7 +196,17 @@ func (c *Confinement) apply() error {
 	if c.ruleset < 0 {
 		return errors.New("sandbox: confinement used after Close")
 	}
-	if os.Geteuid() == 0 {
+	return confineThread(c.base.fd, c.ruleset, c.filter)
+}
+
+// confineThread confines the calling thread with the two Landlock
+// rulesets and the seccomp filter, after dropping every capability it
+// has (root's, or the box's in its user namespace) and setting
+// no_new_privs.
+func confineThread(base, run int, filter *unix.SockFprog) error {
+	var caps unix.CapUserData
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	if os.Geteuid() == 0 || (unix.Capget(&hdr, &caps) == nil && caps.Permitted != 0) {
 		if err := dropCapabilities(); err != nil {
 			return err
 		}
@@ -175,13 +214,13 @@ func (c *Confinement) apply() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
-	if err := landlockRestrict(c.base.fd); err != nil {
+	if err := landlockRestrict(base); err != nil {
 		return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
 	}
-	if err := landlockRestrict(c.ruleset); err != nil {
+	if err := landlockRestrict(run); err != nil {
 		return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
 	}
-	return loadFilter(c.filter)
+	return loadFilter(filter)
 }
 
 // dropCapabilities leaves the calling thread without capabilities, for

@@ -5,6 +5,8 @@ package sandbox_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -48,6 +50,17 @@ func sharedCaches(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	// Run as sluice-box (a link to this binary, made by the box tests),
+	// it is the helper.
+	if filepath.Base(os.Args[0]) == "sluice-box" {
+		err := sandbox.BoxMain(os.Args[1:])
+		fmt.Fprintf(os.Stderr, "sluice-box: %v\n", err)
+		var ee *sandbox.ExecError
+		if errors.As(err, &ee) {
+			os.Exit(ee.Status())
+		}
+		os.Exit(125)
+	}
 	code := m.Run()
 	if toolCaches != "" {
 		os.RemoveAll(toolCaches)

@@ -1,0 +1,27 @@
+// Command sluice-box starts one confined run in namespaces of its own: a
+// read-only view of the file system but for what the run may write,
+// git's hooks and config bound read-only, a project's secrets read as
+// empty files, its own PID and IPC namespaces. sluice execs it in place
+// of a command whose verdict lets it write (see exec/sandbox's BoxPath);
+// it mounts, confines itself with the Landlock rulesets and the seccomp
+// filter sluice prepared, drops every capability and execs the command.
+// It is not meant to be run by hand.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/sluice-dev/sluice/exec/sandbox"
+)
+
+func main() {
+	err := sandbox.BoxMain(os.Args[1:])
+	fmt.Fprintf(os.Stderr, "sluice-box: %v\n", err)
+	var ee *sandbox.ExecError
+	if errors.As(err, &ee) {
+		os.Exit(ee.Status())
+	}
+	os.Exit(125)
+}

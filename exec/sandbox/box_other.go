@@ -1,0 +1,31 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// BoxPath is the helper's path for Spec.Box; namespaces are Linux's, so
+// there is none here.
+func BoxPath() string { return "" }
+
+// BoxMain is sluice-box, which only Linux has.
+func BoxMain(args []string) error {
+	return fmt.Errorf("sluice-box: namespaces are Linux's; this is %s", runtime.GOOS)
+}
+
+// ExecError is BoxMain's failure to exec the command.
+type ExecError struct {
+	Path string
+	Err  error
+}
+
+func (e *ExecError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+// Status is the exit status a shell gives this failure.
+func (e *ExecError) Status() int { return 126 }
+
+// Boxed reports that no run is boxed here.
+func (c *Confinement) Boxed() (bool, string) { return false, "" }
