@@ -64,6 +64,10 @@ type Confine struct {
 	// SecretFiles are globs (path.Match, on a name) of a project's
 	// files that hold secrets, added to DefaultSecretFiles.
 	SecretFiles []string
+	// Box is the helper that starts runs that write in namespaces of
+	// their own (sandbox.BoxPath); "" confines them with Landlock and
+	// seccomp alone.
+	Box string
 	// Fetch are the shared caches that hold what was downloaded (the Go
 	// module cache, cargo's registry): written by networked runs only,
 	// and only when the run has caches of its own (Options.Caches) for
@@ -446,6 +450,7 @@ type confinement struct {
 	hidden  []string
 	roots   []string
 	secrets []string // the project's secret files, hidden from this run
+	guarded *Guard   // what the run may not change, as it was
 }
 
 // confine prepares the confinement of one run in dir, whose terminal is
@@ -471,10 +476,22 @@ func (r *Runner) confine(dir, tty string, opt Options, c *Confine) *confinement 
 	if len(roots) == 0 {
 		roots = []string{dir}
 	}
-	var secrets []string
-	if profile == sandbox.ReadOnly && !opt.Approved {
+	var secrets, masked, protect []string
+	var guarded *Guard
+	switch {
+	case profile == sandbox.ReadOnly && !opt.Approved:
 		secrets = ProjectSecrets(roots, c.SecretFiles)
 		hidden = append(hidden, secrets...)
+	case profile.Writes():
+		// What later runs with the person's rights is taken now, to be
+		// put back after the run (and, boxed, is read-only during it);
+		// a run nobody approved reads the project's secrets as empty
+		// where it is boxed.
+		guarded = TakeGuard(roots)
+		protect = guarded.Existing()
+		if !opt.Approved {
+			masked = ProjectSecrets(roots, c.SecretFiles)
+		}
 	}
 	if c.Spool != "" {
 		// The whole spool, the run's own log too: what it wrote reaches
@@ -493,12 +510,13 @@ func (r *Runner) confine(dir, tty string, opt Options, c *Confine) *confinement 
 		}
 	}
 	box, err := sandbox.Prepare(sandbox.Spec{Profile: profile, Roots: roots, Writable: writable,
-		Hidden: hidden, Closed: c.Closed, Readable: c.Readable, TmpDir: tmp, TTY: tty})
+		Hidden: hidden, Closed: c.Closed, Readable: c.Readable, TmpDir: tmp, TTY: tty,
+		Protect: protect, Masked: masked, Box: c.Box})
 	if err != nil {
 		r.tmps.put(tmp)
 		return &confinement{label: nonePrefix + err.Error()}
 	}
-	return &confinement{box: box, tmp: tmp, tmps: &r.tmps, label: string(profile), hidden: hidden, roots: roots, secrets: secrets}
+	return &confinement{box: box, tmp: tmp, tmps: &r.tmps, label: string(profile), hidden: hidden, roots: roots, secrets: secrets, guarded: guarded}
 }
 
 // close releases the sandbox and hands the private temporary directory
@@ -573,7 +591,7 @@ func (t *tmpDirs) close() {
 // ": Permission denied" ("cannot create out.txt: Permission denied",
 // "open /x: permission denied"), quoted or not, or the quoted word just
 // after ("Permission denied: '/x'", Python).
-var subjectRe = lazyRegexp("(?i)(?:[\"'‘`]([^\"'’`\n]+)[\"'’`]|([^\\s\"'‘’`:]+)):\\s*(?:permission denied|operation not permitted)|(?:permission denied|operation not permitted):\\s*[\"'‘`]([^\"'’`\n]+)[\"'’`]")
+var subjectRe = lazyRegexp("(?i)(?:[\"'‘`]([^\"'’`\n]+)[\"'’`]|([^\\s\"'‘’`:]+)):\\s*(?:permission denied|operation not permitted|read-only file system)|(?:permission denied|operation not permitted|read-only file system):\\s*[\"'‘`]([^\"'’`\n]+)[\"'’`]")
 
 // netRe finds what a program says when it could not open a socket or
 // resolve a name.

@@ -164,6 +164,24 @@ func gitConfigPaths(data []byte) (hooks, includes []string) {
 	return hooks, includes
 }
 
+// Existing lists the guarded paths that exist: each guarded file, and
+// each guarded directory as a whole (a boxed run gets them read-only).
+func (g *Guard) Existing() []string {
+	var out []string
+	for d, existed := range g.dirs {
+		if existed {
+			out = append(out, d)
+		}
+	}
+	for p, e := range g.files {
+		if e.exists && !slices.ContainsFunc(out, func(d string) bool { return strings.HasPrefix(p, d+"/") }) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // file records path as it is.
 func (g *Guard) file(path string) {
 	if _, ok := g.files[path]; ok {

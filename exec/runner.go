@@ -233,6 +233,12 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		env = append(env, cacheEnv(opt.Caches)...)
 	}
 	cmd, direct := command(req.Command, dir, env)
+	if boxed, _ := box.box.Boxed(); boxed && direct {
+		// Through the helper, a program that cannot start would fail
+		// there, not here, where the shell takes over: the shell runs
+		// the line from the start.
+		cmd, direct = shellCommand(req.Command, dir, env), false
+	}
 	var pidfd *int
 	wire := func(cmd *osexec.Cmd) {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
@@ -250,10 +256,7 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	// What runs later with the person's rights (git's hooks and config,
 	// .envrc, the agents' settings) is taken before a confined run that
 	// writes, to be put back after it.
-	var guarded *Guard
-	if box.box != nil && ProfileFor(box.label).Writes() {
-		guarded = TakeGuard(box.roots)
-	}
+	guarded := box.guarded
 	res.StartedAt = time.Now()
 	err = sandbox.Start(cmd, box.box, cg)
 	if err != nil && direct {

@@ -1,7 +1,7 @@
 // Command sluice-box starts one confined run in namespaces of its own: a
 // read-only view of the file system but for what the run may write,
 // git's hooks and config bound read-only, a project's secrets read as
-// empty files, its own PID and IPC namespaces. sluice execs it in place
+// empty files, an IPC namespace of its own. sluice execs it in place
 // of a command whose verdict lets it write (see exec/sandbox's BoxPath);
 // it mounts, confines itself with the Landlock rulesets and the seccomp
 // filter sluice prepared, drops every capability and execs the command.

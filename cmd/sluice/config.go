@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-dev/sluice/checkpoint"
 	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/exec/sandbox"
 )
 
 // config is config.toml: how the engine runs things and how the console
@@ -421,7 +422,8 @@ func (c *config) confine(spool string, own ...string) *exec.Confine {
 		mode = exec.SandboxPrefer
 	}
 	return &exec.Confine{Mode: mode, Hidden: hidden, Spool: spool, Writable: writable, MaxProcs: c.MaxProcs,
-		Closed: exec.DefaultClosed(home), Readable: readable, Fetch: exec.DefaultFetchCaches(os.Environ(), home)}
+		Closed: exec.DefaultClosed(home), Readable: readable, Fetch: exec.DefaultFetchCaches(os.Environ(), home),
+		Box: sandbox.BoxPath()}
 }
 
 // expandHome turns a leading ~ into home.

@@ -194,8 +194,10 @@ func effWrites() []effCase {
 		// rm removes a file outside.
 		{name: "rm_keep", keep: true, cmd: `rm -f @KEEP@`},
 		// mv takes a file from outside into the project.
-		{name: "mv_keep_into_project", keep: true, cmd: `mv @KEEP@ ./stolen`,
-			check: func(t *testing.T, s *effSuite, r *effRun) { s.absent(t, filepath.Join(s.proj, "stolen")) }},
+		// (Boxed, the rename crosses mounts and mv falls back to copy and
+		// remove: the copy is a read, which the run may do, and the
+		// original must stay, as keep checks.)
+		{name: "mv_keep_into_project", keep: true, cmd: `mv @KEEP@ ./stolen`},
 		// A symlink in the project leads the write outside.
 		{name: "write_through_symlink", keep: true, cmd: `ln -s @KEEP@ lnk && echo pwned >> lnk`},
 		// A hard link in the project to a file outside, then a write to it.
@@ -256,8 +258,9 @@ func effClosed() []effCase {
 				if _, err := os.Stat(hookFile(s)); err == nil {
 					t.Errorf("%s was planted and is still there", hookFile(s))
 				}
-				if !strings.Contains(r.out, "put it back") {
-					t.Errorf("the output does not say the hook was put back:\n%s", r.out)
+				// Refused (boxed: the hooks are read-only), or put back.
+				if !strings.Contains(r.out, "put it back") && !strings.Contains(r.out, "Read-only file system") {
+					t.Errorf("the output says neither that the hook was refused nor that it was put back:\n%s", r.out)
 				}
 			}},
 		// core.fsmonitor: the person's next 'git status' runs it.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/mcpserver"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -21,12 +23,29 @@ import (
 // TestMain registers the programs the scripts run: sluice itself, run in
 // a process of its own as a user would run it, and exits, which checks an
 // exit status (testscript alone only tells success from failure).
+// boxMain is cmd/sluice-box's main.
+func boxMain() {
+	err := sandbox.BoxMain(os.Args[1:])
+	fmt.Fprintf(os.Stderr, "sluice-box: %v\n", err)
+	var ee *sandbox.ExecError
+	if errors.As(err, &ee) {
+		os.Exit(ee.Status())
+	}
+	os.Exit(125)
+}
+
 func TestMain(m *testing.M) {
 	progs := map[string]func(){
 		"sluice": func() { os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})) },
 		"exits":  exitsMain,
 		// cmd/sluice-mcp, which 'sluice mcp' finds beside itself.
 		"sluice-mcp": func() { os.Exit(mcpserver.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		// cmd/sluice-box, which sluice finds beside its executable (this
+		// binary): the link made below.
+		"sluice-box": boxMain,
+	}
+	if self, err := os.Executable(); err == nil {
+		_ = os.Symlink(self, filepath.Join(filepath.Dir(self), "sluice-box"))
 	}
 	testscript.Main(m, progs)
 }

@@ -138,6 +138,7 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 	env := exec.BuildEnv(os.Environ(), cfg.EnvAllow, cfg.secretPatterns(), nil, os.Getenv(exec.RequestIDVar))
 
 	var box *sandbox.Confinement
+	var guarded *exec.Guard // what later runs with the person's rights, as it was
 	why := ""
 	if conf.Mode == exec.SandboxOff {
 		why = `sandbox = "off" in config.toml`
@@ -164,14 +165,24 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 		}
 		env = append(env, exec.CacheEnv(caches)...)
 		hidden := append(slices.Clone(conf.Hidden), conf.Spool)
+		var masked []string
+		// What a hook wraps is what the policy allowed alone: it does
+		// not read the project's secret files (hidden from a read_only
+		// line; read as empty by one that writes, where it is boxed),
+		// and what later runs with the person's rights is read-only to
+		// it where it is boxed, and put back after it in any case.
 		if profile == sandbox.ReadOnly {
-			// What a hook wraps is what the policy allowed alone: a
-			// read_only line does not read the project's secret files.
 			hidden = append(hidden, exec.ProjectSecrets(roots, conf.SecretFiles)...)
+		} else {
+			masked = exec.ProjectSecrets(roots, conf.SecretFiles)
+			guarded = exec.TakeGuard(roots)
 		}
 		spec := sandbox.Spec{Profile: profile, Roots: roots, Writable: writable,
 			Hidden: hidden, Closed: conf.Closed, Readable: conf.Readable,
-			TmpDir: tmp, TTY: ttyName()}
+			TmpDir: tmp, TTY: ttyName(), Masked: masked, Box: conf.Box}
+		if guarded != nil {
+			spec.Protect = guarded.Existing()
+		}
 		box, err = sandbox.Prepare(spec)
 		if err != nil {
 			fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
@@ -192,7 +203,8 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 	// command: where bash would exec LINE's program straight away, it
 	// starts without the shell's own start in between.
 	shellCmd := cmd
-	if len(words) == 3 && path == exec.Shell() && words[1] == "-c" {
+	boxed, _ := box.Boxed()
+	if len(words) == 3 && path == exec.Shell() && words[1] == "-c" && !boxed {
 		if d := exec.Direct(words[2], dir, env); d != nil {
 			d.Stdin, d.Stdout, d.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
 			cmd = d
@@ -221,12 +233,6 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 		defer signal.Stop(sigs)
 	} else {
 		signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
-	}
-	// What git, direnv, editors and agents run later with the person's
-	// rights is put back after a command that may write the roots.
-	var guarded *exec.Guard
-	if box != nil && profile.Writes() {
-		guarded = exec.TakeGuard(roots)
 	}
 	err = sandbox.Start(cmd, box, cg)
 	if err != nil && cmd != shellCmd {

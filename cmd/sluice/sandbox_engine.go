@@ -42,7 +42,10 @@ func sandboxStatus(conf *exec.Confine) (text string, off bool) {
 	if err != nil {
 		return err.Error(), true
 	}
-	return how, false
+	if why := sandbox.BoxRefused(conf.Box); why != "" {
+		return how + " (runs that write: no namespaces, " + why + ")", false
+	}
+	return how + ", namespaces for runs that write", false
 }
 
 // cannotCheckpoint says why a request the policy allows with a checkpoint

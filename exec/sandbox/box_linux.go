@@ -19,14 +19,13 @@ import (
 )
 
 // The box: a run that writes (mutating, networked) starts in namespaces
-// of its own (user, mount, PID, IPC), where the whole file system is
+// of its own (user, mount, IPC), where the whole file system is
 // mounted read-only but for the places the run may write. What Landlock
 // cannot refuse there is then refused by the kernel's mount flags: a mode,
 // owner, time or xattr change outside the writable set (EROFS), a write to
 // a file that later runs with the person's rights inside a writable root
 // (it is bound read-only over itself), a read of a project secret (an
-// empty file is bound over it). No process of the run outlives its first
-// (the PID namespace's init), and SysV IPC is the run's own.
+// empty file is bound over it). SysV IPC is the run's own.
 //
 // Go starts a child with no code of the caller's between fork and exec,
 // so the namespaces are set up by a helper, sluice-box, that the child
@@ -77,6 +76,10 @@ func usernsRefused() string {
 	}
 	return ""
 }
+
+// BoxRefused says why runs that write are not boxed here with the helper
+// box (BoxPath), or "" when they are.
+func BoxRefused(box string) string { return boxWhy(&Spec{Box: box}) }
 
 // boxWhy says why a run of spec that writes is not boxed here, or "" when
 // it is.
@@ -219,7 +222,11 @@ func startBox(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
 	if attr != nil {
 		*a = *attr
 	}
-	a.Cloneflags |= unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC
+	// No PID namespace: /proc would have to be mounted again for it, as
+	// new inodes the Landlock rulesets (made before) do not grant, and
+	// without that ps refuses to run (its pid is not /proc/self's). The
+	// run's cgroup takes what it leaves behind.
+	a.Cloneflags |= unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWIPC
 	uid, gid := os.Geteuid(), os.Getegid()
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
@@ -359,8 +366,5 @@ func (b *boxPlan) mount() error {
 			return fmt.Errorf("mask %s: %v", m, err)
 		}
 	}
-	// The run's own processes in /proc (ps, kill %1); where the kernel
-	// refuses a new proc mount here, the old one stays, read-only.
-	_ = unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 	return nil
 }

@@ -11,6 +11,9 @@ import (
 // there is none here.
 func BoxPath() string { return "" }
 
+// BoxRefused says why runs are not boxed here: namespaces are Linux's.
+func BoxRefused(box string) string { return "namespaces are Linux's" }
+
 // BoxMain is sluice-box, which only Linux has.
 func BoxMain(args []string) error {
 	return fmt.Errorf("sluice-box: namespaces are Linux's; this is %s", runtime.GOOS)

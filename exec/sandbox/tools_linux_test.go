@@ -49,6 +49,22 @@ func sharedCaches(t *testing.T) string {
 	return toolCaches
 }
 
+// toolBox is the helper the tools run through, as serve's runs do where
+// sluice-box is installed: a link to this test binary (TestMain acts as
+// the helper by that name).
+func toolBox(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(sharedCaches(t), "sluice-box")
+	if err := os.Symlink(self, p); err != nil && !errors.Is(err, os.ErrExist) {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestMain(m *testing.M) {
 	// Run as sluice-box (a link to this binary, made by the box tests),
 	// it is the helper.
@@ -176,6 +192,12 @@ func confinedRun(t *testing.T, env []string, home string, p sandbox.Profile, dir
 		Closed:   exec.DefaultClosed(home),
 		Readable: exec.DefaultReadable(env, home),
 		TmpDir:   tmp,
+		Box:      toolBox(t),
+	}
+	if p.Writes() {
+		// As the runner gives them: what later runs unconfined is
+		// read-only (boxed).
+		spec.Protect = exec.TakeGuard([]string{dir}).Existing()
 	}
 	c, err := sandbox.Prepare(spec)
 	if err != nil {
