@@ -50,7 +50,9 @@ type guardEntry struct {
 	mode   fs.FileMode
 	link   string // a symlink's target
 	data   []byte
-	big    bool // larger than guardMaxFile: data not kept
+	big    bool  // larger than guardMaxFile, or a hook sample: data not kept
+	size   int64 // for an entry whose data is not kept: how it is told changed
+	mtime  int64
 }
 
 // Guard holds the guarded paths of a run's roots as they were.
@@ -101,18 +103,18 @@ func (g *Guard) gitDir(dir string) {
 	}
 	hooks, includes := gitConfigPaths(data)
 	for _, h := range hooks {
-		g.dir(gitPath(dir, h))
+		// Relative to where git runs its hooks: the work tree.
+		g.dir(gitPath(filepath.Dir(dir), h))
 	}
 	for _, i := range includes {
+		// Relative to the file that includes it.
 		g.file(gitPath(dir, i))
 	}
 }
 
-// gitPath resolves a path from a git config: ~ is the home directory,
-// a relative one is relative to the git directory (include.path) or, for
-// core.hooksPath, to where git runs; both are taken as the git
-// directory's parent, the work tree, the usual case.
-func gitPath(gitDir, p string) string {
+// gitPath resolves a path from a git config: ~ is the home directory, a
+// relative one is relative to base.
+func gitPath(base, p string) string {
 	if rest, ok := strings.CutPrefix(p, "~/"); ok {
 		home, _ := os.UserHomeDir()
 		return filepath.Join(home, rest)
@@ -120,7 +122,7 @@ func gitPath(gitDir, p string) string {
 	if filepath.IsAbs(p) {
 		return filepath.Clean(p)
 	}
-	return filepath.Join(filepath.Dir(gitDir), p)
+	return filepath.Join(base, p)
 }
 
 // gitConfigPaths returns the core.hooksPath values and the include.path
@@ -214,10 +216,15 @@ func readGuarded(path string) guardEntry {
 	if err != nil {
 		return guardEntry{}
 	}
-	e := guardEntry{exists: true, mode: fi.Mode()}
+	e := guardEntry{exists: true, mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		e.link, _ = os.Readlink(path)
+	case fi.Mode().IsRegular() && strings.HasSuffix(path, ".sample"):
+		// git never runs a hook sample: its content is not kept (a
+		// dozen reads a run), only that it is there; one the run
+		// changed is removed (restore), a sample being optional.
+		e.big = true
 	case fi.Mode().IsRegular() && fi.Size() <= guardMaxFile:
 		if e.data, err = os.ReadFile(path); err != nil {
 			e.big = true
@@ -230,7 +237,13 @@ func readGuarded(path string) guardEntry {
 
 // same reports whether a and b are the same content, mode and kind.
 func (e guardEntry) same(o guardEntry) bool {
-	return e.exists == o.exists && e.mode == o.mode && e.link == o.link && e.big == o.big && bytes.Equal(e.data, o.data)
+	if e.exists != o.exists || e.mode != o.mode || e.link != o.link || e.big != o.big {
+		return false
+	}
+	if e.big {
+		return e.size == o.size && e.mtime == o.mtime
+	}
+	return bytes.Equal(e.data, o.data)
 }
 
 // Restore puts every guarded path back as it was and returns those the
@@ -265,6 +278,9 @@ func (g *Guard) Restore() []string {
 		}
 		changed = append(changed, p)
 		putBack(p, before)
+		if before.big {
+			g.files[p] = guardEntry{} // removed, not put back: gone from now on
+		}
 	}
 	slices.Sort(changed)
 	return slices.Compact(changed)

@@ -234,10 +234,10 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	}
 	cmd, direct := command(req.Command, dir, env)
 	if boxed, _ := box.box.Boxed(); boxed && direct {
-		// Through the helper, a program that cannot start would fail
-		// there, not here, where the shell takes over: the shell runs
-		// the line from the start.
-		cmd, direct = shellCommand(req.Command, dir, env), false
+		// Through the helper, a program that cannot start fails there,
+		// not here: the helper execs the shell instead.
+		sh := shellCommand(req.Command, dir, env)
+		box.box.Fallback(sh.Path, sh.Args)
 	}
 	var pidfd *int
 	wire := func(cmd *osexec.Cmd) {

@@ -157,6 +157,8 @@ func startBenchServe(b *testing.B) (bin string, env []string, dir string) {
 	}
 	bin = filepath.Join(b.TempDir(), "sluice")
 	goBuild(b, goTool, ".", "-o", bin, ".")
+	// sluice-box beside it, as make build and go install put it.
+	goBuild(b, goTool, "../sluice-box", "-o", filepath.Join(filepath.Dir(bin), "sluice-box"), ".")
 	dir, err = os.MkdirTemp("/dev/shm", "sluice-bench-")
 	if err != nil {
 		b.Skip(err)

@@ -203,11 +203,13 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 	// command: where bash would exec LINE's program straight away, it
 	// starts without the shell's own start in between.
 	shellCmd := cmd
-	boxed, _ := box.Boxed()
-	if len(words) == 3 && path == exec.Shell() && words[1] == "-c" && !boxed {
+	if len(words) == 3 && path == exec.Shell() && words[1] == "-c" {
 		if d := exec.Direct(words[2], dir, env); d != nil {
 			d.Stdin, d.Stdout, d.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
 			cmd = d
+			// Boxed, a start that fails does so in the helper, which
+			// then execs the shell as below.
+			box.Fallback(shellCmd.Path, shellCmd.Args)
 		}
 	}
 	protectProcess() // no core dumps, in the command either

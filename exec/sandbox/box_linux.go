@@ -110,6 +110,7 @@ type boxPlan struct {
 	writable []string // bound read-write over themselves; the rest is read-only
 	protect  []string // bound read-only over themselves, inside a writable one
 	masked   []string // an empty file bound over each
+	fallback []string // what runs when the program cannot start: path, argv
 }
 
 // planBox makes the plan for spec, or nil when the spec's profile writes
@@ -135,7 +136,7 @@ func (b *boxPlan) encode() []byte {
 	for _, l := range []struct {
 		kind  byte
 		paths []string
-	}{{'W', b.writable}, {'P', b.protect}, {'M', b.masked}} {
+	}{{'W', b.writable}, {'P', b.protect}, {'M', b.masked}, {'F', b.fallback}} {
 		for _, p := range l.paths {
 			buf.WriteByte(l.kind)
 			buf.WriteString(p)
@@ -152,6 +153,10 @@ func decodeBox(data []byte) (*boxPlan, error) {
 			continue
 		}
 		p := string(rec[1:])
+		if rec[0] == 'F' {
+			b.fallback = append(b.fallback, p)
+			continue
+		}
 		if !filepath.IsAbs(p) {
 			return nil, fmt.Errorf("path %q is not absolute", p)
 		}
@@ -167,6 +172,16 @@ func decodeBox(data []byte) (*boxPlan, error) {
 		}
 	}
 	return b, nil
+}
+
+// Fallback names the program and argv a boxed start execs where the
+// command's own program cannot start (a script without #!, a program
+// gone): what the caller would start after a failed Start, which, boxed,
+// the helper sees instead of the caller.
+func (c *Confinement) Fallback(path string, argv []string) {
+	if c != nil && c.box != nil {
+		c.box.fallback = append([]string{path}, argv...)
+	}
 }
 
 // The descriptors the helper gets, after stdin, stdout and stderr.
@@ -291,6 +306,12 @@ func BoxMain(args []string) error {
 		unix.Close(fd)
 	}
 	err = unix.Exec(args[1], args[2:], os.Environ())
+	if len(plan.fallback) >= 2 && (errors.Is(err, unix.ENOEXEC) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT)) {
+		// As the caller would have on a failed start: the shell runs the
+		// line, and says why as it would have.
+		err = unix.Exec(plan.fallback[0], plan.fallback[1:], os.Environ())
+		return &ExecError{Path: plan.fallback[0], Err: err}
+	}
 	return &ExecError{Path: args[1], Err: err}
 }
 

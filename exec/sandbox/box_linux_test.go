@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -125,5 +126,28 @@ func TestBoxFallsBack(t *testing.T) {
 	got := runHelper(t, c, nil, "create:"+f.p("project/new"), "create:"+f.p("outside/new"))
 	if got["create:"+f.p("project/new")] != "ok" || got["create:"+f.p("outside/new")] != "err EACCES" {
 		t.Errorf("unboxed: %v", got)
+	}
+}
+
+// TestBoxFallback: a boxed program that cannot start (a script without
+// #!) runs through the fallback the caller named, as a failed Start would
+// have had the caller do.
+func TestBoxFallback(t *testing.T) {
+	requireSandbox(t)
+	t.Parallel()
+	f := newFixture(t)
+	script := f.p("project/noshebang")
+	if err := os.WriteFile(script, []byte("echo ran-by-the-shell\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := f.spec(Mutating)
+	s.Box = boxForTest(t)
+	c := prepare(t, s)
+	c.Fallback("/bin/sh", []string{"sh", "-c", script})
+	cmd := osexec.Command(script)
+	cmd.Dir = f.project
+	out, err := startOutput(cmd, c)
+	if err != nil || !strings.Contains(out, "ran-by-the-shell") {
+		t.Errorf("the fallback did not run: %v\n%s", err, out)
 	}
 }

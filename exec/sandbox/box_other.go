@@ -30,5 +30,8 @@ func (e *ExecError) Error() string { return e.Path + ": " + e.Err.Error() }
 // Status is the exit status a shell gives this failure.
 func (e *ExecError) Status() int { return 126 }
 
+// Fallback does nothing here: no run is boxed.
+func (c *Confinement) Fallback(path string, argv []string) {}
+
 // Boxed reports that no run is boxed here.
 func (c *Confinement) Boxed() (bool, string) { return false, "" }
