@@ -37,7 +37,10 @@ sandbox_readable and extra_sandbox_readable in config.toml). Secret paths
 /etc/shadow, sluice's own config, policy, audit log and spool, and what
 config.toml adds) are never readable, inside a readable path too. The roots default
 to the current directory and the git top level above it. On Linux this is
-Landlock and seccomp (and, as root, every capability dropped); on macOS,
+Landlock and seccomp (and, as root, every capability dropped), and, for
+mutating and networked commands where sluice-box is installed beside
+sluice, namespaces of their own with everything read-only but what they
+may write; on macOS,
 sandbox-exec. The command's processes live in a cgroup of their own where
 one can be made, and none outlives the command.
 
