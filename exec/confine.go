@@ -94,6 +94,17 @@ func DefaultHidden(home string) []string {
 	return out
 }
 
+// envValue is the value env gives name (the last, as the kernel's getenv
+// would), or "".
+func envValue(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // DefaultClosed are the directories confined runs do not read, but for
 // what opens them (the readable paths, the roots, the caches): every home
 // directory, root's, and the users' runtime directories (where agents,
@@ -154,14 +165,7 @@ var defaultReadable = []string{
 // home stays closed. (A path that is a home directory, or holds one,
 // opens nothing: see sandbox.Spec.Closed.)
 func DefaultReadable(env []string, home string) []string {
-	get := func(name string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
+	get := func(name string) string { return envValue(env, name) }
 	var out []string
 	add := func(p string) {
 		if p != "" && filepath.IsAbs(p) && !slices.Contains(out, filepath.Clean(p)) {
@@ -198,14 +202,7 @@ func DefaultReadable(env []string, home string) []string {
 // XDG_CACHE_HOME, npm_config_cache, CARGO_HOME) or the tools' defaults
 // under home; what does not exist is left out.
 func DefaultWritable(env []string, home string) []string {
-	get := func(name string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
+	get := func(name string) string { return envValue(env, name) }
 	var out []string
 	add := func(p string) {
 		if p != "" && filepath.IsAbs(p) && !slices.Contains(out, p) {
@@ -255,14 +252,7 @@ func DefaultWritable(env []string, home string) []string {
 // unpacked, so a run that can write them can plant code the person's next
 // build runs: only networked (fetching) runs may.
 func DefaultFetchCaches(env []string, home string) []string {
-	get := func(name string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
+	get := func(name string) string { return envValue(env, name) }
 	var out []string
 	switch gopath := get("GOPATH"); {
 	case get("GOMODCACHE") != "":

@@ -9,19 +9,9 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"os"
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
 )
 
-func main() {
-	err := sandbox.BoxMain(os.Args[1:])
-	fmt.Fprintf(os.Stderr, "sluice-box: %v\n", err)
-	var ee *sandbox.ExecError
-	if errors.As(err, &ee) {
-		os.Exit(ee.Status())
-	}
-	os.Exit(125)
-}
+func main() { sandbox.BoxExit(os.Args[1:]) }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,17 +22,6 @@ import (
 // TestMain registers the programs the scripts run: sluice itself, run in
 // a process of its own as a user would run it, and exits, which checks an
 // exit status (testscript alone only tells success from failure).
-// boxMain is cmd/sluice-box's main.
-func boxMain() {
-	err := sandbox.BoxMain(os.Args[1:])
-	fmt.Fprintf(os.Stderr, "sluice-box: %v\n", err)
-	var ee *sandbox.ExecError
-	if errors.As(err, &ee) {
-		os.Exit(ee.Status())
-	}
-	os.Exit(125)
-}
-
 func TestMain(m *testing.M) {
 	progs := map[string]func(){
 		"sluice": func() { os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})) },
@@ -42,7 +30,7 @@ func TestMain(m *testing.M) {
 		"sluice-mcp": func() { os.Exit(mcpserver.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 		// cmd/sluice-box, which sluice finds beside its executable (this
 		// binary): the link made below.
-		"sluice-box": boxMain,
+		"sluice-box": func() { sandbox.BoxExit(os.Args[1:]) },
 	}
 	if self, err := os.Executable(); err == nil {
 		_ = os.Symlink(self, filepath.Join(filepath.Dir(self), "sluice-box"))

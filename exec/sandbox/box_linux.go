@@ -315,6 +315,19 @@ func BoxMain(args []string) error {
 	return &ExecError{Path: args[1], Err: err}
 }
 
+// BoxExit is sluice-box's main: BoxMain, and, where it returns, why on
+// stderr and the exit status a shell would give (125 when the box itself
+// failed).
+func BoxExit(args []string) {
+	err := BoxMain(args)
+	fmt.Fprintf(os.Stderr, "sluice-box: %v\n", err)
+	var ee *ExecError
+	if errors.As(err, &ee) {
+		os.Exit(ee.Status())
+	}
+	os.Exit(125)
+}
+
 // ExecError is BoxMain's failure to exec the command; the helper exits
 // as a shell would (126, or 127 for a program that is not there).
 type ExecError struct {

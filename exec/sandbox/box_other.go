@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 )
 
@@ -17,6 +18,12 @@ func BoxRefused(box string) string { return "namespaces are Linux's" }
 // BoxMain is sluice-box, which only Linux has.
 func BoxMain(args []string) error {
 	return fmt.Errorf("sluice-box: namespaces are Linux's; this is %s", runtime.GOOS)
+}
+
+// BoxExit is sluice-box's main, which only Linux has.
+func BoxExit(args []string) {
+	fmt.Fprintln(os.Stderr, BoxMain(args))
+	os.Exit(125)
 }
 
 // ExecError is BoxMain's failure to exec the command.

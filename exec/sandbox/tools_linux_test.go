@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -69,13 +68,7 @@ func TestMain(m *testing.M) {
 	// Run as sluice-box (a link to this binary, made by the box tests),
 	// it is the helper.
 	if filepath.Base(os.Args[0]) == "sluice-box" {
-		err := sandbox.BoxMain(os.Args[1:])
-		fmt.Fprintf(os.Stderr, "sluice-box: %v\n", err)
-		var ee *sandbox.ExecError
-		if errors.As(err, &ee) {
-			os.Exit(ee.Status())
-		}
-		os.Exit(125)
+		sandbox.BoxExit(os.Args[1:])
 	}
 	code := m.Run()
 	if toolCaches != "" {
