@@ -42,6 +42,41 @@ func Decision(path, id string, since time.Time) (*queue.Event, error) {
 // decision is Decision without decoding the line: the event's name (known
 // from the bytes matched) and the raw line.
 func decision(path, id string, since time.Time) (queue.EventName, []byte, error) {
+	name, raw, err := last(path, id, since, decisionEvents)
+	if errors.Is(err, errNoEvent) {
+		err = ErrNoDecision
+	}
+	return name, raw, err
+}
+
+// errNoEvent: the log holds none of the events asked for.
+var errNoEvent = errors.New("audit: no such event recorded")
+
+// runEvents are the events of a run: its start and its ends.
+var runEvents = []queue.EventName{queue.EventStarted, queue.EventFinished, queue.EventTimeout, queue.EventKilled}
+
+// LastRun returns the last of a request's run events (started,
+// finished, timeout, killed) the log at path holds, reading backwards no
+// further than the request's creation (less a minute for clocks), or nil
+// when there is none: what an engine recovering an orphaned claim
+// answers from.
+func LastRun(path string, req *queue.Request) (*queue.Event, error) {
+	_, raw, err := last(path, req.ID, req.CreatedAt.Add(-time.Minute), runEvents)
+	if errors.Is(err, errNoEvent) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return DecodeLine(raw)
+}
+
+// LastRun implements queue.RunLedger.
+func (l *Log) LastRun(req *queue.Request) (*queue.Event, error) { return LastRun(l.path, req) }
+
+// last is the last of events the log at path holds for request id, as
+// its name and raw line, reading backwards no further than since.
+func last(path, id string, since time.Time, events []queue.EventName) (queue.EventName, []byte, error) {
 	if !queue.ValidID(id) {
 		return "", nil, fmt.Errorf("audit: %q is not a request id", id)
 	}
@@ -62,7 +97,7 @@ func decision(path, id string, since time.Time) (queue.EventName, []byte, error)
 	for {
 		_, raw, _, err := b.prev()
 		if err == io.EOF {
-			return "", nil, ErrNoDecision
+			return "", nil, errNoEvent
 		}
 		if err != nil {
 			return "", nil, fmt.Errorf("audit: read log: %w", err)
@@ -71,12 +106,12 @@ func decision(path, id string, since time.Time) (queue.EventName, []byte, error)
 			continue
 		}
 		if ts, ok := lineTime(raw); ok && ts.Before(since) {
-			return "", nil, ErrNoDecision
+			return "", nil, errNoEvent
 		}
 		if !bytes.Contains(raw, idMember) {
 			continue
 		}
-		for _, name := range decisionEvents {
+		for _, name := range events {
 			if bytes.Contains(raw, []byte(`"event":"`+string(name)+`"`)) {
 				return name, bytes.Clone(raw), nil
 			}

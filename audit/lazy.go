@@ -31,6 +31,16 @@ func (l *Lazy) Record(ev queue.Event) error {
 	return l.log.Record(ev)
 }
 
+// LastRun implements queue.RunLedger, on the log Path names (opened or
+// not).
+func (l *Lazy) LastRun(req *queue.Request) (*queue.Event, error) {
+	p, err := l.Path()
+	if err != nil {
+		return nil, err
+	}
+	return LastRun(p, req)
+}
+
 // Close closes the log if it was opened.
 func (l *Lazy) Close() {
 	if l.log != nil {

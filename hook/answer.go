@@ -62,6 +62,8 @@ func FromResult(res *queue.Result, wait time.Duration, fallback Decision) Answer
 		return Answer{Decision: fallback, Reason: fmt.Sprintf("sluice: no decision within %s; the request was withdrawn", wait)}
 	case res.Status == queue.StatusInvalid:
 		return Answer{Decision: fallback, Reason: "sluice: the request was refused as invalid: " + res.Reason}
+	case res.Status == queue.StatusStopped:
+		return Answer{Decision: Deny, Reason: "sluice: stopped: " + res.Reason}
 	case res.Status == queue.StatusInterrupted:
 		return Answer{Decision: fallback, Reason: "sluice: the console acting on the request stopped before it decided"}
 	}

@@ -73,6 +73,8 @@ func describeRun(res *queue.Result, logPath string) (string, bool) {
 		fmt.Fprintf(&b, "killed at its timeout after %s\n", time.Duration(res.DurationMS)*time.Millisecond)
 	case queue.StatusKilled:
 		b.WriteString("killed by a person while it ran\n")
+	case queue.StatusStopped:
+		fmt.Fprintf(&b, "stopped%s\n", reasonSuffix(res.Reason))
 	default:
 		fmt.Fprintf(&b, "not run: %s%s\n", res.Status, reasonSuffix(res.Reason))
 	}

@@ -240,7 +240,21 @@ func (s *Spool) RecoverID(id string) bool {
 	return s.recoverOne(id, true)
 }
 
-// recoverOne answers id interrupted if its claim is orphaned. A lock can be
+// RunLedger is a Recorder that can say what it recorded of a request's
+// run: the last of its start and end (finished, timeout, killed), or nil
+// when there is neither. Recover answers from it: the audit log is the
+// truth, and an agent is never told "not run" of a run that started.
+type RunLedger interface {
+	LastRun(req *Request) (*Event, error)
+}
+
+// StoppedReason is what a stopped result says.
+const StoppedReason = "it started and was stopped part way, when the sluice process running it stopped (crash or kill): check its effects before running it again"
+
+// recoverOne answers id if its claim is orphaned: interrupted when the
+// run never started, stopped when it started and did not end, and as it
+// ended when the audit log holds its end (the result was lost, not the
+// run). A lock can be
 // held for a moment by something other than a live actor (List's probe, or
 // a child forked elsewhere in the holder's process before its exec closed
 // the descriptor), so a patient caller retries a busy lock for a few
@@ -271,9 +285,44 @@ func (s *Spool) recoverOne(id string, patient bool) bool {
 	if rerr != nil {
 		req = &Request{ID: id}
 	}
-	if s.note(EventInterrupted, req, StatusInterrupted, reason) != nil {
+	status := StatusInterrupted
+	if l, ok := s.Recorder.(RunLedger); ok && req.Kind == KindExec {
+		last, err := l.LastRun(req)
+		switch {
+		case err != nil:
+			// Not knowing whether it started, the answer cannot be
+			// "not run".
+			status, reason = StatusStopped, StoppedReason+" (the audit log could not be read: "+err.Error()+")"
+		case last != nil && last.Event == EventStarted:
+			status, reason = StatusStopped, StoppedReason
+		case last != nil:
+			// It ended and was recorded; only its result was lost.
+			return s.writeResult(endedResult(last)) == nil
+		}
+	}
+	if s.note(EventInterrupted, req, status, reason) != nil {
 		return false // unrecorded: left for the next recovery to try again
 	}
-	err = s.writeResult(Result{ID: id, Status: StatusInterrupted, Reason: reason})
+	err = s.writeResult(Result{ID: id, Status: status, Reason: reason})
 	return err == nil
+}
+
+// endedResult is the result an ended run's audit line (finished,
+// timeout, killed) records.
+func endedResult(ev *Event) Result {
+	status := ev.Status
+	if status == "" {
+		status = map[EventName]Status{EventFinished: StatusDone, EventTimeout: StatusTimeout, EventKilled: StatusKilled}[ev.Event]
+	}
+	return Result{ID: ev.ID, Status: status, Reason: ev.Reason, ExitCode: ev.ExitCode, DurationMS: ev.DurationMS,
+		Sandbox: ev.Sandbox, ChangedFiles: ev.ChangedFiles, Checkpoint: ev.Checkpoint, Log: LogRel(ev.ID),
+		Decision: Allow, DecidedBy: decider(ev), Verdict: ev.Verdict}
+}
+
+// decider is who let an ended run run, from its audit line's actor.
+func decider(ev *Event) Decider {
+	if ev.Actor == "" || ev.Actor == string(ByPolicy) {
+		return ByPolicy
+	}
+	return ByHuman
 }

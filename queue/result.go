@@ -17,10 +17,13 @@ const (
 	StatusTimeout     Status = "timeout"     // killed at its timeout
 	StatusKilled      Status = "killed"      // stopped by a person
 	StatusExpired     Status = "expired"     // not decided before expires_at
-	StatusInterrupted Status = "interrupted" // its actor died while acting on it
-	StatusInvalid     Status = "invalid"     // the request file was refused
-	StatusFailed      Status = "failed"      // could not start
-	StatusDecided     Status = "decided"     // decide mode: only the decision
+	StatusInterrupted Status = "interrupted" // its actor died before it started it
+	// StatusStopped: its actor died while the command ran (the audit log
+	// holds its start, not its end): it started and was stopped part way.
+	StatusStopped Status = "stopped"
+	StatusInvalid Status = "invalid" // the request file was refused
+	StatusFailed  Status = "failed"  // could not start
+	StatusDecided Status = "decided" // decide mode: only the decision
 )
 
 // Decision is allow or deny.
@@ -133,7 +136,7 @@ type Checkpoint struct {
 // output fields mean something).
 func (r *Result) Ran() bool {
 	switch r.Status {
-	case StatusDone, StatusTimeout, StatusKilled:
+	case StatusDone, StatusTimeout, StatusKilled, StatusStopped:
 		return true
 	}
 	return false

@@ -876,3 +876,82 @@ func TestWatchCancelledMidBatch(t *testing.T) {
 		t.Errorf("%d requests still in new/ reported Gone after ctx ended mid-batch", gone)
 	}
 }
+
+// ledger is a Recorder that holds what it recorded and says the last run
+// event of a request, as the audit log does (RunLedger).
+type ledger struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (l *ledger) Record(ev Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, ev)
+	return nil
+}
+
+func (l *ledger) LastRun(req *Request) (*Event, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.events) - 1; i >= 0; i-- {
+		ev := l.events[i]
+		switch ev.Event {
+		case EventStarted, EventFinished, EventTimeout, EventKilled:
+			if ev.ID == req.ID {
+				return &ev, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// TestRecoverAnswersFromTheLog: an orphaned claim is answered as the
+// audit log has it: interrupted only when the run never started; stopped
+// when it started and did not end (never "not run"); and as it ended,
+// exit code and all, when only the result was lost; one audit line for
+// each fact, none for what the log already holds.
+func TestRecoverAnswersFromTheLog(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	l := &ledger{}
+	sp.Recorder = l
+	never, started, ended := execReq("make lint"), execReq("terraform apply"), execReq("go test ./...")
+	for _, r := range []*Request{never, started, ended} {
+		mustDo(t, sp.Submit(r))
+		c, err := sp.Claim(r.ID, time.Now())
+		mustDo(t, err)
+		c.Close() // its actor died
+	}
+	three := 3
+	mustDo(t, l.Record(Event{ID: started.ID, Event: EventStarted}))
+	mustDo(t, l.Record(Event{ID: ended.ID, Event: EventStarted}))
+	mustDo(t, l.Record(Event{ID: ended.ID, Event: EventFinished, Status: StatusDone, ExitCode: &three, Actor: "alice"}))
+	before := len(l.events)
+
+	ids, err := sp.Recover()
+	mustDo(t, err)
+	if len(ids) != 3 {
+		t.Fatalf("Recover answered %v, want all three", ids)
+	}
+	if res := resultOf(t, sp, never.ID); res.Status != StatusInterrupted {
+		t.Errorf("never started: %s, want interrupted", res.Status)
+	}
+	if res := resultOf(t, sp, started.ID); res.Status != StatusStopped || !strings.Contains(res.Reason, "check its effects") {
+		t.Errorf("started: %s %q, want stopped", res.Status, res.Reason)
+	}
+	res := resultOf(t, sp, ended.ID)
+	if res.Status != StatusDone || res.ExitCode == nil || *res.ExitCode != 3 || res.DecidedBy != ByHuman {
+		t.Errorf("ended: %+v, want done, exit 3, by a person", res)
+	}
+	var noted []string
+	for _, ev := range l.events[before:] {
+		noted = append(noted, string(ev.Event)+" "+ev.ID+" "+string(ev.Status))
+	}
+	want := []string{"interrupted " + never.ID + " interrupted", "interrupted " + started.ID + " stopped"}
+	slices.Sort(noted)
+	slices.Sort(want)
+	if !slices.Equal(noted, want) {
+		t.Errorf("recorded %q, want %q", noted, want)
+	}
+}

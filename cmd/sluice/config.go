@@ -324,6 +324,9 @@ func (c *config) secretPatterns() []string {
 // own files and directories (policy, audit log, config), hidden from
 // confined runs like the spool.
 func (c *config) runner(spool string, own ...string) *exec.Runner {
+	// What the runs of an engine that died left running dies now, before
+	// this one answers their claims.
+	sandbox.SweepStale()
 	return &exec.Runner{
 		BaseEnv:        os.Environ(),
 		EnvAllow:       c.EnvAllow,

@@ -341,7 +341,7 @@ func cleanVerdict(v queue.Verdict) queue.Verdict {
 func cleanStatus(s queue.Status) queue.Status {
 	switch s {
 	case queue.StatusDone, queue.StatusDenied, queue.StatusDecided, queue.StatusExpired, queue.StatusInvalid,
-		queue.StatusFailed, queue.StatusKilled, queue.StatusTimeout, queue.StatusInterrupted:
+		queue.StatusFailed, queue.StatusKilled, queue.StatusTimeout, queue.StatusInterrupted, queue.StatusStopped:
 		return s
 	}
 	return ""

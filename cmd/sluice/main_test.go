@@ -69,13 +69,22 @@ func TestScripts(t *testing.T) {
 		Dir:                "testdata/script",
 		RequireUniqueNames: true,
 		// [runuser]: this user has a /run/user/UID, which the default
-		// spool prefers to anything the environment says.
+		// spool prefers to anything the environment says. [cgroup]: runs
+		// get a cgroup here (root, or a delegated one), so what a killed
+		// engine's run left running is killed by the next engine.
 		Condition: func(cond string) (bool, error) {
-			if cond != "runuser" {
-				return false, fmt.Errorf("unknown condition %q", cond)
+			switch cond {
+			case "runuser":
+				_, err := os.Stat(fmt.Sprintf("/run/user/%d", os.Getuid()))
+				return err == nil, nil
+			case "cgroup":
+				g, err := sandbox.NewCgroup(fmt.Sprintf("%d-probe", os.Getpid()), 0)
+				if err != nil {
+					return false, nil
+				}
+				return true, g.Close()
 			}
-			_, err := os.Stat(fmt.Sprintf("/run/user/%d", os.Getuid()))
-			return err == nil, nil
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("SLUICE_SPOOL", filepath.Join(env.WorkDir, "spool"))

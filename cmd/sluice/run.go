@@ -22,6 +22,7 @@ const (
 	exitDenied  = 126
 	exitTimeout = 124
 	exitNotRun  = 125
+	exitStopped = 123
 )
 
 const runHelp = `Queue COMMAND as an exec request and wait until a person (or the policy)
@@ -38,6 +39,9 @@ Exit status:
   the command's    it ran
   126              denied (the reason goes to stderr)
   124              killed at its timeout
+  123              stopped part way: it started, and the sluice process
+                   running it stopped (crash or kill); check its effects
+                   before running it again
   125              not run: expired, invalid, interrupted, failed, killed,
                    an allow the audit log does not hold, or sluice itself
                    failed
@@ -180,6 +184,9 @@ func exitFor(name string, res *queue.Result, std stdio) int {
 	case queue.StatusKilled:
 		fmt.Fprintf(std.err, "sluice %s: killed by a person while it ran%s\n", name, reason)
 		return exitNotRun
+	case queue.StatusStopped:
+		fmt.Fprintf(std.err, "sluice %s: stopped%s\n", name, reason)
+		return exitStopped
 	}
 	fmt.Fprintf(std.err, "sluice %s: not run: %s%s\n", name, show(string(res.Status)), reason)
 	return exitNotRun

@@ -130,7 +130,7 @@ func (p *Cgroups) Get() (*Cgroup, error) {
 	p.mu.Lock()
 	if !p.swept {
 		p.swept = true
-		removeStale()
+		sweepOnce()
 	}
 	if n := len(p.free); n > 0 {
 		g := p.free[n-1]
@@ -201,6 +201,14 @@ func (p *Cgroups) Close() error {
 }
 
 var sweepOnce = sync.OnceFunc(removeStale)
+
+// SweepStale kills what still runs in the cgroups of sluice processes
+// that are gone (an engine, sluice approve or a wrapper killed with
+// SIGKILL mid-run: their runs' processes live on there) and removes those
+// cgroups, once per process. An engine calls it as it starts, before it
+// answers the claims the dead one left (stopped, when their runs had
+// started).
+func SweepStale() { sweepOnce() }
 
 // removeStale removes the run cgroups of sluice processes that are gone
 // (a crash or a SIGKILL leaves them behind): sluice-PID-N where PID is

@@ -49,3 +49,6 @@ func (p *Cgroups) Put(g *Cgroup) {}
 
 // Close does nothing.
 func (p *Cgroups) Close() error { return nil }
+
+// SweepStale does nothing: there are no cgroups here.
+func SweepStale() {}

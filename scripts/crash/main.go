@@ -43,9 +43,11 @@
 //
 //   - it has exactly one result, out/<id>.json, and its 'sluice run'
 //     printed that result and exited with the matching status (the
-//     command's 0, 126 denied, 125 interrupted);
-//   - its status is one the request can end with: auto: done or
-//     interrupted; deny: denied or interrupted; approved: done; refused:
+//     command's 0, 126 denied, 125 interrupted, 123 stopped);
+//   - its status is one the request can end with: auto: done, interrupted
+//     (never started: the marker must not hold it, the audit log has no
+//     'started') or stopped (started: a 'started' event); deny: denied or
+//     interrupted; approved: done; refused:
 //     denied (never expired, invalid, failed, timeout or killed, and an
 //     approved request is never interrupted: its approver did not die);
 //   - the marker file holds its id at most once (no command ran twice),
@@ -787,23 +789,22 @@ func parseEvents(data []byte) []auditEvent {
 
 // checkStats are the figures the checks find.
 type checkStats struct {
-	requests      int
-	byKind        map[string]int
-	byKindStatus  map[string]map[string]int
-	byStatus      map[string]int
-	duplicates    int // ids in the marker more than once, or started twice
-	lost          int // requests without a result
-	writersLost   int // 'sluice run's that ended without printing a result
-	interrupted   int
-	interruptedRn int // interrupted after the command had written the marker
-	markerLines   int
-	orphans       int // marker lines of interrupted runs (ran, answered interrupted)
-	repaired      int // audit_repaired lines: torn tails repaired
-	auditLines    int
-	verify        string
-	approved      int
-	refused       int
-	litter        int // temporary files left in tmp/ and out/ by killed engines
+	requests     int
+	byKind       map[string]int
+	byKindStatus map[string]map[string]int
+	byStatus     map[string]int
+	duplicates   int // ids in the marker more than once, or started twice
+	lost         int // requests without a result
+	writersLost  int // 'sluice run's that ended without printing a result
+	interrupted  int
+	stopped      int // started, its engine killed part way
+	markerLines  int
+	repaired     int // audit_repaired lines: torn tails repaired
+	auditLines   int
+	verify       string
+	approved     int
+	refused      int
+	litter       int // temporary files left in tmp/ and out/ by killed engines
 }
 
 func (h *harness) check() {
@@ -978,6 +979,9 @@ func (h *harness) checkOne(id string, dirs []string, r *runRecord, d *decisionRe
 		if res.Status == queue.StatusInterrupted && !strings.Contains(r.stderr, "not run: interrupted") {
 			h.fail("%s: interrupted, but sluice run's stderr does not say so: %q", id, r.stderr)
 		}
+		if res.Status == queue.StatusStopped && !strings.Contains(r.stderr, "stopped") {
+			h.fail("%s: stopped, but sluice run's stderr does not say so: %q", id, r.stderr)
+		}
 	}
 	if d != nil && d.exit != 0 {
 		h.fail("%s: sluice %s exited %d: %q", id, map[bool]string{true: "deny", false: "approve"}[d.refuse], d.exit, d.stderr)
@@ -987,7 +991,7 @@ func (h *harness) checkOne(id string, dirs []string, r *runRecord, d *decisionRe
 	var allowed []queue.Status
 	switch kind {
 	case kindAuto, kindAutoLong:
-		allowed = []queue.Status{queue.StatusDone, queue.StatusInterrupted}
+		allowed = []queue.Status{queue.StatusDone, queue.StatusInterrupted, queue.StatusStopped}
 	case kindDeny:
 		allowed = []queue.Status{queue.StatusDenied, queue.StatusInterrupted}
 	case kindAsk, kindAskLong:
@@ -1028,13 +1032,18 @@ func (h *harness) checkOne(id string, dirs []string, r *runRecord, d *decisionRe
 			h.fail("%s (%s): denied, but the audit log has no %s event: %v", id, kind, want, events)
 		}
 	case queue.StatusInterrupted:
+		// "Not run": true only of a command that never started.
 		st.interrupted++
-		if marks > 0 {
-			st.interruptedRn++
-			st.orphans += marks
+		if marks > 0 || started > 0 {
+			h.fail("%s (%s): told interrupted (not run), but it started (%d marker lines, %d started events)", id, kind, marks, started)
 		}
 		if !slices.Contains(events, "interrupted") {
 			h.fail("%s (%s): interrupted, but the audit log has no interrupted event: %v", id, kind, events)
+		}
+	case queue.StatusStopped:
+		st.stopped++
+		if started == 0 {
+			h.fail("%s (%s): told stopped (started), but the audit log has no started event: %v", id, kind, events)
 		}
 	}
 	if markWord != "" && marks > 0 && kind != "?" && !strings.HasPrefix(kind, markWord) {
@@ -1062,6 +1071,8 @@ func exitFor(res *queue.Result) int {
 		return 126
 	case queue.StatusTimeout:
 		return 124
+	case queue.StatusStopped:
+		return 123
 	}
 	return 125
 }
@@ -1114,7 +1125,7 @@ func (h *harness) report(total time.Duration) {
 	row("duplicates (ran twice)", st.duplicates)
 	row("lost (no result)", st.lost)
 	row("sluice runs without a result", st.writersLost)
-	row("interrupted", fmt.Sprintf("%d (%d had started their command)", st.interrupted, st.interruptedRn))
+	row("interrupted", fmt.Sprintf("%d (never started); stopped %d (started)", st.interrupted, st.stopped))
 	row("marker lines", st.markerLines)
 	row("recovery: kill to next served", durations(h.recoveries))
 	row("  with a policy request waiting", durations(h.recoveriesWaiting))

@@ -17,7 +17,9 @@
 //
 //   - its 'sluice run' returned, with a result, within the drain time (no
 //     request lost);
-//   - it ended done, denied or interrupted (its actor died with its box);
+//   - it ended done, denied, interrupted (its actor died with its box
+//     before the command started: the marker must not hold it) or stopped
+//     (the command started and its actor died part way);
 //   - the marker holds its id at most once (nothing ran twice), once if
 //     done, never if denied;
 //   - done only with an approval on the hub, denied by policy or a console
@@ -419,8 +421,13 @@ func (h *harness) check() {
 				h.fail("%s denied, its command ran %d times", key, n)
 			}
 		case queue.StatusInterrupted:
+			// "Not run": true only of a command that never started.
+			if n > 0 {
+				h.fail("%s interrupted (not run), yet its command ran %d times", key, n)
+			}
+		case queue.StatusStopped:
 			if n > 1 {
-				h.fail("%s interrupted, its command ran %d times", key, n)
+				h.fail("%s stopped, its command ran %d times", key, n)
 			}
 		default:
 			h.fail("%s ended %s (%s)", key, r.res.Status, r.res.Reason)
