@@ -52,11 +52,13 @@ func decision(path, id string, since time.Time) (queue.EventName, []byte, error)
 // errNoEvent: the log holds none of the events asked for.
 var errNoEvent = errors.New("audit: no such event recorded")
 
-// runEvents are the events of a run: its start and its ends.
-var runEvents = []queue.EventName{queue.EventStarted, queue.EventFinished, queue.EventTimeout, queue.EventKilled}
+// runEvents are the events of a run: its start, its ends, and a
+// recovery's answer (recorded, its result perhaps not yet written).
+var runEvents = []queue.EventName{queue.EventStarted, queue.EventFinished, queue.EventTimeout, queue.EventKilled,
+	queue.EventInterrupted}
 
 // LastRun returns the last of a request's run events (started,
-// finished, timeout, killed) the log at path holds, reading backwards no
+// finished, timeout, killed, interrupted) the log at path holds, reading backwards no
 // further than the request's creation (less a minute for clocks), or nil
 // when there is none: what an engine recovering an orphaned claim
 // answers from.

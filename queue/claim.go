@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -208,8 +209,10 @@ func (s *Spool) Recover() ([]string, error) {
 	claimed, err := s.claimedIDs()
 	var ids []string
 	for _, id := range claimed {
-		if !exists(s.ResultPath(id)) && s.recoverOne(id, true) {
-			ids = append(ids, id)
+		if !exists(s.ResultPath(id)) {
+			if ok, _ := s.recoverOne(id, true); ok {
+				ids = append(ids, id)
+			}
 		}
 	}
 	return ids, err
@@ -237,12 +240,13 @@ func (s *Spool) RecoverID(id string) bool {
 	if !ValidID(id) || exists(s.ResultPath(id)) || !exists(s.path(dirCur, id+".json")) {
 		return false
 	}
-	return s.recoverOne(id, true)
+	ok, _ := s.recoverOne(id, true)
+	return ok
 }
 
 // RunLedger is a Recorder that can say what it recorded of a request's
-// run: the last of its start and end (finished, timeout, killed), or nil
-// when there is neither. Recover answers from it: the audit log is the
+// run: the last of its start, its end (finished, timeout, killed) and a
+// recovery's answer (interrupted), or nil when there is none. Recover answers from it: the audit log is the
 // truth, and an agent is never told "not run" of a run that started.
 type RunLedger interface {
 	LastRun(req *Request) (*Event, error)
@@ -260,11 +264,15 @@ const StoppedReason = "it started and was stopped part way, when the sluice proc
 // the descriptor), so a patient caller retries a busy lock for a few
 // milliseconds; only a lock that stays means a live actor. The watcher is
 // not patient: its next rescan is the retry.
-func (s *Spool) recoverOne(id string, patient bool) bool {
+//
+// It reports whether it answered id, and why it could not where an answer
+// was due (the audit log or the result could not be written: a full disk,
+// a read-only spool); a later call tries again.
+func (s *Spool) recoverOne(id string, patient bool) (bool, error) {
 	p := s.path(dirCur, id+".json")
 	f, err := openNoFollow(p)
 	if err != nil {
-		return false
+		return false, nil
 	}
 	defer f.Close()
 	err = lockNB(f, true)
@@ -273,7 +281,7 @@ func (s *Spool) recoverOne(id string, patient bool) bool {
 		err = lockNB(f, true)
 	}
 	if err != nil || !SameFile(f, p) || exists(s.ResultPath(id)) {
-		return false
+		return false, nil
 	}
 	// A claim cut off between its link and its unlink leaves the same file
 	// in new/; it must not look pending again.
@@ -295,16 +303,48 @@ func (s *Spool) recoverOne(id string, patient bool) bool {
 			status, reason = StatusStopped, StoppedReason+" (the audit log could not be read: "+err.Error()+")"
 		case last != nil && last.Event == EventStarted:
 			status, reason = StatusStopped, StoppedReason
+		case last != nil && last.Event == EventInterrupted:
+			// Answered already, its result not written (a full disk, a
+			// read-only spool): write it now, with no second line.
+			return s.answer(Result{ID: id, Status: last.Status, Reason: last.Reason})
 		case last != nil:
 			// It ended and was recorded; only its result was lost.
-			return s.writeResult(endedResult(last)) == nil
+			return s.answer(endedResult(last))
 		}
 	}
-	if s.note(EventInterrupted, req, status, reason) != nil {
-		return false // unrecorded: left for the next recovery to try again
+	if err := s.note(EventInterrupted, req, status, reason); err != nil {
+		return false, err // unrecorded: left for the next recovery to try again
 	}
-	err = s.writeResult(Result{ID: id, Status: status, Reason: reason})
-	return err == nil
+	return s.answer(Result{ID: id, Status: status, Reason: reason})
+}
+
+// answer writes a recovered claim's result, saying why it could not.
+func (s *Spool) answer(res Result) (bool, error) {
+	if err := s.writeResult(res); err != nil {
+		return false, fmt.Errorf("the result of %s (%s) cannot be written, and its writer keeps waiting: %w; %s", res.ID, res.Status, err, faultHint(err, s.dir))
+	}
+	return true, nil
+}
+
+// faultKind names err's kind: its errno where it has one (the same full
+// disk at each try, whatever the temporary file was called).
+func faultKind(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
+}
+
+// faultHint says what a person can do about a write that failed in dir.
+func faultHint(err error, dir string) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "free space where the spool is (" + dir + "); sluice writes it as soon as it can"
+	case errors.Is(err, syscall.EROFS):
+		return "the spool's file system (" + dir + ") is read-only; remount it read-write and sluice writes it"
+	}
+	return "sluice tries again"
 }
 
 // endedResult is the result an ended run's audit line (finished,

@@ -897,7 +897,7 @@ func (l *ledger) LastRun(req *Request) (*Event, error) {
 	for i := len(l.events) - 1; i >= 0; i-- {
 		ev := l.events[i]
 		switch ev.Event {
-		case EventStarted, EventFinished, EventTimeout, EventKilled:
+		case EventStarted, EventFinished, EventTimeout, EventKilled, EventInterrupted:
 			if ev.ID == req.ID {
 				return &ev, nil
 			}

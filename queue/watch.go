@@ -85,7 +85,7 @@ func (s *Spool) Watch(ctx context.Context, opt WatchOptions) <-chan WatchEvent {
 		opt.Now = time.Now
 	}
 	w := &watcher{s: s, opt: opt, out: make(chan WatchEvent, 256),
-		pending: make(map[string]pendingFile), finished: make(map[string]bool)}
+		pending: make(map[string]pendingFile), finished: make(map[string]bool), faults: map[string]string{}}
 	fw, err := fsnotify.NewWatcher()
 	if err == nil {
 		if err = fw.Add(s.path(dirNew, "")); err != nil {
@@ -139,6 +139,7 @@ type watcher struct {
 	ctx      context.Context
 	pending  map[string]pendingFile // by file name in new/
 	finished map[string]bool        // ids in cur/ known to have results
+	faults   map[string]string      // ids whose answer could not be written: the error last said
 	scan     uint64                 // rescans so far
 }
 
@@ -366,9 +367,16 @@ func (w *watcher) recover() {
 			w.finished[id] = true
 			continue
 		}
-		if w.s.recoverOne(id, false) {
+		ok, err := w.s.recoverOne(id, false)
+		switch {
+		case ok:
 			w.finished[id] = true
+			delete(w.faults, id)
 			w.emit(WatchEvent{Op: Interrupted, ID: id})
+		case err != nil && w.faults[id] != faultKind(err):
+			// Said once per fault, not at every rescan.
+			w.faults[id] = faultKind(err)
+			w.emit(WatchEvent{Op: Problem, ID: id, Err: err})
 		}
 	}
 }
