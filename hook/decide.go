@@ -24,7 +24,8 @@ type Options struct {
 	// Verify checks an allow before it is believed
 	// (queue.SendOptions.Verify): the caller's audit.Verifier, so that
 	// package hook does not read the audit log itself. An allow it does
-	// not back is denied, saying the result could not be verified.
+	// not back (nil backs none) is denied, saying the result could not be
+	// verified.
 	Verify queue.Verifier
 	// Confine, when set, gives the command line that runs an allowed
 	// shell command confined to its verdict's profile, or "" to run it

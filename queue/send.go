@@ -14,7 +14,8 @@ import (
 // request, wait for its result, and take it back when the writer gives
 // up. 'sluice run', the agents' hooks and the MCP server all go through
 // Send, so that a request is never left for someone to approve after its
-// writer stopped waiting, and so that an allow is checked in one place.
+// writer stopped waiting, and so that none of them believes an allow its
+// Verifier did not back.
 
 // Errors Send returns when it stops without a result.
 var (
@@ -88,8 +89,9 @@ type SendOptions struct {
 	// ended; default "the waiting writer was interrupted".
 	Why func(cause error) string
 	// Verify is asked before Send returns a result that says the request
-	// was allowed or ran; when it says no, Send returns an
-	// UnverifiedError instead of the result. Nil checks nothing.
+	// was allowed or ran; when it says no, or is nil, Send returns an
+	// UnverifiedError instead of the result: no writer believes an allow
+	// it forgot to check.
 	Verify Verifier
 }
 
@@ -100,13 +102,20 @@ func (o SendOptions) actor() string {
 	return o.Actor()
 }
 
+// errNoVerifier is why a writer that gave Send no Verifier believes no
+// allow.
+var errNoVerifier = errors.New("the writer has nothing to check it against")
+
 // verify is nil when res claims no allow, or opt.Verify backs it; else an
 // UnverifiedError.
 func (o SendOptions) verify(req *Request, res *Result) error {
-	if o.Verify == nil || !res.ClaimsAllow() {
+	if !res.ClaimsAllow() {
 		return nil
 	}
-	err := o.Verify.Verify(req, res)
+	err := errNoVerifier
+	if o.Verify != nil {
+		err = o.Verify.Verify(req, res)
+	}
 	if err == nil {
 		return nil
 	}
@@ -129,8 +138,7 @@ const (
 // Past req.ExpiresAt a request nobody claimed is answered expired (the
 // result Send returns), and one whose actor died is answered
 // interrupted. A result that says the request was allowed or ran is
-// returned only when opt.Verify (if set) backs it, else an
-// UnverifiedError.
+// returned only when opt.Verify backs it, else an UnverifiedError.
 func (s *Spool) Send(ctx context.Context, req *Request, opt SendOptions) (*Result, error) {
 	w, err := s.NewWaiter(req.ID)
 	if err != nil {

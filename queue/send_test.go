@@ -245,9 +245,9 @@ func answer(sp *Spool, id string, res Result) {
 }
 
 // TestSendVerifies: Send returns a result that says its request was
-// allowed or ran only when the writer's Verifier backs it; when it says
-// no, the writer gets an UnverifiedError naming the request, never the
-// result. A denial needs no verifying.
+// allowed or ran only when the writer's Verifier backs it; without one,
+// or when it says no, the writer gets an UnverifiedError naming the
+// request, never the result. A denial needs no verifying.
 func TestSendVerifies(t *testing.T) {
 	t.Parallel()
 	allow := Result{Status: StatusDecided, Decision: Allow, DecidedBy: ByPolicy}
@@ -260,6 +260,7 @@ func TestSendVerifies(t *testing.T) {
 		want   string // the error's text after the id; "" for the result
 	}{
 		{"refused", ModeDecide, allow, refuse, "could not be verified: the log holds no decision; not believed"},
+		{"no verifier", ModeDecide, allow, nil, "could not be verified: the writer has nothing to check it against; not believed"},
 		{"ran, refused", ModeExecute, Result{Status: StatusDone, Decision: Deny}, refuse,
 			"could not be verified: the log holds no decision; not believed: it may or may not have been carried out"},
 		{"backed", ModeDecide, allow, verifierFunc(func(*Request, *Result) error { return nil }), ""},
