@@ -169,3 +169,26 @@ func CheckAllow(path string, req *queue.Request, res *queue.Result) error {
 	}
 	return nil
 }
+
+// Verifier is the queue.Verifier of sluice's writers (the hooks, 'sluice
+// run' and 'submit --wait', the MCP server): a result that says its
+// request was allowed or ran is believed only when the audit log holds
+// the decision (CheckAllow). It costs what CheckAllow does: a read back
+// from the end of the log, once per allow.
+type Verifier struct {
+	// Path is the audit log; "" for the one the engine serving Spool
+	// published (queue.Spool.AuditPath), read when the result comes.
+	Path  string
+	Spool *queue.Spool
+}
+
+var _ queue.Verifier = Verifier{}
+
+// Verify is CheckAllow against v's audit log.
+func (v Verifier) Verify(req *queue.Request, res *queue.Result) error {
+	path := v.Path
+	if path == "" && v.Spool != nil {
+		path = v.Spool.AuditPath()
+	}
+	return CheckAllow(path, req, res)
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,5 +81,49 @@ func TestCheckAllowNotJSON(t *testing.T) {
 	}
 	if err := CheckAllow(p, req, &queue.Result{Decision: queue.Allow}); err == nil {
 		t.Error("a line that is not JSON was taken for a decision")
+	}
+}
+
+// TestVerifier: the writers' queue.Verifier checks the log it is given,
+// else the one the engine serving the spool published, and believes
+// nothing when there is neither.
+func TestVerifier(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := queue.Open(filepath.Join(dir, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &queue.Request{Version: 1, ID: queue.NewID(), Kind: queue.KindExec, Command: "make test", Cwd: "/tmp", CreatedAt: time.Now().UTC()}
+	res := &queue.Result{Status: queue.StatusDone, Decision: queue.Allow}
+	holds, empty := filepath.Join(dir, "holds.jsonl"), filepath.Join(dir, "empty.jsonl")
+	l, err := Open(holds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	e := queue.NewEvent(queue.EventApproved, req)
+	e.Actor = "someone"
+	if err := l.Record(e); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Verifier{Spool: sp}).Verify(req, res); err == nil || !strings.Contains(err.Error(), "did not say where its audit log is") {
+		t.Errorf("no log named anywhere: %v, want an error saying so", err)
+	}
+	release, err := sp.Present(holds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if err := (Verifier{Spool: sp}).Verify(req, res); err != nil {
+		t.Errorf("the published log holds the decision: %v", err)
+	}
+	if err := (Verifier{Path: empty, Spool: sp}).Verify(req, res); err == nil || !strings.Contains(err.Error(), "holds no decision for request "+req.ID) {
+		t.Errorf("Path names a log without the decision: %v, want it not believed", err)
+	}
+	if err := (Verifier{Path: holds}).Verify(req, res); err != nil {
+		t.Errorf("Path names the log with the decision: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -22,9 +21,12 @@ type Options struct {
 	// Actor is who the audit log names when the hook withdraws its
 	// request (called only then).
 	Actor func() string
-	// Audit is the audit log to find an allow's decision in; "" reads
-	// the path the serving engine published in the spool.
-	Audit string
+	// Verify checks an allow before it is believed
+	// (queue.SendOptions.Verify): the caller's audit.Verifier, so that
+	// package hook does not read the audit log itself. An allow it does
+	// not back (nil backs none) is denied, saying the result could not be
+	// verified.
+	Verify queue.Verifier
 	// Confine, when set, gives the command line that runs an allowed
 	// shell command confined to its verdict's profile, or "" to run it
 	// as the agent asked; the answer then carries it as updated input.
@@ -66,9 +68,13 @@ func Decide(ctx context.Context, a *Agent, in io.Reader, sp *queue.Spool, opt Op
 	}
 	res, err := sp.Send(ctx, req, queue.SendOptions{
 		Unserved: unservedGrace, AfterExpiry: Grace, Actor: opt.Actor,
-		Why: func(error) string { return "the agent stopped waiting for the hook" },
+		Why:    func(error) string { return "the agent stopped waiting for the hook" },
+		Verify: opt.Verify,
 	})
 	switch {
+	case errors.Is(err, queue.ErrUnverified):
+		// Not the fallback: someone answered in the engine's place.
+		return Answer{Decision: Deny, Reason: "sluice: " + err.Error()}
 	case errors.Is(err, queue.ErrNoDecision):
 		return fall(fmt.Sprintf("no decision within %s, and the request is still being acted on", opt.Wait+Grace))
 	case errors.Is(err, queue.ErrUnserved), errors.Is(err, queue.ErrWithdrawn), errors.Is(err, queue.ErrAbandoned):
@@ -79,13 +85,6 @@ func Decide(ctx context.Context, a *Agent, in io.Reader, sp *queue.Spool, opt Op
 	ans := FromResult(res, opt.Wait, opt.Fallback)
 	if ans.Decision != Allow {
 		return ans
-	}
-	path := opt.Audit
-	if path == "" {
-		path = sp.AuditPath()
-	}
-	if err := audit.CheckAllow(path, req, res); err != nil {
-		return Answer{Decision: Deny, Reason: "sluice: an allow was answered, but " + err.Error() + "; not believed"}
 	}
 	if res.Command != "" && res.Command != req.Command {
 		// The agent runs its own tool call: approving the original would

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"context"
+	"go/build"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,12 +70,44 @@ func TestDecideBelievesOnlyTheAuditLog(t *testing.T) {
 			forger(t, sp, nil)
 		}
 		in := hookJSON(t, "PreToolUse", dir, "Bash", map[string]any{"command": "git status"})
-		got := Decide(context.Background(), Claude, strings.NewReader(string(in)), sp, Options{Wait: 5 * time.Second, Fallback: Ask})
+		got := Decide(context.Background(), Claude, strings.NewReader(string(in)), sp, Options{Wait: 5 * time.Second, Fallback: Ask,
+			Verify: audit.Verifier{Spool: sp}})
 		switch {
 		case recorded && got.Decision != Allow:
 			t.Errorf("recorded allow: got %+v, want allow", got)
-		case !recorded && (got.Decision != Deny || !strings.Contains(got.Reason, "holds no decision for request")):
-			t.Errorf("unrecorded allow: got %+v, want deny: the audit log holds no decision", got)
+		case !recorded && (got.Decision != Deny || !strings.HasPrefix(got.Reason, "sluice: the result of request ") ||
+			!strings.Contains(got.Reason, " could not be verified: the audit log "+logPath+" holds no decision for request ") ||
+			!strings.HasSuffix(got.Reason, "; not believed")):
+			t.Errorf("unrecorded allow: got %+v, want deny: the result could not be verified", got)
 		}
 	}
+}
+
+// TestImportsNoAudit: package hook starts in every agent's tool call; the
+// audit log is read through the Verifier its caller passes in, not by
+// hook importing package audit (nor anything that does).
+func TestImportsNoAudit(t *testing.T) {
+	const module = "github.com/sluice-dev/sluice/"
+	seen := map[string]bool{}
+	var walk func(pkg, dir string, from []string)
+	walk = func(pkg, dir string, from []string) {
+		if seen[pkg] {
+			return
+		}
+		seen[pkg] = true
+		if pkg == module+"audit" {
+			t.Errorf("hook imports audit: %s", strings.Join(append(from, pkg), " -> "))
+			return
+		}
+		p, err := build.ImportDir(dir, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		for _, imp := range p.Imports {
+			if rest, ok := strings.CutPrefix(imp, module); ok {
+				walk(imp, filepath.Join("..", filepath.FromSlash(rest)), append(from, pkg))
+			}
+		}
+	}
+	walk(module+"hook", ".", nil)
 }

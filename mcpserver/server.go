@@ -43,7 +43,9 @@ spool: without one a call fails at once rather than wait for nobody, and a
 request still pending when the last one stops is withdrawn. A request nobody
 decides within --wait is withdrawn and the call fails; so is one whose call
 the client cancels. Once approved, a command runs to its end (its timeout
-bounds it). The request's agent is the MCP client's name (claude-code,
+bounds it). A result is reported only when the audit log the console or
+serve publishes (or SLUICE_AUDIT) holds its decision; otherwise the call
+fails saying the result could not be verified. The request's agent is the MCP client's name (claude-code,
 codex, ...) unless --agent or SLUICE_AGENT says otherwise.
 
 stdout carries only the protocol; logs go to stderr.
@@ -143,8 +145,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// An allow is believed when the audit log the engine publishes (or
+	// SLUICE_AUDIT) holds it; not the default log: it is not the record
+	// of an engine that did not say so.
 	m := &Server{Spool: sp, Wait: *wait, Cwd: cwd, Agent: *agent, Session: os.Getenv("SLUICE_SESSION"),
-		Logf: logf, Base: ctx, Actor: audit.Login()}
+		Logf: logf, Base: ctx, Actor: audit.Login(),
+		Verify: audit.Verifier{Path: os.Getenv("SLUICE_AUDIT"), Spool: sp}}
 	if !sp.Serving() {
 		logf("no console or serve is running on %s yet; tool calls fail until one is", sp.Dir())
 	}
@@ -174,7 +180,11 @@ type Server struct {
 	Agent   string        // the agent name; "" for the client's name
 	Session string        // the session; "" for one per MCP session
 	Actor   string        // who the audit log names when a request is withdrawn
-	Logf    func(format string, args ...any)
+	// Verify checks a result that says a request was allowed or ran
+	// before a tool reports it (queue.SendOptions.Verify): one it does
+	// not back is a tool error saying the result could not be verified.
+	Verify queue.Verifier
+	Logf   func(format string, args ...any)
 	// Base ends when the server stops: calls in flight withdraw their
 	// requests (the SDK waits for them, without cancelling them).
 	Base context.Context

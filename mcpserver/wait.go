@@ -15,7 +15,9 @@ import (
 // nobody has claimed it when the client cancels the call, the server
 // stops, its expires_at passes, or no console or serve has been on the
 // spool for orphanGrace (default 5s). A request already claimed is the
-// actor's to finish: only a cancelled call stops waiting for it.
+// actor's to finish: only a cancelled call stops waiting for it. A result
+// that says the request was allowed or ran, and that m.Verify does not
+// back, is a queue.UnverifiedError: never reported as run, nor as not.
 func (m *Server) submitAndAwait(ctx context.Context, req *queue.Request) (*queue.Result, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
@@ -35,7 +37,7 @@ func (m *Server) submitAndAwait(ctx context.Context, req *queue.Request) (*queue
 	}
 	m.Logf("queued %s (%s): %s", req.ID, req.Agent, req.Summary())
 	res, err := m.Spool.Send(wctx, req, queue.SendOptions{Unserved: grace, Actor: func() string { return m.Actor },
-		Why: func(cause error) string { return cause.Error() }})
+		Why: func(cause error) string { return cause.Error() }, Verify: m.Verify})
 	switch {
 	case errors.Is(err, queue.ErrUnserved):
 		err = fmt.Errorf("the sluice console or serve on %s stopped before anyone decided; the request was withdrawn. Start `sluice console`, then try again", m.Spool.Dir())

@@ -142,6 +142,10 @@ func (r *Result) Ran() bool {
 	return false
 }
 
+// ClaimsAllow reports whether the result says its request was allowed or
+// ran: what a writer believes only once its Verifier backs it.
+func (r *Result) ClaimsAllow() bool { return r.Decision == Allow || r.Ran() }
+
 // DecodeResult parses result bytes. Results are written by sluice itself,
 // but a spool is writable by every process of the user, so the bytes are
 // still checked.

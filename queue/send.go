@@ -14,7 +14,8 @@ import (
 // request, wait for its result, and take it back when the writer gives
 // up. 'sluice run', the agents' hooks and the MCP server all go through
 // Send, so that a request is never left for someone to approve after its
-// writer stopped waiting.
+// writer stopped waiting, and so that none of them believes an allow its
+// Verifier did not back.
 
 // Errors Send returns when it stops without a result.
 var (
@@ -30,7 +31,43 @@ var (
 	// ErrNoDecision: past its expires_at (and SendOptions.AfterExpiry) an
 	// actor still held the request without answering it.
 	ErrNoDecision = errors.New("no decision, and the request is still being acted on")
+	// ErrUnverified: a result says its request was allowed or ran, and
+	// the writer's Verifier does not back it (an UnverifiedError says
+	// which request and why).
+	ErrUnverified = errors.New("the result could not be verified")
 )
+
+// Verifier tells a writer whether to believe a result that says its
+// request was allowed or ran (Result.ClaimsAllow): nil when the record
+// the writer trusts (the audit log the engine writes before it answers)
+// holds the decision, else why not. A result file is only a file: any
+// process able to write the spool could have made it. audit.Verifier is
+// the one sluice's writers use.
+type Verifier interface {
+	Verify(req *Request, res *Result) error
+}
+
+// UnverifiedError is Send's error for a result its Verifier refused. Its
+// text is what every writer tells its agent (protocol section 3): which
+// request, why, and, for a request sluice carries out itself, that it may
+// or may not have been (the forger may have been first, or the log
+// unreadable): never that it ran, nor that it did not.
+type UnverifiedError struct {
+	ID   string
+	Mode Mode // the request's, with the default applied
+	Err  error
+}
+
+func (e *UnverifiedError) Error() string {
+	s := "the result of request " + e.ID + " could not be verified: " + e.Err.Error() + "; not believed"
+	if e.Mode == ModeExecute {
+		s += ": it may or may not have been carried out"
+	}
+	return s
+}
+
+// Unwrap is ErrUnverified and the Verifier's error.
+func (e *UnverifiedError) Unwrap() []error { return []error{ErrUnverified, e.Err} }
 
 // SendOptions tune how a writer waits.
 type SendOptions struct {
@@ -51,6 +88,11 @@ type SendOptions struct {
 	// Why says in the audit log why a request was withdrawn when ctx
 	// ended; default "the waiting writer was interrupted".
 	Why func(cause error) string
+	// Verify is asked before Send returns a result that says the request
+	// was allowed or ran; when it says no, or is nil, Send returns an
+	// UnverifiedError instead of the result: no writer believes an allow
+	// it forgot to check.
+	Verify Verifier
 }
 
 func (o SendOptions) actor() string {
@@ -58,6 +100,26 @@ func (o SendOptions) actor() string {
 		return ""
 	}
 	return o.Actor()
+}
+
+// errNoVerifier is why a writer that gave Send no Verifier believes no
+// allow.
+var errNoVerifier = errors.New("the writer has nothing to check it against")
+
+// verify is nil when res claims no allow, or opt.Verify backs it; else an
+// UnverifiedError.
+func (o SendOptions) verify(req *Request, res *Result) error {
+	if !res.ClaimsAllow() {
+		return nil
+	}
+	err := errNoVerifier
+	if o.Verify != nil {
+		err = o.Verify.Verify(req, res)
+	}
+	if err == nil {
+		return nil
+	}
+	return &UnverifiedError{ID: req.ID, Mode: req.EffectiveMode(), Err: err}
 }
 
 // How often a waiting writer looks at things besides the wake-up the
@@ -75,7 +137,8 @@ const (
 // for the actor that has (ErrAbandoned); both wrap context.Cause(ctx).
 // Past req.ExpiresAt a request nobody claimed is answered expired (the
 // result Send returns), and one whose actor died is answered
-// interrupted.
+// interrupted. A result that says the request was allowed or ran is
+// returned only when opt.Verify backs it, else an UnverifiedError.
 func (s *Spool) Send(ctx context.Context, req *Request, opt SendOptions) (*Result, error) {
 	w, err := s.NewWaiter(req.ID)
 	if err != nil {
@@ -99,6 +162,9 @@ func (s *Spool) await(ctx context.Context, w *Waiter, req *Request, opt SendOpti
 		res, err := w.Wait(poll)
 		if err == nil {
 			lf.drain()
+			if err := opt.verify(req, res); err != nil {
+				return nil, err
+			}
 			return res, nil
 		}
 		if !errors.Is(err, ErrNoResult) {

@@ -224,3 +224,81 @@ func TestLocalFS(t *testing.T) {
 		t.Error("procfs is taken for local: only known local file systems should be")
 	}
 }
+
+// verifierFunc is a Verifier from a function.
+type verifierFunc func(*Request, *Result) error
+
+func (f verifierFunc) Verify(req *Request, res *Result) error { return f(req, res) }
+
+// answer claims req on sp once it is pending and finishes it with res,
+// as an actor that records nothing would (or a forger of out/).
+func answer(sp *Spool, id string, res Result) {
+	go func() {
+		for {
+			if c, err := sp.Claim(id, time.Now()); err == nil {
+				_ = c.Finish(res)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+}
+
+// TestSendVerifies: Send returns a result that says its request was
+// allowed or ran only when the writer's Verifier backs it; without one,
+// or when it says no, the writer gets an UnverifiedError naming the
+// request, never the result. A denial needs no verifying.
+func TestSendVerifies(t *testing.T) {
+	t.Parallel()
+	allow := Result{Status: StatusDecided, Decision: Allow, DecidedBy: ByPolicy}
+	refuse := verifierFunc(func(*Request, *Result) error { return errors.New("the log holds no decision") })
+	for _, tt := range []struct {
+		name   string
+		mode   Mode
+		res    Result
+		verify Verifier
+		want   string // the error's text after the id; "" for the result
+	}{
+		{"refused", ModeDecide, allow, refuse, "could not be verified: the log holds no decision; not believed"},
+		{"no verifier", ModeDecide, allow, nil, "could not be verified: the writer has nothing to check it against; not believed"},
+		{"ran, refused", ModeExecute, Result{Status: StatusDone, Decision: Deny}, refuse,
+			"could not be verified: the log holds no decision; not believed: it may or may not have been carried out"},
+		{"backed", ModeDecide, allow, verifierFunc(func(*Request, *Result) error { return nil }), ""},
+		{"denied", ModeExecute, Result{Status: StatusDenied, Decision: Deny}, nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sp, req := sendRequest(t, time.Minute)
+			req.Mode = tt.mode
+			var asked *Result
+			verify := tt.verify
+			if verify != nil {
+				verify = verifierFunc(func(r *Request, res *Result) error {
+					if r != req {
+						t.Errorf("verifier asked about %+v, not the request sent", r)
+					}
+					asked = res
+					return tt.verify.Verify(r, res)
+				})
+			}
+			answer(sp, req.ID, tt.res)
+			res, err := sp.Send(context.Background(), req, SendOptions{Verify: verify})
+			if tt.want == "" {
+				if err != nil || res.Status != tt.res.Status {
+					t.Fatalf("got %+v, %v; want the %s result", res, err, tt.res.Status)
+				}
+				if verify != nil && asked != res {
+					t.Errorf("the verifier was asked about %+v, not the result returned", asked)
+				}
+				return
+			}
+			var ue *UnverifiedError
+			if res != nil || !errors.Is(err, ErrUnverified) || !errors.As(err, &ue) || ue.ID != req.ID {
+				t.Fatalf("got %+v, %v; want an UnverifiedError for %s", res, err, req.ID)
+			}
+			if want := "the result of request " + req.ID + " " + tt.want; err.Error() != want {
+				t.Errorf("error %q\nwant      %q", err, want)
+			}
+		})
+	}
+}

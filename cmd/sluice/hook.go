@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/hook"
@@ -84,16 +85,14 @@ func runHook(a *hook.Agent, args []string, std stdio, g *globals) int {
 		a.Write(std.out, hook.Answer{Decision: hook.Deny, Reason: "sluice: " + err.Error()})
 		return exitOK
 	}
-	opt := hook.Options{Wait: *wait, Fallback: fb, Actor: loginName, Audit: *auditFile}
-	if opt.Audit == "" {
-		opt.Audit = os.Getenv("SLUICE_AUDIT")
-	}
+	opt := hook.Options{Wait: *wait, Fallback: fb, Actor: loginName}
 	var sp *queue.Spool
 	if sp, err = g.openSpool(); err != nil {
 		ans := hook.Answer{Decision: fb, Reason: "sluice: " + err.Error()}
 		a.Write(std.out, ans)
 		return exitOK
 	}
+	opt.Verify = verifier(*auditFile, sp)
 	// How an allowed command is confined is worked out while the request
 	// waits for its decision (the configuration, the kernel's support,
 	// this program's path): the hook is idle then.
@@ -123,6 +122,16 @@ func runHook(a *hook.Agent, args []string, std stdio, g *globals) int {
 	ans.Reason = show(ans.Reason)
 	a.Write(std.out, ans)
 	return exitOK
+}
+
+// verifier is what a writer believes an allow by: the audit log named by
+// flagValue, else SLUICE_AUDIT, else the one the engine serving sp
+// publishes (protocol section 3).
+func verifier(flagValue string, sp *queue.Spool) queue.Verifier {
+	if flagValue == "" {
+		flagValue = os.Getenv("SLUICE_AUDIT")
+	}
+	return audit.Verifier{Path: flagValue, Spool: sp}
 }
 
 // hookFallback reads --fallback, else SLUICE_HOOK_FALLBACK, else the

@@ -63,6 +63,10 @@ func TestMain(m *testing.M) {
 //	    the console stand-in: wait for one pending request ($ID) and
 //	    approve (an edited command with -command) or deny it as a person
 //	    in the console does
+//	mcpcall TOOL ARGS
+//	    call TOOL with the JSON object ARGS through a 'sluice mcp' process
+//	    started in $WORK; its text goes to stdout, after "error: " for an
+//	    error result
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
@@ -109,6 +113,7 @@ func TestScripts(t *testing.T) {
 			"fixture":     cmdFixture,
 			"waitserving": cmdWaitServing,
 			"answer":      cmdAnswer,
+			"mcpcall":     cmdMCPCall,
 		},
 	})
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
-	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -121,21 +120,11 @@ func cmdRun(args []string, std stdio, g *globals) int {
 	}
 	res, err := submitAndWait(ctx, sp, req, logTo)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice run: %v\n", err)
+		fmt.Fprintf(std.err, "sluice run: %s\n", show(err.Error()))
 		if code, ok := interruptCode(err); ok {
 			return code
 		}
 		return exitNotRun
-	}
-	if res.Decision == queue.Allow {
-		path := os.Getenv("SLUICE_AUDIT")
-		if path == "" {
-			path = sp.AuditPath()
-		}
-		if err := audit.CheckAllow(path, req, res); err != nil {
-			fmt.Fprintf(std.err, "sluice run: the result says the command was allowed, but %s; not believed\n", show(err.Error()))
-			return exitNotRun
-		}
 	}
 	if *asJSON {
 		writeJSON(std.out, res)

@@ -37,7 +37,9 @@ Examples:
   echo '{"kind":"edit","path":"main.go","old_string":"v1","new_string":"v2"}' | sluice submit
 
 Exit codes: 0 submitted (or, with --wait, a result came back; read its
-status), 1 the request was refused or the spool is unusable, 2 usage.
+status), 1 the request was refused, the spool is unusable, or (--wait) a
+result says the request was allowed or ran and the audit log does not hold
+the decision (it is not printed), 2 usage.
 `
 
 func cmdSubmit(args []string, std stdio, g *globals) int {
@@ -104,7 +106,7 @@ func submitErr(std stdio, err error) int {
 	if errors.Is(err, queue.ErrExists) {
 		fmt.Fprintf(std.err, "sluice submit: %v; leave \"id\" out to get a fresh one\n", err)
 	} else {
-		fmt.Fprintf(std.err, "sluice submit: %v\n", err)
+		fmt.Fprintf(std.err, "sluice submit: %s\n", show(err.Error()))
 	}
 	return exitFail
 }

@@ -38,9 +38,11 @@ func signalContext() context.Context {
 
 // submitAndWait queues req and waits for its result, streaming the log to
 // logTo if not nil. An interrupt (ctx, from signalContext) withdraws the
-// request rather than leave it for someone to approve unwatched.
+// request rather than leave it for someone to approve unwatched. A result
+// that says the request was allowed or ran, and that the audit log does
+// not back, is a queue.UnverifiedError.
 func submitAndWait(ctx context.Context, sp *queue.Spool, req *queue.Request, logTo io.Writer) (*queue.Result, error) {
-	return sp.Send(ctx, req, queue.SendOptions{Output: logTo, Actor: loginName})
+	return sp.Send(ctx, req, queue.SendOptions{Output: logTo, Actor: loginName, Verify: verifier("", sp)})
 }
 
 // interruptCode is the exit status for a writer a signal stopped:
