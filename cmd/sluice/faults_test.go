@@ -55,7 +55,7 @@ func TestFaultFullDisk(t *testing.T) {
 		return c
 	}
 
-	var serveLog bytes.Buffer
+	var serveLog syncBuffer
 	serve := sluice("serve")
 	serve.Stderr = &serveLog
 	if err := serve.Start(); err != nil {
