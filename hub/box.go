@@ -248,11 +248,19 @@ func (b *Box) sync(ctx context.Context) {
 func (b *Box) withdraw(ctx context.Context, id string) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if res, err := b.Spool.ReadResult(id); err == nil && res != nil {
+	// A decision this bridge carries out (or did) publishes its own
+	// outcome once the run is over: one written here first, bare (not
+	// applied, no decision), would be what a console waiting for it
+	// reads (sluice hub approve: "did not apply it").
+	b.mu.Lock()
+	deciding := b.applying[id] || b.done[id]
+	b.mu.Unlock()
+	if res, err := b.Spool.ReadResult(id); err == nil && res != nil && !deciding {
 		out := Outcome{Status: res.Status, ExitCode: res.ExitCode, Reason: res.Reason, At: time.Now().UTC(), DecidedBy: string(res.DecidedBy), DurationMS: res.DurationMS}
 		b.describe(&out, id)
 		data, _ := json.Marshal(out)
-		// A decision applied here has written its own (fuller) outcome.
+		// A decision applied by an earlier run of the bridge has written
+		// its own (fuller) outcome.
 		if _, err := b.Client.Results.Create(cctx, Key(b.Name, id), data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 			b.logf("%s: outcome not published (retried): %v", id, err)
 			return

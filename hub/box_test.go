@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -34,11 +35,20 @@ type spoolApplier struct {
 	log   *audit.Log
 	mu    sync.Mutex
 	ran   []string
+	// answered, if set, is called once an approved request is answered
+	// (it has left the spool), before the bridge goes on.
+	answered func(id string)
 }
 
 func (a *spoolApplier) Approve(ctx context.Context, id, digest, actor string, out io.Writer) error {
 	eng := &queue.Engine{Spool: a.spool, Recorder: a.log, AuditPath: a.log.Path(), Judge: askJudge{}, Runner: &echoRunner{a: a}}
 	_, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actor, ShownDigest: digest, Output: func(p []byte) { out.Write(p) }})
+	a.mu.Lock()
+	answered := a.answered
+	a.mu.Unlock()
+	if answered != nil {
+		answered(id)
+	}
 	return err
 }
 
@@ -458,5 +468,70 @@ func TestLateOutcomePublished(t *testing.T) {
 	}
 	if got := b1.apply.runs(); len(got) != 1 {
 		t.Fatalf("ran %v, want once", got)
+	}
+}
+
+// A console waiting for a decision's outcome (sluice hub approve) reads
+// the run's, even when the bridge's look at the spool finds the request
+// answered before the decision's outcome is published: that look
+// withdraws the request but leaves the outcome to the decision. Here the
+// run waits for the withdrawal, the order the race takes under load.
+func TestAppliedOutcomeNotBare(t *testing.T) {
+	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
+	b1 := newTestBox(t, h.URL(), creds["b1"])
+	con := connect(t, h.URL(), creds["c1"])
+	req := b1.ask(t, "make check")
+	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, con)) == 1 })
+	key := Key("b1", req.ID)
+	pw, err := con.Pending.Watch(ctxT(t), key, jetstream.UpdatesOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Stop()
+	watched := make(chan jetstream.KeyWatcher, 1)
+	b1.apply.mu.Lock()
+	b1.apply.answered = func(string) {
+		for {
+			e, err := nextEntry(ctxT(t), pw)
+			if err != nil {
+				t.Error(err)
+				break
+			}
+			if e != nil && e.Operation() != jetstream.KeyValuePut {
+				break // withdrawn
+			}
+		}
+		// What the console reads from now on, as it would.
+		w, err := con.Results.Watch(ctxT(t), key)
+		if err != nil {
+			t.Error(err)
+		}
+		watched <- w
+	}
+	b1.apply.mu.Unlock()
+	if _, err := con.Decide(ctxT(t), "b1", req.ID, Approve, "alice@c1", "", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	w := <-watched
+	if w == nil {
+		t.FailNow()
+	}
+	defer w.Stop()
+	for {
+		e, err := nextEntry(ctxT(t), w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e == nil || e.Operation() != jetstream.KeyValuePut {
+			continue
+		}
+		var o Outcome
+		if err := json.Unmarshal(e.Value(), &o); err != nil {
+			t.Fatal(err)
+		}
+		if !o.Applied || o.Status != queue.StatusDone || o.ExitCode == nil || *o.ExitCode != 0 || o.By != "alice@c1" {
+			t.Fatalf("the console read applied=%v status=%q decision=%q by=%q reason=%q: want applied, done, exit 0, by alice@c1", o.Applied, o.Status, o.Decision, o.By, o.Reason)
+		}
+		return
 	}
 }

@@ -21,6 +21,9 @@ type testFeed struct {
 	events chan FeedEvent
 	in     *io.PipeWriter
 	seq    int64
+	// early holds the events that came while send waited for its
+	// answer, oldest first: next and each read them before the pipe's.
+	early []FeedEvent
 }
 
 func startFeed(t *testing.T, url string, c *Creds) *testFeed {
@@ -54,14 +57,29 @@ func (tf *testFeed) next(t *testing.T, what string, match func(FeedEvent) bool) 
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
-		select {
-		case ev := <-tf.events:
-			if match(ev) {
-				return ev
-			}
-		case <-timeout:
+		ev, ok := tf.event(timeout)
+		if !ok {
 			t.Fatalf("timed out waiting for the feed's %s", what)
 		}
+		if match(ev) {
+			return ev
+		}
+	}
+}
+
+// event is the feed's next event (those send passed over first), or
+// false once timeout fires.
+func (tf *testFeed) event(timeout <-chan time.Time) (FeedEvent, bool) {
+	if len(tf.early) > 0 {
+		ev := tf.early[0]
+		tf.early = tf.early[1:]
+		return ev, true
+	}
+	select {
+	case ev := <-tf.events:
+		return ev, true
+	case <-timeout:
+		return FeedEvent{}, false
 	}
 }
 
@@ -74,17 +92,16 @@ func (tf *testFeed) each(t *testing.T, what string, match ...func(FeedEvent) boo
 	left := len(match)
 	timeout := time.After(10 * time.Second)
 	for left > 0 {
-		select {
-		case ev := <-tf.events:
-			for i, m := range match {
-				if !found[i] && m(ev) {
-					got[i], found[i] = ev, true
-					left--
-					break
-				}
-			}
-		case <-timeout:
+		ev, ok := tf.event(timeout)
+		if !ok {
 			t.Fatalf("timed out waiting for the feed's %s (found %v)", what, found)
+		}
+		for i, m := range match {
+			if !found[i] && m(ev) {
+				got[i], found[i] = ev, true
+				left--
+				break
+			}
 		}
 	}
 	return got
@@ -98,8 +115,21 @@ func (tf *testFeed) send(t *testing.T, c FeedCommand) FeedEvent {
 	if _, err := tf.in.Write(append(line, '\n')); err != nil {
 		t.Fatal(err)
 	}
-	seq := c.Seq
-	return tf.next(t, "answer to a decision", func(ev FeedEvent) bool { return ev.Ev == FeedDecided && ev.Seq == seq })
+	// What the decision caused (the box's outcome, the withdrawal) may
+	// come before the answer: the feed watches the buckets apart from
+	// answering. Those events are kept for next and each.
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-tf.events:
+			if ev.Ev == FeedDecided && ev.Seq == c.Seq {
+				return ev
+			}
+			tf.early = append(tf.early, ev)
+		case <-timeout:
+			t.Fatalf("timed out waiting for the feed's answer to a decision")
+		}
+	}
 }
 
 func is(ev, box, id string) func(FeedEvent) bool {

@@ -555,18 +555,31 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 	if out != nil {
 		_ = cl.NC.Flush()
 	}
-	switch {
-	case !o.Applied:
-		fmt.Fprintf(stderr, "sluice hub %s: %s did not apply it: %s\n", name, box, safe(o.Reason))
+	line, applied := outcomeLine(box, o)
+	fmt.Fprintf(stderr, "sluice hub %s: %s\n", name, line)
+	if !applied {
 		return exitFail
-	case o.ExitCode != nil:
-		fmt.Fprintf(stderr, "sluice hub %s: %s: %s, exit status %d\n", name, box, safe(string(o.Status)), *o.ExitCode)
-	case o.Reason != "":
-		fmt.Fprintf(stderr, "sluice hub %s: %s: %s (%s)\n", name, box, safe(string(o.Status)), safe(o.Reason))
-	default:
-		fmt.Fprintf(stderr, "sluice hub %s: %s: %s\n", name, box, safe(string(o.Status)))
 	}
 	return exitOK
+}
+
+// outcomeLine says what box did with a decision, as its outcome o tells,
+// and whether it carried it out.
+func outcomeLine(box string, o *Outcome) (string, bool) {
+	switch {
+	case !o.Applied && o.Reason == "":
+		// An outcome without the hub's reason: the box answered the
+		// request itself (its person, its policy, an expiry) first.
+		return fmt.Sprintf("%s did not apply it: the request was answered on the box (%s)", box, safe(string(o.Status))), false
+	case !o.Applied:
+		return fmt.Sprintf("%s did not apply it: %s", box, safe(o.Reason)), false
+	case o.ExitCode != nil:
+		return fmt.Sprintf("%s: %s, exit status %d", box, safe(string(o.Status)), *o.ExitCode), true
+	case o.Reason != "":
+		return fmt.Sprintf("%s: %s (%s)", box, safe(string(o.Status)), safe(o.Reason)), true
+	default:
+		return fmt.Sprintf("%s: %s", box, safe(string(o.Status))), true
+	}
 }
 
 // roleCreds reads the credentials at path for command cmd, which needs a

@@ -180,3 +180,24 @@ func TestMainLsApprove(t *testing.T) {
 		t.Fatalf("deny after the approval: %d %s", code, errs)
 	}
 }
+
+// sluice hub approve's last line says why a decision was not carried
+// out, also when the outcome has no reason of the hub's (the box answered
+// the request itself): never 'did not apply it:' and nothing after.
+func TestOutcomeLine(t *testing.T) {
+	zero := 0
+	for _, c := range []struct {
+		o       Outcome
+		want    string
+		applied bool
+	}{
+		{Outcome{Status: queue.StatusDone, ExitCode: &zero, Applied: true}, "b1: done, exit status 0", true},
+		{Outcome{Status: queue.StatusDenied, Reason: "not now", Applied: true}, "b1: denied (not now)", true},
+		{Outcome{Reason: "the file changed after its diff was shown"}, "b1 did not apply it: the file changed after its diff was shown", false},
+		{Outcome{Status: queue.StatusDone, ExitCode: &zero}, "b1 did not apply it: the request was answered on the box (done)", false},
+	} {
+		if got, applied := outcomeLine("b1", &c.o); got != c.want || applied != c.applied {
+			t.Errorf("%+v: %q %v, want %q %v", c.o, got, applied, c.want, c.applied)
+		}
+	}
+}
