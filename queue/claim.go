@@ -326,6 +326,19 @@ func (s *Spool) answer(res Result) (bool, error) {
 	return true, nil
 }
 
+// CheckWritable says, with what a person can do about it, why the spool
+// cannot be written (a read-only file system, a full one), or nil: a
+// file made and removed in tmp/.
+func (s *Spool) CheckWritable() error {
+	f, err := os.CreateTemp(s.path(dirTmp, ""), ".probe-*")
+	if err != nil {
+		return fmt.Errorf("queue: the spool cannot be written, so no request can be claimed nor answered: %w; %s", err, faultHint(err, s.dir))
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
 // faultKind names err's kind: its errno where it has one (the same full
 // disk at each try, whatever the temporary file was called).
 func faultKind(err error) string {
@@ -340,9 +353,9 @@ func faultKind(err error) string {
 func faultHint(err error, dir string) string {
 	switch {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return "free space where the spool is (" + dir + "); sluice writes it as soon as it can"
+		return "free space where the spool is (" + dir + "); sluice goes on as soon as it can"
 	case errors.Is(err, syscall.EROFS):
-		return "the spool's file system (" + dir + ") is read-only; remount it read-write and sluice writes it"
+		return "the spool's file system (" + dir + ") is read-only; remount it read-write and sluice goes on"
 	}
 	return "sluice tries again"
 }

@@ -212,6 +212,12 @@ func (e *Engine) Serve(ctx context.Context) error {
 		// The results the spool writes on its own are audited too.
 		e.Spool.Recorder = e.Recorder
 	}
+	// A spool that cannot be written (read-only, full) is said at once,
+	// with what to do: every claim and result would fail on it. The
+	// engine serves anyway and acts once it can.
+	if err := e.Spool.CheckWritable(); err != nil {
+		e.logf("%v", err)
+	}
 	// Writers that must not wait in vain (agent hooks) look for this.
 	if release, err := e.Spool.Present(e.AuditPath); err != nil {
 		e.logf("%v", err)

@@ -257,3 +257,22 @@ func TestTrustKey(t *testing.T) {
 		t.Errorf("T without a session: status %q", f.m.status)
 	}
 }
+
+// TestSpoolProblem: a spool that cannot be written is named first in the
+// header, with what to do, until it can be again.
+func TestSpoolProblem(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.m.SpoolProblem(errors.New("READ-ONLY: remount /run/user/1000/sluice read-write"))
+	f.drain()
+	v := ansi.Strip(f.m.View().Content)
+	head, _, _ := strings.Cut(v, "\n")
+	if !strings.Contains(head, "SPOOL READ-ONLY: remount /run/user/1000/sluice read-write") {
+		t.Fatalf("the header does not say the spool is read-only:\n%s", v)
+	}
+	f.m.SpoolProblem(nil)
+	f.drain()
+	if v := ansi.Strip(f.m.View().Content); strings.Contains(v, "SPOOL READ-ONLY") {
+		t.Fatalf("the header still names the spool once it is writable:\n%s", v)
+	}
+}

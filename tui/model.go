@@ -234,6 +234,7 @@ type Model struct {
 	status                string
 	statusErr             bool
 	configProblem         string // why config.toml, changed, does not load
+	spoolProblem          string // why the spool cannot be written
 	quitting              bool
 }
 
@@ -340,6 +341,19 @@ func (m *Model) ConfigProblem(err error) {
 		p = err.Error()
 	}
 	m.feed.push(reconfigured{problem: p})
+}
+
+// SpoolProblem tells the console why its spool cannot be written (a
+// read-only or full file system: nothing can be claimed nor answered), in
+// a few words the header shows after "SPOOL " ("READ-ONLY: remount DIR
+// read-write"), or, with err nil, that it can be again. Safe from any
+// goroutine.
+func (m *Model) SpoolProblem(err error) {
+	p := ""
+	if err != nil {
+		p = err.Error()
+	}
+	m.feed.push(spoolProblem{problem: p})
 }
 
 // LinkChanged tells the console that its Fleet's Link changed, to redraw

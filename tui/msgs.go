@@ -46,6 +46,9 @@ type reconfigured struct {
 	text     string
 }
 
+// spoolProblem: the spool cannot be written, or can again ("").
+type spoolProblem struct{ problem string }
+
 // linkChanged: the hub link went up or down (inside engineMsg).
 type linkChanged struct{}
 

@@ -193,6 +193,8 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 			m.addRun(ev.run)
 		case linkChanged:
 			// The header reads the link as it redraws.
+		case spoolProblem:
+			m.spoolProblem = ev.problem
 		case reconfigured:
 			m.configProblem = ev.problem
 			if s := ev.settings; s != nil {

@@ -202,6 +202,10 @@ func (m *Model) header() string {
 		s += " " + m.st.App.Flag.Render("DEMO") + m.st.App.Subtle.Render(" built-in agent, temporary files")
 	}
 	s += m.st.App.Subtle.Render(fmt.Sprintf("  %d pending · %d running", len(m.pending), running))
+	if m.spoolProblem != "" {
+		// First: nothing can be approved until it is fixed.
+		s += "  " + m.st.App.Error.Render("SPOOL "+plainText(m.spoolProblem))
+	}
 	if m.d.opt.Spool != "" {
 		// Which spool: what an agent must write to for this console to
 		// see it.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -173,6 +174,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		eng.Serve(serveCtx)
 	}()
 	go followHistory(serveCtx, log.Path(), cfg.Console.history(), m.Logged)
+	go watchSpoolWritable(serveCtx, sp, m.SpoolProblem)
 	cw := &configWatch{flagValue: g.config,
 		apply: func(old, nw *config) {
 			ef.reconfigure(nw)
@@ -275,4 +277,40 @@ func homeShort(p string) string {
 		return "~/" + rest
 	}
 	return p
+}
+
+// watchSpoolWritable tells the console, at once and then whenever it
+// changes, whether the spool can be written (a read-only or full file
+// system: nothing can be claimed nor answered), looking every 2 s until
+// ctx ends, so that the header clears by itself once it is fixed.
+func watchSpoolWritable(ctx context.Context, sp *queue.Spool, tell func(error)) {
+	last := ""
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		err := sp.CheckWritable()
+		now := ""
+		switch {
+		case err == nil:
+		case errors.Is(err, syscall.EROFS):
+			now = "READ-ONLY: remount " + sp.Dir() + " read-write"
+		case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+			now = "FULL: free space in " + sp.Dir()
+		default:
+			now = "NOT WRITABLE: " + err.Error()
+		}
+		if now != last {
+			last = now
+			if now == "" {
+				tell(nil)
+			} else {
+				tell(errors.New(now))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

@@ -1,0 +1,72 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// TestWatchSpoolWritable: a spool on a file system remounted read-only is
+// told to the console at once, with what to do, and cleared by itself
+// once it is read-write again.
+func TestWatchSpoolWritable(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	fs := t.TempDir()
+	if err := syscall.Mount("tmpfs", fs, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(fs, syscall.MNT_DETACH) })
+	sp, err := queue.Open(filepath.Join(fs, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("", fs, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var told []string
+	tell := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			told = append(told, "")
+		} else {
+			told = append(told, err.Error())
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); watchSpoolWritable(ctx, sp, tell) }()
+	defer func() { cancel(); <-done }()
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second) // a hang guard
+		for {
+			mu.Lock()
+			got := append([]string(nil), told...)
+			mu.Unlock()
+			if len(got) > 0 && got[len(got)-1] == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("told %q, want last %q", got, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("READ-ONLY: remount " + sp.Dir() + " read-write")
+	if err := syscall.Mount("", fs, "", syscall.MS_REMOUNT, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("")
+}
