@@ -49,6 +49,19 @@ func (a *Actor) Run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
 	defer cancel()
 	if cp != nil {
+		// One checkpointed run at a time in a project: its changed
+		// files and undo are its own (turns.go).
+		rs := roots(req, jail)
+		t, err := takeTurn(filepath.Join(a.Checkpoints.Dir, "turns"), rs, req.ID, func(holder string) {
+			if ro.Output != nil {
+				ro.Output([]byte(waitsLine(holder)))
+			}
+		})
+		if err == nil {
+			defer t.release()
+		} else {
+			cp.Error = "runs in this project could not take turns: " + err.Error()
+		}
 		pre = a.snapshot(cctx, req, jail, "pre", cp)
 	}
 	if ro.Verdict.Action == queue.ActionAllowWithCheckpoint && len(pre) == 0 {
