@@ -116,6 +116,42 @@ func (c *Claim) Finish(res Result) error {
 	return err
 }
 
+// FinishPatient is Finish for a result that must not be lost: where it
+// cannot be written for now (a full disk, a read-only spool), the claim
+// is kept and the write tried again, at growing intervals up to 2 s, until
+// it succeeds or stop is closed; waiting is told why, once, before the
+// first wait. The writer keeps waiting meanwhile; once the claim is let
+// go, the next recovery answers from the audit log.
+func (c *Claim) FinishPatient(res Result, stop <-chan struct{}, waiting func(error)) error {
+	if c.done {
+		return fmt.Errorf("%w: %s", ErrResulted, c.Request.ID)
+	}
+	res.ID = c.Request.ID
+	err := c.s.writeResult(res)
+	for delay := 100 * time.Millisecond; err != nil && transientWrite(err); delay = min(2*delay, 2*time.Second) {
+		if delay == 100*time.Millisecond && waiting != nil {
+			waiting(fmt.Errorf("the result of %s (%s) cannot be written yet, and its writer keeps waiting: %w; %s", res.ID, res.Status, err, faultHint(err, c.s.dir)))
+		}
+		select {
+		case <-stop:
+			c.done = true
+			c.f.Close()
+			return err
+		case <-time.After(delay):
+		}
+		err = c.s.writeResult(res)
+	}
+	c.done = true
+	c.f.Close()
+	return err
+}
+
+// transientWrite reports whether a write failed for a reason a person
+// can fix while sluice waits: no space, no quota, a read-only file system.
+func transientWrite(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
+}
+
 // Close releases the claim without a result. The request stays in cur/ and
 // the next Recover answers it interrupted. Close after Finish does nothing.
 func (c *Claim) Close() error {

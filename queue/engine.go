@@ -718,7 +718,9 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 		// is what verify will show.
 		e.logf("%v", err)
 	}
-	err := c.Finish(res)
+	// The run happened: its result, output tail and all, is kept until it
+	// can be written (not left to a recovery that has only the log).
+	err := c.FinishPatient(res, ctx.Done(), func(err error) { e.logf("%v", err) })
 	e.finished(req, res)
 	return res, err
 }

@@ -165,6 +165,7 @@ func (s *Spool) await(ctx context.Context, w *Waiter, req *Request, opt SendOpti
 			if err := opt.verify(req, res); err != nil {
 				return nil, err
 			}
+			lf.fill(res)
 			return res, nil
 		}
 		if !errors.Is(err, ErrNoResult) {
@@ -263,6 +264,24 @@ type logFollower struct {
 	to   io.Writer
 	f    *os.File
 	buf  []byte
+	n    int64 // bytes copied so far
+}
+
+// fill writes what the log lacks of a run's output (its writes failed: a
+// full disk) from the result's tail, which the engine kept: the missing
+// end where the tail covers it, else a marked gap and the tail.
+func (l *logFollower) fill(res *Result) {
+	missing := res.OutputBytes - l.n
+	if l.to == nil || !res.Ran() || missing <= 0 || res.OutputTail == "" {
+		return
+	}
+	tail := res.OutputTail
+	if missing <= int64(len(tail)) {
+		l.to.Write([]byte(tail[int64(len(tail))-missing:]))
+		return
+	}
+	fmt.Fprintf(l.to, "\n⟨%d bytes of output lost: the log could not be written⟩\n", missing-int64(len(tail)))
+	l.to.Write([]byte(tail))
 }
 
 // drain copies everything new in the log and returns how many bytes.
@@ -288,6 +307,7 @@ func (l *logFollower) drain() int {
 		if n > 0 {
 			l.to.Write(l.buf[:n])
 			total += n
+			l.n += int64(n)
 		}
 		if err != nil || n == 0 {
 			return total

@@ -76,7 +76,11 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 		fmt.Fprintf(std.err, "sluice approve: %s not approved; it is still pending\n", id)
 		return exitFail
 	}
-	eng, log, err := ef.engine(sp, cfg, nil)
+	// What goes wrong while the approved request is carried out (its
+	// result cannot be written yet: a full disk) is said as it happens.
+	eng, log, err := ef.engine(sp, cfg, func(format string, args ...any) {
+		fmt.Fprintf(std.err, "sluice approve: %s\n", show(fmt.Sprintf(format, args...)))
+	})
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
 		return engineErrExit(err)

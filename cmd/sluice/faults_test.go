@@ -17,11 +17,11 @@ import (
 
 // TestFaultFullDisk: the spool's file system fills while a request waits;
 // a person approves it; the command runs (its start and end are in the
-// audit log) and its result cannot be written. The agent is never told
-// "not run": it keeps waiting, and once there is space again it gets the
-// run's real end (exit 0, its output). Meanwhile the audit log does not
-// grow with the same event over and over, and serve says what is wrong
-// once.
+// audit log) and its result cannot be written. sluice approve keeps the
+// result and says once why it waits; the agent is never told "not run":
+// it keeps waiting, and once there is space again it gets the run's real
+// end (exit 0, its output, whose log could not be written, from the tail
+// the engine kept). Meanwhile the audit log does not grow.
 func TestFaultFullDisk(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small tmpfs needs root")
@@ -105,38 +105,57 @@ func TestFaultFullDisk(t *testing.T) {
 	}
 	f.Close()
 
-	// A person approves: the command runs, its result cannot be written.
-	out, err := sluice("approve", id).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "no space left") {
-		t.Fatalf("sluice approve on a full disk: %v\n%s", err, out)
+	// A person approves: the command runs, its result cannot be written
+	// yet; sluice approve keeps it, says why, and waits.
+	var approveErr syncBuffer
+	approve := sluice("approve", id)
+	approve.Stderr = &approveErr
+	if err := approve.Start(); err != nil {
+		t.Fatal(err)
 	}
+	approveDone := make(chan error, 1)
+	go func() { approveDone <- approve.Wait() }()
 	lines := func() int {
 		b, _ := os.ReadFile(auditFile)
 		return bytes.Count(b, []byte("\n"))
 	}
-	ran := lines()
 	// Three of the engine's rescans (every 2 s) while the disk stays full.
 	select {
 	case err := <-agentDone:
 		t.Fatalf("the agent was answered while no result could be written: %v\nstdout %q\nstderr %q", err, agentOut.String(), agentErr.String())
+	case err := <-approveDone:
+		t.Fatalf("sluice approve ended while its result could not be written: %v\n%s", err, approveErr.String())
 	case <-time.After(6500 * time.Millisecond):
 	}
-	if n := lines(); n > ran+5 {
-		t.Errorf("the audit log grew by %d lines while the disk was full", n-ran)
+	ran := lines()
+	if n := strings.Count(approveErr.String(), "cannot be written yet"); n != 1 {
+		t.Errorf("sluice approve said the fault %d times, want once:\n%s", n, approveErr.String())
 	}
-	if n := strings.Count(serveLog.String(), "cannot be written"); n != 1 {
-		t.Errorf("serve said the fault %d times, want once:\n%s", n, serveLog.String())
+	if !strings.Contains(approveErr.String(), "free space") {
+		t.Errorf("sluice approve does not say what to do:\n%s", approveErr.String())
 	}
+	if n := lines(); n > 5 {
+		t.Errorf("the audit log has %d lines while the disk is full (queued, approved, started, finished and no more expected)", n)
+	}
+	_ = ran
 
-	// Space again: the agent gets the truth, the run's own exit status.
-	// (Its output, written while the disk was full, may be lost.)
+	// Space again: the result is written, the agent gets the truth: the
+	// run's exit 0 and its output, from the tail the engine kept.
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-agentDone:
+	case err := <-approveDone:
 		if err != nil {
-			t.Errorf("the agent: %v, want the run's exit 0\nstdout %q\nstderr %q", err, agentOut.String(), agentErr.String())
+			t.Errorf("sluice approve: %v\n%s", err, approveErr.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("sluice approve never ended\n%s", approveErr.String())
+	}
+	select {
+	case err := <-agentDone:
+		if err != nil || !strings.Contains(agentOut.String(), "hello-from-the-run") {
+			t.Errorf("the agent: %v, want the run's exit 0 and its output\nstdout %q\nstderr %q", err, agentOut.String(), agentErr.String())
 		}
 		if strings.Contains(agentErr.String(), "not run") {
 			t.Errorf("the agent was told 'not run' of a run that ran: %q", agentErr.String())

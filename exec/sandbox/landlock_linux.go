@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"unsafe"
 
@@ -115,6 +116,7 @@ type base struct {
 	watch []stamp
 	refs  int  // runs holding fd (under basesMu)
 	stale bool // replaced: close fd when the last run lets go
+	idle  int  // counts the times no run held it: the idle timer's generation
 }
 
 // stamp is what a watched directory looked like when the base was built.
@@ -166,14 +168,41 @@ func acquireBase(bs BaseSpec, abi int) (*base, error) {
 	return b, nil
 }
 
-// releaseBase lets go of b.
+// baseIdle is how long a base no run holds stays for the next run. Its
+// rules hold every inode they grant (Landlock pins them): kept for good,
+// a base would keep a large file deleted from a carved directory (a full
+// disk's filler, a build's output in /tmp) taking its space.
+const baseIdle = 5 * time.Second
+
+// releaseBase lets go of b; the last run to let go of it starts its idle
+// time, after which it goes unless a run took it again.
 func releaseBase(b *base) {
 	basesMu.Lock()
 	defer basesMu.Unlock()
 	b.refs--
-	if b.stale && b.refs == 0 {
-		unix.Close(b.fd)
+	if b.refs > 0 {
+		return
 	}
+	if b.stale {
+		unix.Close(b.fd)
+		return
+	}
+	b.idle++
+	gen := b.idle
+	time.AfterFunc(baseIdle, func() {
+		basesMu.Lock()
+		defer basesMu.Unlock()
+		if b.refs > 0 || b.stale || b.idle != gen {
+			return
+		}
+		b.stale = true
+		for k, c := range bases {
+			if c == b {
+				delete(bases, k)
+			}
+		}
+		unix.Close(b.fd)
+	})
 }
 
 // fresh reports whether no watched directory changed since b was built.
