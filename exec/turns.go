@@ -44,12 +44,14 @@ func takeTurn(dir string, roots []string, id string, say func(holder string)) (*
 			t.release()
 			return nil, err
 		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); errors.Is(err, syscall.EWOULDBLOCK) {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
 			b := make([]byte, 64)
 			n, _ := f.ReadAt(b, 0)
 			say(strings.TrimSpace(string(b[:n])))
 			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		} else if err != nil {
+		}
+		if err != nil {
 			f.Close()
 			t.release()
 			return nil, err
