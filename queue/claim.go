@@ -367,12 +367,16 @@ func (s *Spool) answer(res Result) (bool, error) {
 // file made and removed in tmp/.
 func (s *Spool) CheckWritable() error {
 	f, err := os.CreateTemp(s.path(dirTmp, ""), ".probe-*")
+	if err == nil {
+		// A byte too: an empty file needs no block, a full disk has none.
+		_, err = f.Write([]byte{'\n'})
+		f.Close()
+		os.Remove(f.Name())
+	}
 	if err != nil {
 		return fmt.Errorf("queue: the spool cannot be written, so no request can be claimed nor answered: %w; %s", err, faultHint(err, s.dir))
 	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
+	return nil
 }
 
 // faultKind names err's kind: its errno where it has one (the same full

@@ -70,3 +70,38 @@ func TestWatchSpoolWritable(t *testing.T) {
 	}
 	waitFor("")
 }
+
+// TestWatchSpoolFull: a full spool is told too (an empty file fits on a
+// full disk; a byte does not), and cleared once there is space.
+func TestWatchSpoolFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	fs := t.TempDir()
+	if err := syscall.Mount("tmpfs", fs, "tmpfs", 0, "size=256k"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(fs, syscall.MNT_DETACH) })
+	sp, err := queue.Open(filepath.Join(fs, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(fs, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = f.Write(make([]byte, 4096))
+	}
+	f.Close()
+	if err := sp.CheckWritable(); err == nil {
+		t.Fatal("a full spool is said writable")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.CheckWritable(); err != nil {
+		t.Fatalf("once there is space: %v", err)
+	}
+}

@@ -126,11 +126,10 @@ func cmdRun(args []string, std stdio, g *globals) int {
 		}
 		return exitNotRun
 	}
+	// (Output the log lacks, none kept or some lost, came from the
+	// result's tail as the wait ended: queue's logFollower.fill.)
 	if *asJSON {
 		writeJSON(std.out, res)
-	} else if _, err := os.Stat(sp.LogPath(req.ID)); err != nil && res.OutputTail != "" {
-		// No log was kept (or it was removed): the tail is all there is.
-		fmt.Fprint(std.out, res.OutputTail)
 	}
 	return runExit(res, std)
 }
