@@ -64,6 +64,10 @@ type Confine struct {
 	// SecretFiles are globs (path.Match, on a name) of a project's
 	// files that hold secrets, added to DefaultSecretFiles.
 	SecretFiles []string
+	// Named are the places the person made writable (config.toml's
+	// sandbox_writable, extra_sandbox_writable): writable for every
+	// confined run, with the project's own caches too.
+	Named []string
 	// Box is the helper that starts runs that write in namespaces of
 	// their own (sandbox.BoxPath); "" confines them with Landlock and
 	// seccomp alone.
@@ -498,6 +502,7 @@ func (r *Runner) confine(dir, tty string, opt Options, c *Confine) *confinement 
 			r.tmps.put(tmp)
 			return &confinement{label: nonePrefix + "no cache directory: " + err.Error()}
 		}
+		writable = append(writable, c.Named...)
 	}
 	box, err := sandbox.Prepare(sandbox.Spec{Profile: profile, Roots: roots, Writable: writable,
 		Hidden: hidden, Closed: c.Closed, Readable: c.Readable, TmpDir: tmp, TTY: tty,

@@ -448,3 +448,19 @@ func TestProjectSecretsHidden(t *testing.T) {
 		t.Errorf("an approved read_only run could not read what the person let it:\n%s", o.log)
 	}
 }
+
+// TestNamedWritableWithProjectCaches: a place the person made writable in
+// config.toml stays writable for a run that has the project's own caches
+// (every run serve confines), while the shared caches do not.
+func TestNamedWritableWithProjectCaches(t *testing.T) {
+	f := newConfineFixture(t)
+	shared, named := resolvedTemp(t), resolvedTemp(t)
+	f.r.Confine.Writable = []string{shared, named}
+	f.r.Confine.Named = []string{named}
+	caches := filepath.Join(resolvedTemp(t), "proj-cache")
+	cmd := `touch "$SHARED/x" 2>/dev/null && echo shared-written; touch "$NAMED/x" && echo named-written`
+	o := f.run(t, cmd, map[string]string{"SHARED": shared, "NAMED": named}, Options{Profile: "mutating", Jail: []string{f.project}, Caches: caches})
+	if bytes.Contains(o.log, []byte("shared-written")) || !bytes.Contains(o.log, []byte("named-written")) {
+		t.Errorf("want the named place written and the shared cache not: %q", o.log)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -411,9 +412,12 @@ func (c *config) confine(spool string, own ...string) *exec.Confine {
 		}
 	}
 	writable := exec.DefaultWritable(os.Environ(), home)
+	var named []string // what the person named: writable for every confined run
 	if c.SandboxWritable != nil {
 		writable = expandHome(c.SandboxWritable, home)
+		named = writable
 	}
+	named = append(slices.Clone(named), expandHome(c.ExtraSandboxWritable, home)...)
 	writable = append(writable, expandHome(c.ExtraSandboxWritable, home)...)
 	readable := exec.DefaultReadable(os.Environ(), home)
 	if c.SandboxReadable != nil {
@@ -425,7 +429,7 @@ func (c *config) confine(spool string, own ...string) *exec.Confine {
 		mode = exec.SandboxPrefer
 	}
 	return &exec.Confine{Mode: mode, Hidden: hidden, Spool: spool, Writable: writable, MaxProcs: c.MaxProcs,
-		Closed: exec.DefaultClosed(home), Readable: readable, Fetch: exec.DefaultFetchCaches(os.Environ(), home),
+		Closed: exec.DefaultClosed(home), Readable: readable, Fetch: exec.DefaultFetchCaches(os.Environ(), home), Named: named,
 		Box: sandbox.BoxPath()}
 }
 

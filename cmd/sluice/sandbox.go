@@ -166,6 +166,7 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 			fmt.Fprintf(std.err, "sluice sandbox: cache directory: %v\n", err)
 			return exitNotRun
 		}
+		writable = append(writable, conf.Named...)
 		env = append(env, exec.CacheEnv(caches)...)
 		hidden := append(slices.Clone(conf.Hidden), conf.Spool)
 		var masked []string
