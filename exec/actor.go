@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/checkpoint"
+	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -82,6 +83,11 @@ func (a *Actor) Run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 }
 
 var _ queue.Warmer = (*Actor)(nil)
+
+// ReleaseIdle implements queue's idle releaser: what the runs keep for the
+// next (the Landlock base layers, which pin the inodes they grant) goes,
+// so that space freed on a full disk is free.
+func (a *Actor) ReleaseIdle() { sandbox.DropIdle() }
 
 // Warm implements queue.Warmer: a request that will be checkpointed if
 // approved has its project read into the checkpoint store now, in the

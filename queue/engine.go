@@ -720,7 +720,14 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 	}
 	// The run happened: its result, output tail and all, is kept until it
 	// can be written (not left to a recovery that has only the log).
-	err := c.FinishPatient(res, ctx.Done(), func(err error) { e.logf("%v", err) })
+	err := c.FinishPatient(res, ctx.Done(), func(err error) {
+		e.logf("%v", err)
+		// What the runner keeps between runs may hold the very space
+		// the result waits for (a deleted file's inode).
+		if r, ok := e.Runner.(interface{ ReleaseIdle() }); ok {
+			r.ReleaseIdle()
+		}
+	})
 	e.finished(req, res)
 	return res, err
 }

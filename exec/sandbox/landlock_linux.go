@@ -168,11 +168,27 @@ func acquireBase(bs BaseSpec, abi int) (*base, error) {
 	return b, nil
 }
 
-// baseIdle is how long a base no run holds stays for the next run. Its
-// rules hold every inode they grant (Landlock pins them): kept for good,
-// a base would keep a large file deleted from a carved directory (a full
-// disk's filler, a build's output in /tmp) taking its space.
-const baseIdle = 5 * time.Second
+// baseIdle is how long a base no run holds stays for the next run (an
+// agent's commands come seconds apart, often more). Its rules hold every
+// inode they grant (Landlock pins them): kept for good, a base would keep
+// a large file deleted from a carved directory (a full disk's filler, a
+// build's output in /tmp) taking its space. DropIdle lets them go at once.
+const baseIdle = time.Minute
+
+// DropIdle closes the bases no run holds now, letting go of the inodes
+// their rules pin: what a process waiting for space (a result it cannot
+// write on a full disk) calls, so that deleting a file frees it.
+func DropIdle() {
+	basesMu.Lock()
+	defer basesMu.Unlock()
+	for k, b := range bases {
+		if b.refs == 0 && !b.stale {
+			b.stale = true
+			delete(bases, k)
+			unix.Close(b.fd)
+		}
+	}
+}
 
 // releaseBase lets go of b; the last run to let go of it starts its idle
 // time, after which it goes unless a run took it again.
