@@ -398,8 +398,8 @@ func TestToolsFreshHome(t *testing.T) {
 	})
 	t.Run("python", func(t *testing.T) {
 		needTools(t, "python3")
-		if err := osexec.Command("/usr/bin/python3", "-c", "import pytest, venv").Run(); err != nil {
-			t.Skip("Debian's python3 with pytest and venv is not installed (apt-get install python3-pytest python3-venv)")
+		if err := osexec.Command("/usr/bin/python3", "-c", "import pytest, venv, ensurepip, setuptools").Run(); err != nil {
+			t.Skip("Debian's python3 with pytest, venv and setuptools is not installed (apt-get install python3-pytest python3-venv python3-setuptools)")
 		}
 		t.Parallel()
 		dir := project(t, map[string]string{
