@@ -4,7 +4,7 @@ BIN         := bin/sluice
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 
-.PHONY: build test e2e e2e-agents golden lint bench fuzz load crash crash-hub run demo demo-cli check
+.PHONY: build test e2e e2e-agents golden lint bench fuzz load crash crash-hub faults run demo demo-cli check
 
 # A static, cgo-free binary: cgo (pulled in by os/user through mvdan.cc/sh's
 # expand package) costs every sluice process ~2 ms to start.
@@ -80,6 +80,19 @@ crash:
 # make test).
 crash-hub:
 	$(GO) run ./scripts/crashhub $(CRASHFLAGS)
+
+# The faults, each checking what the agent was told against what ran (all
+# in make test too; the tmpfs ones need root and skip without): the
+# spool's file system full under a waiting request (TestFaultFullDisk),
+# read-only and full at the console (TestWatchSpool*), serve SIGKILLed
+# mid-run (serve_crash.txtar: told stopped, its processes killed by the
+# next engine), two overlapping runs in one project
+# (TestOverlappingRunsTakeTurns), then both crash harnesses.
+faults:
+	$(GO) test -race -count=1 -run 'TestFault|TestWatchSpool|TestScripts/serve_crash' ./cmd/sluice
+	$(GO) test -race -count=1 -run 'TestOverlappingRunsTakeTurns|TestRecoverAnswersFromTheLog' ./exec ./queue
+	$(GO) run ./scripts/crash -quick
+	$(GO) run ./scripts/crashhub -quick
 
 # Every fuzz target in the module, FUZZTIME each (the corpora in
 # testdata/fuzz replay in 'make test').
