@@ -54,9 +54,15 @@ func (f *feed) next() tea.Msg {
 }
 
 // Pending implements queue.Observer. The verdict comes with its parts:
-// the request is judged once, by the engine.
+// the request is judged once, by the engine. Its age counts from its
+// created_at (a fleet console learns of a request when the hub tells it,
+// which after a restart is long after it was made), never from the future.
 func (f *feed) Pending(req *queue.Request, v queue.Verdict) {
-	f.push(requestPending{req: req, verdict: v, at: f.deps.now()})
+	at := f.deps.now()
+	if c := req.CreatedAt; !c.IsZero() && c.Before(at) {
+		at = c
+	}
+	f.push(requestPending{req: req, verdict: v, at: at})
 }
 
 // Gone implements queue.Observer.

@@ -214,3 +214,36 @@ func TestFleetBatch(t *testing.T) {
 		t.Fatalf("sent %v", fl.sent)
 	}
 }
+
+// TestAgeFromCreatedAt: a request's age counts from its created_at, not
+// from when this console learned of it (a fleet console after a hub
+// restart learns of requests made minutes before), and a created_at in
+// the future counts from now.
+func TestAgeFromCreatedAt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	now := f.clock.now()
+	old := &queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: "make deploy", Cwd: "/srv/app", Agent: "codex",
+		CreatedAt: now.Add(-7 * time.Minute)}
+	future := &queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: "make lint", Cwd: "/srv/app", Agent: "codex",
+		CreatedAt: now.Add(time.Hour)}
+	f.m.Observer().Pending(old, testJudge{}.Judge(old))
+	f.m.Observer().Pending(future, testJudge{}.Judge(future))
+	f.drain()
+	v := ansi.Strip(f.m.View().Content)
+	var deploy, lint string
+	for _, l := range strings.Split(v, "\n") {
+		switch {
+		case strings.Contains(l, "make deploy") && deploy == "":
+			deploy = l
+		case strings.Contains(l, "make lint") && lint == "":
+			lint = l
+		}
+	}
+	if !strings.Contains(deploy, " 7m ") {
+		t.Errorf("a request made 7 minutes ago: %q, want age 7m", deploy)
+	}
+	if !strings.Contains(lint, " 0s ") {
+		t.Errorf("a request dated in the future: %q, want age 0s", lint)
+	}
+}
