@@ -129,8 +129,12 @@ func (c *Claim) FinishPatient(res Result, stop <-chan struct{}, waiting func(err
 	res.ID = c.Request.ID
 	err := c.s.writeResult(res)
 	for delay := 100 * time.Millisecond; err != nil && transientWrite(err); delay = min(2*delay, 2*time.Second) {
-		if delay == 100*time.Millisecond && waiting != nil {
-			waiting(fmt.Errorf("the result of %s (%s) cannot be written yet, and its writer keeps waiting: %w; %s", res.ID, res.Status, err, faultHint(err, c.s.dir)))
+		if delay == 100*time.Millisecond {
+			why := fmt.Errorf("the result of %s (%s) cannot be written yet, and its writer keeps waiting: %w; %s", res.ID, res.Status, err, faultHint(err, c.s.dir))
+			if waiting != nil {
+				waiting(why)
+			}
+			c.s.TellWriter(res.ID, "the command ended; its result waits to be written: "+faultHint(err, c.s.dir))
 		}
 		select {
 		case <-stop:

@@ -88,6 +88,9 @@ type SendOptions struct {
 	// Why says in the audit log why a request was withdrawn when ctx
 	// ended; default "the waiting writer was interrupted".
 	Why func(cause error) string
+	// Notice, when set, is told what the actor says through the FIFO
+	// about why the writer still waits (a result it cannot write yet).
+	Notice func(text string)
 	// Verify is asked before Send returns a result that says the request
 	// was allowed or ran; when it says no, or is nil, Send returns an
 	// UnverifiedError instead of the result: no writer believes an allow
@@ -170,6 +173,9 @@ func (s *Spool) await(ctx context.Context, w *Waiter, req *Request, opt SendOpti
 		}
 		if !errors.Is(err, ErrNoResult) {
 			return nil, err
+		}
+		if n := w.Notice(); n != "" && opt.Notice != nil {
+			opt.Notice(n)
 		}
 		if lf.drain() > 0 {
 			poll = minSendPoll

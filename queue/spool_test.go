@@ -955,3 +955,33 @@ func TestRecoverAnswersFromTheLog(t *testing.T) {
 		t.Errorf("recorded %q, want %q", noted, want)
 	}
 }
+
+// TestTellWriter: an actor that cannot write a result yet tells the
+// waiting writer why through its FIFO (which needs no space), once, with
+// a newline in the text flattened; the FIFO stays for the wake that comes
+// with the result.
+func TestTellWriter(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	req := execReq("make deploy")
+	mustDo(t, sp.Submit(req))
+	w, err := sp.NewWaiter(req.ID)
+	mustDo(t, err)
+	defer w.Close()
+	sp.TellWriter(req.ID, "no space\nleft")
+	if _, err := w.Wait(time.Second); !errors.Is(err, ErrNoResult) {
+		t.Fatalf("Wait = %v, want no result yet", err)
+	}
+	if n := w.Notice(); n != "no space left" {
+		t.Errorf("Notice = %q, want the actor's text", n)
+	}
+	if n := w.Notice(); n != "" {
+		t.Errorf("a notice was taken twice: %q", n)
+	}
+	c, err := sp.Claim(req.ID, time.Now())
+	mustDo(t, err)
+	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
+	if res, err := w.Wait(10 * time.Second); err != nil || res.Status != StatusDone {
+		t.Errorf("after the notice, the result: %v %v", res, err)
+	}
+}

@@ -1,10 +1,12 @@
 package queue
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -82,6 +84,47 @@ type Waiter struct {
 	id     string
 	rd, wr int      // FIFO ends; -1 when polling
 	rf     *os.File // rd in the runtime's poller
+	notice string   // what the actor said last through the FIFO, not yet taken
+}
+
+// noticeMark starts a line an actor writes into a writer's FIFO to say why
+// the writer still waits (TellWriter); a wake byte is 1.
+const noticeMark = 2
+
+// maxNotice bounds a notice: one write of it is atomic on a FIFO.
+const maxNotice = 512
+
+// TellWriter says to request id's waiting writer, through its FIFO (which
+// needs no space on a full disk), why it still waits. The FIFO stays, for
+// the wake that comes with the result. A writer that polls hears nothing.
+func (s *Spool) TellWriter(id, text string) {
+	p := s.WakePath(id)
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+		return
+	}
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return
+	}
+	text = strings.ReplaceAll(text, "\n", " ")
+	if len(text) > maxNotice-2 {
+		text = text[:maxNotice-2]
+	}
+	_, _ = unix.Write(fd, append(append([]byte{noticeMark}, text...), '\n'))
+}
+
+// Notice returns what the actor last said through the FIFO about why the
+// writer waits (TellWriter), once, or "".
+func (w *Waiter) Notice() string {
+	n := w.notice
+	w.notice = ""
+	return n
 }
 
 // NewWaiter prepares to wait for request id's result.
@@ -129,11 +172,15 @@ func (w *Waiter) Wait(d time.Duration) (*Result, error) {
 	if w.rf == nil {
 		time.Sleep(d)
 	} else {
-		var buf [16]byte
+		var buf [maxNotice + 16]byte
 		if err := w.rf.SetReadDeadline(time.Now().Add(d)); err != nil {
 			time.Sleep(d)
-		} else if _, err := w.rf.Read(buf[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		} else if n, err := w.rf.Read(buf[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			time.Sleep(d) // not for the byte (cannot happen while we hold a write end)
+		} else if i := bytes.IndexByte(buf[:n], noticeMark); i >= 0 {
+			if line, _, ok := bytes.Cut(buf[i+1:n], []byte{'\n'}); ok {
+				w.notice = string(line)
+			}
 		}
 	}
 	return w.s.ReadResult(w.id)

@@ -65,7 +65,7 @@ func TestFaultFullDisk(t *testing.T) {
 		_ = serve.Process.Signal(os.Interrupt)
 		_ = serve.Wait()
 	}()
-	var agentOut, agentErr bytes.Buffer
+	var agentOut, agentErr syncBuffer
 	agent := sluice("run", "--", "echo", "hello-from-the-run")
 	agent.Stdout, agent.Stderr = &agentOut, &agentErr
 	if err := agent.Start(); err != nil {
@@ -133,6 +133,9 @@ func TestFaultFullDisk(t *testing.T) {
 	}
 	if !strings.Contains(approveErr.String(), "free space") {
 		t.Errorf("sluice approve does not say what to do:\n%s", approveErr.String())
+	}
+	if !strings.Contains(agentErr.String(), "still waiting: the command ended; its result waits to be written: free space") {
+		t.Errorf("the agent's stderr does not say why it waits: %q", agentErr.String())
 	}
 	if n := lines(); n > 5 {
 		t.Errorf("the audit log has %d lines while the disk is full (queued, approved, started, finished and no more expected)", n)

@@ -118,7 +118,7 @@ func cmdRun(args []string, std stdio, g *globals) int {
 	if *asJSON {
 		logTo = nil
 	}
-	res, err := submitAndWait(ctx, sp, req, logTo)
+	res, err := submitAndWait(ctx, sp, req, logTo, std.err, "run")
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice run: %s\n", show(err.Error()))
 		if code, ok := interruptCode(err); ok {

@@ -94,7 +94,7 @@ func cmdSubmit(args []string, std stdio, g *globals) int {
 		return exitOK
 	}
 	ctx := signalContext()
-	res, err := submitAndWait(ctx, sp, req, nil)
+	res, err := submitAndWait(ctx, sp, req, nil, std.err, "submit")
 	if err != nil {
 		return submitErr(std, err)
 	}
