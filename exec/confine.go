@@ -283,10 +283,6 @@ func ProjectCache(parent string, roots []string) string {
 	return filepath.Join(parent, hex.EncodeToString(sum[:8]))
 }
 
-// CacheEnv points the tools' caches into dir, a project's own (see
-// Options.Caches).
-func CacheEnv(dir string) []string { return cacheEnv(dir) }
-
 // MakeCaches creates each of dirs that does not exist yet, mode 0700, so
 // that it can be granted as itself: a cache missing from the writable set
 // would otherwise stay missing (no confined run may create it), and

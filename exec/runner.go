@@ -230,7 +230,7 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		env = append(env, "TMPDIR="+box.tmp)
 	}
 	if opt.Caches != "" && box.box != nil {
-		env = append(env, cacheEnv(opt.Caches)...)
+		env = append(env, CacheEnv(opt.Caches)...)
 	}
 	cmd, direct := command(req.Command, dir, env)
 	if boxed, _ := box.box.Boxed(); boxed && direct {
@@ -433,8 +433,9 @@ func (r *Runner) untrack(id string, master *os.File) {
 	}
 }
 
-// cacheEnv points the build tools' caches into dir.
-func cacheEnv(dir string) []string {
+// CacheEnv points the build tools' caches into dir, a project's own (see
+// Options.Caches).
+func CacheEnv(dir string) []string {
 	return []string{"GOCACHE=" + filepath.Join(dir, "go-build"), "npm_config_cache=" + filepath.Join(dir, "npm"),
 		"YARN_CACHE_FOLDER=" + filepath.Join(dir, "yarn"), "PIP_CACHE_DIR=" + filepath.Join(dir, "pip"),
 		"XDG_CACHE_HOME=" + filepath.Join(dir, "xdg")}

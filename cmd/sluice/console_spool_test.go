@@ -18,14 +18,7 @@ import (
 // told to the console at once, with what to do, and cleared by itself
 // once it is read-write again.
 func TestWatchSpoolWritable(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	fs := t.TempDir()
-	if err := syscall.Mount("tmpfs", fs, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(fs, syscall.MNT_DETACH) })
+	fs := smallTmpfs(t, "1m")
 	sp, err := queue.Open(filepath.Join(fs, "spool"))
 	if err != nil {
 		t.Fatal(err)
@@ -74,14 +67,7 @@ func TestWatchSpoolWritable(t *testing.T) {
 // TestWatchSpoolFull: a full spool is told too (an empty file fits on a
 // full disk; a byte does not), and cleared once there is space.
 func TestWatchSpoolFull(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	fs := t.TempDir()
-	if err := syscall.Mount("tmpfs", fs, "tmpfs", 0, "size=256k"); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(fs, syscall.MNT_DETACH) })
+	fs := smallTmpfs(t, "256k")
 	sp, err := queue.Open(filepath.Join(fs, "spool"))
 	if err != nil {
 		t.Fatal(err)

@@ -27,14 +27,7 @@ func TestFaultFullDisk(t *testing.T) {
 		t.Skip("mounting a small tmpfs needs root")
 	}
 	dir := t.TempDir()
-	fs := filepath.Join(dir, "fs")
-	if err := os.Mkdir(fs, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", fs, "tmpfs", 0, "size=1m,mode=0700"); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(fs, syscall.MNT_DETACH) })
+	fs := smallTmpfs(t, "1m")
 	proj := filepath.Join(dir, "proj")
 	if err := os.Mkdir(proj, 0o755); err != nil {
 		t.Fatal(err)
@@ -127,7 +120,6 @@ func TestFaultFullDisk(t *testing.T) {
 		t.Fatalf("sluice approve ended while its result could not be written: %v\n%s", err, approveErr.String())
 	case <-time.After(6500 * time.Millisecond):
 	}
-	ran := lines()
 	if n := strings.Count(approveErr.String(), "cannot be written yet"); n != 1 {
 		t.Errorf("sluice approve said the fault %d times, want once:\n%s", n, approveErr.String())
 	}
@@ -140,7 +132,6 @@ func TestFaultFullDisk(t *testing.T) {
 	if n := lines(); n > 5 {
 		t.Errorf("the audit log has %d lines while the disk is full (queued, approved, started, finished and no more expected)", n)
 	}
-	_ = ran
 
 	// Space again: the result is written, the agent gets the truth: the
 	// run's exit 0 and its output, from the tail the engine kept.
@@ -166,4 +157,20 @@ func TestFaultFullDisk(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("the agent was never answered\nserve:\n%s", serveLog.String())
 	}
+}
+
+// smallTmpfs mounts a tmpfs of size (a mount option: "1m") in a temporary
+// directory for the test, unmounted after it; it skips the test where
+// that cannot be done (not root, no mount allowed).
+func smallTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	fs := t.TempDir()
+	if err := syscall.Mount("tmpfs", fs, "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(fs, syscall.MNT_DETACH) })
+	return fs
 }
