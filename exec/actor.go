@@ -49,19 +49,36 @@ func (a *Actor) Run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 	// Checkpoints outlive a killed run: what it changed is still listed.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
 	defer cancel()
+	var t *turn
 	if cp != nil {
 		// One checkpointed run at a time in a project: its changed
 		// files and undo are its own (turns.go).
-		rs := roots(req, jail)
-		t, err := takeTurn(filepath.Join(a.Checkpoints.Dir, "turns"), rs, req.ID, func(holder string) {
+		waited := false
+		var err error
+		t, err = takeTurn(ctx, filepath.Join(a.Checkpoints.Dir, "turns"), roots(req, jail), req.ID, func(holder string) {
+			waited = true
 			if ro.Output != nil {
 				ro.Output([]byte(waitsLine(holder)))
 			}
-		})
-		if err == nil {
-			defer t.release()
-		} else {
+			if ro.Waiting != nil {
+				ro.Waiting(holder)
+			}
+		}, ro.GoAhead)
+		if waited && ro.Waiting != nil {
+			ro.Waiting("")
+		}
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// Killed while it waited: the command never started.
+			return queue.Result{Version: queue.Version, ID: req.ID, Status: queue.StatusKilled, Checkpoint: cp,
+				Reason: "killed while it waited for its turn behind another run in the same project: the command never started"}, ""
+		case err != nil:
 			cp.Error = "runs in this project could not take turns: " + err.Error()
+		default:
+			defer t.release()
+			if len(t.with) > 0 && ro.Output != nil {
+				ro.Output([]byte(aheadLine(t.with)))
+			}
 		}
 		pre = a.snapshot(cctx, req, jail, "pre", cp)
 	}
@@ -78,6 +95,7 @@ func (a *Actor) Run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 	if cp != nil {
 		res.Checkpoint = cp
 		a.changes(cctx, req, jail, pre, &res)
+		cp.Overlapped = t.release() // after the last snapshot
 	}
 	return res, sum
 }

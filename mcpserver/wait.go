@@ -87,6 +87,9 @@ func describeRun(res *queue.Result, logPath string) (string, bool) {
 			fmt.Fprintf(&b, " %s (%s);", c.Path, c.Change)
 		}
 		b.WriteString("\n")
+		if cp := res.Checkpoint; cp != nil && len(cp.Overlapped) > 0 {
+			fmt.Fprintf(&b, "(it ran at the same time as %s in the same project: some of these files may be that run's)\n", strings.Join(cp.Overlapped, ", "))
+		}
 	}
 	if res.Ran() {
 		if res.OutputBytes > int64(len(res.OutputTail)) {

@@ -283,6 +283,10 @@ func (p *resultParser) resultField(r *Result, key string) bool {
 				var ok bool
 				c.Error, ok = p.str()
 				return ok
+			case "overlapped":
+				ids, ok := p.strings()
+				c.Overlapped = ids
+				return ok
 			}
 			return false
 		})

@@ -46,6 +46,20 @@ type RunOptions struct {
 	// allow it alone): what a confined run may read follows (a project's
 	// secret files are hidden from runs nobody approved).
 	Approved bool
+	// Waiting, when set, hears that the run waits for its turn behind
+	// run holder, which changes files in the same project, and with ""
+	// that it waits no more.
+	Waiting func(holder string)
+	// GoAhead, when not nil, is closed when a person lets the run go
+	// ahead without waiting for its turn (Engine.GoAhead).
+	GoAhead <-chan struct{}
+}
+
+// TurnObserver is what an Observer may also be: told when a run it was
+// told Started waits for its turn behind another (holder) and, with "",
+// when it goes ahead.
+type TurnObserver interface {
+	Waits(id, holder string)
 }
 
 // Engine is the one path every request takes, whoever drives it (the
@@ -88,6 +102,22 @@ type Engine struct {
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // ids being run, for Kill
 	killers map[string]string             // who killed a run, for its audit line
+	aheads  map[string]chan struct{}      // ids being run, for GoAhead
+}
+
+// GoAhead lets request id, which this engine runs and which waits for
+// its turn behind another run in the same project, start now; both runs'
+// results then name each other (Checkpoint.Overlapped). It reports
+// whether this engine is running id.
+func (e *Engine) GoAhead(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ch, ok := e.aheads[id]
+	if ok && ch != nil {
+		close(ch)
+		e.aheads[id] = nil
+	}
+	return ok
 }
 
 // Kill stops request id if this engine is running it (status killed) and
@@ -139,18 +169,22 @@ func (e *Engine) killer(id string) string {
 	return k
 }
 
-// track makes a run killable by id; the returned func forgets it.
-func (e *Engine) track(ctx context.Context, id string) (context.Context, func()) {
+// track makes a run killable by id, and able to go ahead of its turn
+// (the channel); the returned func forgets it.
+func (e *Engine) track(ctx context.Context, id string) (context.Context, <-chan struct{}, func()) {
 	ctx, cancel := context.WithCancel(ctx)
+	ahead := make(chan struct{})
 	e.mu.Lock()
 	if e.running == nil {
 		e.running = map[string]context.CancelFunc{}
+		e.aheads = map[string]chan struct{}{}
 	}
-	e.running[id] = cancel
+	e.running[id], e.aheads[id] = cancel, ahead
 	e.mu.Unlock()
-	return ctx, func() {
+	return ctx, ahead, func() {
 		e.mu.Lock()
 		delete(e.running, id)
+		delete(e.aheads, id)
 		e.mu.Unlock()
 		cancel()
 	}
@@ -692,7 +726,11 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 		}
 	}
 	opt.LogPath, opt.Verdict, opt.Approved = e.Spool.LogPath(req.ID), v, by != ByPolicy
-	runCtx, done := e.track(ctx, req.ID)
+	if to, ok := e.Observer.(TurnObserver); ok {
+		opt.Waiting = func(holder string) { to.Waits(req.ID, holder) }
+	}
+	runCtx, ahead, done := e.track(ctx, req.ID)
+	opt.GoAhead = ahead
 	res, sum := e.Runner.Run(runCtx, req, opt)
 	done() // first: no KillAs can name a killer after this
 	killer := e.killer(req.ID)

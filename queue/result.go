@@ -130,6 +130,11 @@ type FileChange struct {
 type Checkpoint struct {
 	Roots []string `json:"roots,omitempty"`
 	Error string   `json:"error,omitempty"`
+	// Overlapped names the runs that ran in the same project at the
+	// same time as this one (a person let one go ahead while the other
+	// ran): its changed files may include theirs, and undo asks before it
+	// restores a file one of them changed too.
+	Overlapped []string `json:"overlapped,omitempty"`
 }
 
 // Ran reports whether the command was started (so ExitCode, Log and the

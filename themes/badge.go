@@ -4,7 +4,7 @@ import "charm.land/lipgloss/v2"
 
 // BadgeFor returns the badge style for a verdict ("allow",
 // "allow_with_checkpoint", "ask", "deny") or
-// a result status ("running", "done", "failed", "timeout", "killed",
+// a result status ("running", "waiting" (for its turn), "done", "failed", "timeout", "killed",
 // "expired", "invalid", "interrupted", "denied", "decided"). An interrupted
 // request is shown as failed, a denied one as deny, and a decided one as
 // done. Anything else gets the ask style: an unknown state needs a look.
@@ -17,7 +17,7 @@ func (s *Styles) BadgeFor(action string) lipgloss.Style {
 		return s.Badge.Allow
 	case "deny", "denied":
 		return s.Badge.Deny
-	case "running":
+	case "running", "waiting":
 		return s.Badge.Running
 	case "done", "decided":
 		return s.Badge.Done

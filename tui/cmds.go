@@ -152,6 +152,19 @@ func (m *Model) killCmd(id string) tea.Cmd {
 	}
 }
 
+func (m *Model) goAheadCmd(id string) tea.Cmd {
+	eng := m.d.opt.Engine
+	if eng == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		if !eng.GoAhead(id) {
+			return errMsg{fmt.Errorf("%s is not running here", shortID(id))}
+		}
+		return nil
+	}
+}
+
 func (m *Model) proposeCmd(id, command string) tea.Cmd {
 	propose, count := m.d.opt.ProposeRule, m.d.opt.CountMatches
 	return func() tea.Msg {

@@ -83,7 +83,7 @@ func (m *Model) dialog() string {
 		}
 	case modeConfirmUndo:
 		p := m.undo
-		title = fmt.Sprintf("Undo %s: restore %d file(s) to before it ran?", shortID(p.ID), len(p.Files))
+		title = fmt.Sprintf("Undo %s: restore %d file(s) to before it ran?", shortID(p.ID), len(p.Files)-len(p.Shared))
 		rows := max(3, m.height-ds.Box.GetVerticalFrameSize()-8)
 		if len(p.Conflicts) > 0 {
 			body = append(body, m.st.App.Error.Render(fmt.Sprintf("%d file(s) changed again since; undoing overwrites those changes:", len(p.Conflicts))))
@@ -92,10 +92,23 @@ func (m *Model) dialog() string {
 			}
 			body = append(body, "")
 		}
-		body = append(body, m.undoDiff(p.Diff, rows-len(body), inner)...)
-		if len(p.Conflicts) > 0 {
+		if len(p.Shared) > 0 {
+			body = append(body, m.st.App.Error.Render(fmt.Sprintf("%d file(s) were also changed by %s, which ran at the same time; y leaves them, F restores them too:",
+				len(p.Shared), strings.Join(p.SharedWith, ", "))))
+			for _, c := range p.Shared {
+				body = append(body, "  "+plainText(c))
+			}
+			body = append(body, "")
+		}
+		body = append(body, m.undoDiff(p.Diff+p.SharedDiff, rows-len(body), inner)...)
+		switch {
+		case len(p.Conflicts) > 0:
 			body = append(body, "", ds.Button.Render("F: overwrite and undo")+"  "+no)
-		} else {
+		case len(p.Shared) == len(p.Files):
+			body = append(body, "", ds.Button.Render("F: restore them too")+"  "+no)
+		case len(p.Shared) > 0:
+			body = append(body, "", ds.Button.Render("y: undo its own")+"  "+ds.Button.Render("F: all")+"  "+no)
+		default:
 			body = append(body, "", ds.Button.Render("y: undo")+"  "+no)
 		}
 	case modeConfirmBatch:

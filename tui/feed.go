@@ -87,6 +87,11 @@ func (f *feed) Started(req *queue.Request, v queue.Verdict, by queue.Decider) fu
 	return pc.write
 }
 
+var _ queue.TurnObserver = (*feed)(nil)
+
+// Waits implements queue.TurnObserver.
+func (f *feed) Waits(id, holder string) { f.push(runWaits{id: id, holder: holder}) }
+
 // Finished implements queue.Observer. A run's last output reaches its
 // screen before the console hears it ended.
 func (f *feed) Finished(req *queue.Request, res queue.Result) {
@@ -116,6 +121,10 @@ type run struct {
 	fromLog bool
 	last    queue.EventName
 	actor   string
+
+	// waitsFor is the run this one waits for, which changes files in
+	// the same project ("" once it started).
+	waitsFor string
 }
 
 // running reports whether the run is one this console watches and it is
@@ -128,6 +137,8 @@ func (r *run) state() string {
 	switch {
 	case r.res != nil:
 		return string(r.res.Status)
+	case r.running() && r.waitsFor != "":
+		return "waiting"
 	case !r.fromLog || r.last == queue.EventStarted:
 		return "running"
 	case r.last == queue.EventAutoAllowed:

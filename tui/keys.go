@@ -6,13 +6,16 @@ import "charm.land/bubbles/v2/key"
 // never literal keys.
 type KeyMap struct {
 	Approve, Deny, Edit, ApproveRule, Kill key.Binding
-	Undo, Force, Trust, Mark               key.Binding
-	ApproveUnconfined                      key.Binding
-	Up, Down, Tab, Filter, Help, Quit      key.Binding
-	ScrollUp, ScrollDown, Top, Bottom      key.Binding
-	Follow                                 key.Binding
-	NextHunk, PrevHunk                     key.Binding
-	Yes, No, Submit                        key.Binding
+	// GoAhead lets a run that waits for its turn behind another in the
+	// same project start now.
+	GoAhead                           key.Binding
+	Undo, Force, Trust, Mark          key.Binding
+	ApproveUnconfined                 key.Binding
+	Up, Down, Tab, Filter, Help, Quit key.Binding
+	ScrollUp, ScrollDown, Top, Bottom key.Binding
+	Follow                            key.Binding
+	NextHunk, PrevHunk                key.Binding
+	Yes, No, Submit                   key.Binding
 }
 
 // DefaultKeyMap is protocol section 7's keys.
@@ -23,6 +26,7 @@ func DefaultKeyMap() KeyMap {
 		Edit:        key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit+approve")),
 		ApproveRule: key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "approve+rule")),
 		Kill:        key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "kill")),
+		GoAhead:     key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "let a waiting run go ahead")),
 		Undo:        key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "undo a run's changes")),
 		Trust:       key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "approve+trust for the session")),
 		Mark:        key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "mark for a batch")),
@@ -56,7 +60,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 // FullHelp is what ? shows.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.Trust, k.Mark, k.Kill, k.ApproveUnconfined, k.Undo},
+		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.Trust, k.Mark, k.Kill, k.GoAhead, k.ApproveUnconfined, k.Undo},
 		{k.Up, k.Down, k.Tab, k.Filter},
 		{k.ScrollUp, k.ScrollDown, k.Top, k.Bottom, k.Follow, k.NextHunk, k.PrevHunk},
 		{k.Help, k.Quit},

@@ -313,6 +313,11 @@ type UndoPlan struct {
 	Conflicts []string // files changed again since the run
 	// Since is how the conflicting files changed since the run.
 	Since string
+	// Shared are files of Files that a run which ran at the same time in
+	// the same project (SharedWith) changed too: y leaves them as they
+	// are, F restores them as well. SharedDiff is what that applies.
+	Shared, SharedWith []string
+	SharedDiff         string
 	// Token is the caller's, for ApplyUndo.
 	Token any
 }

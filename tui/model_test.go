@@ -32,7 +32,11 @@ func (testJudge) Judge(r *queue.Request) queue.Verdict {
 		Parts: []queue.Part{{Command: r.Command, Category: "mutating", Action: "ask", Rule: "default: mutating → ask"}}}
 }
 
-// testRunner prints the command; "sleep" runs until killed.
+// holderID is the run "turn" waits for.
+const holderID = "01JDH7D3RRW0000000HQ1DER5X"
+
+// testRunner prints the command; "sleep" runs until killed; "turn" waits
+// for its turn behind holderID until a person lets it go ahead.
 type testRunner struct{}
 
 func (testRunner) Run(ctx context.Context, r *queue.Request, opt queue.RunOptions) (queue.Result, string) {
@@ -43,6 +47,18 @@ func (testRunner) Run(ctx context.Context, r *queue.Request, opt queue.RunOption
 	sandbox := opt.Verdict.Profile
 	if opt.Unconfined {
 		sandbox = queue.Unconfined
+	}
+	if r.Command == "turn" {
+		opt.Waiting(holderID)
+		select {
+		case <-opt.GoAhead:
+		case <-ctx.Done():
+			return queue.Result{Status: queue.StatusKilled, Reason: "killed while it waited"}, ""
+		}
+		opt.Waiting("")
+		return queue.Result{Status: queue.StatusDone, ExitCode: new(int), Sandbox: sandbox,
+			ChangedFiles: []queue.FileChange{{Path: "/home/me/app/b.txt", Change: "created"}},
+			Checkpoint:   &queue.Checkpoint{Roots: []string{"/home/me/app"}, Overlapped: []string{holderID}}}, ""
 	}
 	if r.Command == "sleep" {
 		<-ctx.Done()
@@ -411,6 +427,51 @@ func TestKillAndQuitWhileRunning(t *testing.T) {
 	}
 	if _, ok := cmd().(tea.QuitMsg); !ok {
 		t.Error("quit does not quit")
+	}
+}
+
+// TestWaitingRunGoesAhead: an approved run that waits for its turn behind
+// another run in the same project shows as waiting, for which run, and p
+// lets it go ahead; its result then names the run it overlapped.
+func TestWaitingRunGoesAhead(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.update(tea.WindowSizeMsg{Width: 120, Height: 50})
+	req := f.submit("turn")
+	f.clock.add(time.Second)
+	if cmd := f.press(f.m.keys.GoAhead); cmd != nil || !f.m.statusErr {
+		t.Error("p with nothing waiting did something, or said nothing")
+	}
+	approve := f.press(f.m.keys.Approve)
+	done := make(chan tea.Msg)
+	go func() { done <- approve() }()
+	for r := f.m.shownRun(); r == nil || r.waitsFor == ""; r = f.m.shownRun() {
+		select {
+		case msg := <-done:
+			t.Fatalf("approve ended before the run waited: %+v", msg)
+		case <-time.After(5 * time.Millisecond):
+		}
+		f.drain()
+	}
+	f.press(f.m.keys.Tab) // History
+	view := ansi.Strip(f.m.View().Content)
+	for _, want := range []string{"waiting  for " + shortID(holderID), "Waiting", "waits    for " + holderID} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the console does not show %q:\n%s", want, view)
+		}
+	}
+	if !strings.Contains(f.m.status, "p lets it go ahead") {
+		t.Errorf("status %q does not say how to let it go ahead", f.m.status)
+	}
+	f.run(f.press(f.m.keys.GoAhead))
+	f.update(<-done)
+	f.drain()
+	if res := f.result(req.ID); res.Status != queue.StatusDone {
+		t.Fatalf("result %s %s, want done", res.Status, res.Reason)
+	}
+	view = ansi.Strip(f.m.View().Content)
+	if !strings.Contains(view, "overlap") || !strings.Contains(view, "ran at the same time as "+holderID) {
+		t.Errorf("the finished run does not name the run it overlapped:\n%s", view)
 	}
 }
 

@@ -27,6 +27,10 @@ type requestGone struct {
 // engineMsg).
 type runStarted struct{ run *run }
 
+// runWaits: a run waits for its turn behind run holder, which changes
+// files in the same project; "" when it waits no more (inside engineMsg).
+type runWaits struct{ id, holder string }
+
 // runFinished: a request was answered (inside engineMsg).
 type runFinished struct {
 	id  string

@@ -191,6 +191,14 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 				m.dropRun(old) // its log line came first; the live run replaces it
 			}
 			m.addRun(ev.run)
+		case runWaits:
+			if r := m.byID[ev.id]; r != nil && r.running() {
+				r.waitsFor = ev.holder
+				if ev.holder != "" {
+					m.setStatus(fmt.Sprintf("%s waits for %s, which changes files in the same project · %s lets it go ahead",
+						shortID(ev.id), shortID(ev.holder), m.keys.GoAhead.Help().Key))
+				}
+			}
 		case linkChanged:
 			// The header reads the link as it redraws.
 		case spoolProblem:

@@ -38,8 +38,10 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.mode, m.undo = modeNormal, nil
 		switch {
 		case p == nil:
-		case len(p.Conflicts) > 0 && key.Matches(msg, k.Force):
+		case (len(p.Conflicts) > 0 || len(p.Shared) > 0) && key.Matches(msg, k.Force):
 			return m.applyUndoCmd(p, true)
+		case len(p.Shared) == len(p.Files) && key.Matches(msg, k.Yes):
+			m.setErr(fmt.Errorf("not undone: every file it changed was also changed by %s; F restores them", strings.Join(p.SharedWith, ", ")))
 		case len(p.Conflicts) > 0 && key.Matches(msg, k.Yes):
 			m.setErr(fmt.Errorf("not undone: %d file(s) changed again since; F overwrites them", len(p.Conflicts)))
 		case key.Matches(msg, k.Yes):
@@ -138,6 +140,15 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		m.setErr(fmt.Errorf("nothing running is selected"))
+	case key.Matches(msg, k.GoAhead):
+		r := m.shownRun()
+		if r == nil || !r.running() || r.waitsFor == "" {
+			m.setErr(fmt.Errorf("no run that waits for its turn is selected"))
+			return nil
+		}
+		m.setStatus(fmt.Sprintf("%s goes ahead while %s runs: each one's changed files may include the other's, and undo asks before restoring those",
+			shortID(r.req.ID), shortID(r.waitsFor)))
+		return m.goAheadCmd(r.req.ID)
 	case key.Matches(msg, k.Approve), key.Matches(msg, k.Deny), key.Matches(msg, k.Edit), key.Matches(msg, k.ApproveRule),
 		key.Matches(msg, k.ApproveUnconfined), key.Matches(msg, k.Trust), key.Matches(msg, k.Mark):
 		return m.decisionKey(msg)

@@ -136,6 +136,8 @@ func (m *Model) historyLines(w, h int) []string {
 			if n := len(r.res.ChangedFiles); n > 0 {
 				dur += fmt.Sprintf(" %d file(s)", n)
 			}
+		} else if r.running() && r.waitsFor != "" {
+			dur = " for " + shortID(r.waitsFor)
 		}
 		row := m.st.BadgeFor(status).Render(status) + m.st.Queue.Age.Render(code+dur) + " "
 		if m.d.opt.Fleet != nil {
@@ -160,6 +162,9 @@ func runHeading(r *run) string {
 		return "Undo"
 	}
 	if r.res == nil {
+		if r.running() && r.waitsFor != "" {
+			return "Waiting"
+		}
 		if r.running() || r.last == queue.EventStarted {
 			return "Running"
 		}
@@ -350,6 +355,9 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 	field("cwd", req.Cwd)
 	field("agent", strings.TrimSpace(req.Agent+" "+req.Session))
 	field("note", req.Note)
+	if r != nil && r.running() && r.waitsFor != "" {
+		field("waits", "for "+r.waitsFor+", which changes files in the same project (its turn first: each run's changed files and undo are its own) · "+m.keys.GoAhead.Help().Key+" lets this one go ahead")
+	}
 	if r != nil && r.res != nil {
 		res := r.res
 		s := m.st.BadgeFor(string(res.Status)).Render(plainText(string(res.Status)))
@@ -376,6 +384,10 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 			}
 		} else if res.Checkpoint != nil && res.Checkpoint.Error != "" {
 			field("checkpt", "none: "+res.Checkpoint.Error)
+		}
+		if res.Checkpoint != nil && len(res.Checkpoint.Overlapped) > 0 {
+			field("overlap", "ran at the same time as "+strings.Join(res.Checkpoint.Overlapped, ", ")+
+				" in the same project: its changes may be listed here; undo asks before restoring those")
 		}
 	}
 	return out, cmdEnd

@@ -173,8 +173,21 @@ func printNotes(std stdio, p *setup.Plan) {
 // confirm asks a yes/no question on stdin.
 func confirm(std stdio, question string) bool {
 	fmt.Fprint(std.err, question)
-	var b [64]byte
-	n, _ := std.in.Read(b[:])
-	a := strings.ToLower(strings.TrimSpace(string(b[:n])))
+	// One line, a byte at a time: a second question reads the next.
+	var b []byte
+	var c [1]byte
+	for len(b) < 64 {
+		n, err := std.in.Read(c[:])
+		if n == 1 {
+			if c[0] == '\n' {
+				break
+			}
+			b = append(b, c[0])
+		}
+		if err != nil {
+			break
+		}
+	}
+	a := strings.ToLower(strings.TrimSpace(string(b)))
 	return a == "y" || a == "yes"
 }

@@ -195,7 +195,11 @@ func changedText(res *queue.Result) string {
 		}
 		parts = append(parts, show(c.Path)+" ("+c.Change+")")
 	}
-	return fmt.Sprintf("changed %d file(s): %s; 'sluice undo %s' puts them back", n, strings.Join(parts, ", "), res.ID)
+	s := fmt.Sprintf("changed %d file(s): %s; 'sluice undo %s' puts them back", n, strings.Join(parts, ", "), res.ID)
+	if cp := res.Checkpoint; cp != nil && len(cp.Overlapped) > 0 {
+		s += fmt.Sprintf(" (it ran at the same time as %s in the same project: some of these may be that run's)", strings.Join(cp.Overlapped, ", "))
+	}
+	return s
 }
 
 // stdoutIsTerminal reports whether the command's output goes to a

@@ -24,7 +24,11 @@ characters), or an earlier undo's id: an undo can be undone.
 It shows the diff that undoing would apply and asks [y/N] (--yes does not
 ask). A file that changed again since the run is a conflict: the undo is
 refused and the conflicts are shown, unless --force, which overwrites them
-too. The undo is checkpointed and recorded in the audit log ("undone").
+too. A file that another run changed too (one a person let go ahead while
+this one ran in the same project: the result's checkpoint names it as
+"overlapped") is asked about on its own: undo restores it only on a
+second yes, or with --force; --yes alone leaves it as it is. The undo is
+checkpointed and recorded in the audit log ("undone").
 
 Checkpoints live in a shadow git repository per project under
 $XDG_STATE_HOME/sluice/checkpoints (your own repository, index, branches and
@@ -45,6 +49,23 @@ type undoPlan struct {
 	diff      string   // what undoing applies (now → before the run)
 	conflict  string   // how the conflicts changed since the run
 	kept      []string // "created" by the run but there before it: left alone
+	// shared are those of paths that a run overlapping this one
+	// (Checkpoint.Overlapped) changed too, or may have (its changes are
+	// not known yet); with names those runs; sharedDiff is what undoing
+	// applies to them (diff covers the others).
+	shared     []string
+	with       []string
+	sharedDiff string
+}
+
+// without returns the plan minus its shared files: what undo restores
+// when the person keeps the other run's files.
+func (p *undoPlan) without() *undoPlan {
+	q := *p
+	q.paths = slices.DeleteFunc(slices.Clone(p.paths), func(s string) bool { return slices.Contains(p.shared, s) })
+	q.conflicts = slices.DeleteFunc(slices.Clone(p.conflicts), func(s string) bool { return slices.Contains(p.shared, s) })
+	q.shared, q.sharedDiff = nil, ""
+	return &q
 }
 
 // findRun reads the audit log for the last line that names what run id
@@ -97,8 +118,15 @@ func findRun(logPath, id string) (*queue.Event, error) {
 // only): an edited log cannot make undo delete what the run did not
 // change. A file that was there before the run but ignored then (a run
 // that edited .gitignore) is not "created" by it and is left alone.
-func planUndo(ctx context.Context, st *checkpoint.Store, ev *queue.Event, undoID string) (*undoPlan, map[string][3]checkpoint.Snapshot, error) {
+// find looks up the runs ev overlapped (by id, as findRun does): a file
+// one of them changed too is shared, and so is every file when one of
+// them cannot be found (it still runs).
+func planUndo(ctx context.Context, st *checkpoint.Store, ev *queue.Event, undoID string, find func(id string) (*queue.Event, error)) (*undoPlan, map[string][3]checkpoint.Snapshot, error) {
 	p := &undoPlan{id: ev.ID, cwd: ev.Cwd}
+	others, err := overlapping(ctx, st, ev, find)
+	if err != nil {
+		return nil, nil, err
+	}
 	snaps := map[string][3]checkpoint.Snapshot{} // root → pre, post, now
 	for _, root := range ev.Checkpoint.Roots {
 		if !filepath.IsAbs(root) || filepath.Clean(root) != root {
@@ -143,6 +171,27 @@ func planUndo(ctx context.Context, st *checkpoint.Store, ev *queue.Event, undoID
 		snaps[root] = [3]checkpoint.Snapshot{pre, post, now}
 		p.roots = append(p.roots, root)
 		p.paths = append(p.paths, under...)
+		var own, shared []string
+		for _, path := range under {
+			if by := others.changed(path); len(by) > 0 {
+				shared = append(shared, path)
+				for _, id := range by {
+					if !slices.Contains(p.with, id) {
+						p.with = append(p.with, id)
+					}
+				}
+			} else {
+				own = append(own, path)
+			}
+		}
+		p.shared = append(p.shared, shared...)
+		if len(shared) > 0 {
+			d, err := st.Diff(ctx, now, pre, shared)
+			if err != nil {
+				return nil, nil, err
+			}
+			p.sharedDiff += d
+		}
 		conflicts, err := conflictsSince(ctx, st, post, now, under)
 		if err != nil {
 			return nil, nil, err
@@ -155,14 +204,72 @@ func planUndo(ctx context.Context, st *checkpoint.Store, ev *queue.Event, undoID
 			}
 			p.conflict += d
 		}
-		d, err := st.Diff(ctx, now, pre, under)
-		if err != nil {
-			return nil, nil, err
+		if len(own) > 0 {
+			d, err := st.Diff(ctx, now, pre, own)
+			if err != nil {
+				return nil, nil, err
+			}
+			p.diff += d
 		}
-		p.diff += d
 	}
 	slices.Sort(p.paths)
+	slices.Sort(p.shared)
+	slices.Sort(p.with)
 	return p, snaps, nil
+}
+
+// overlaps is what the runs one run overlapped changed: path → their ids;
+// unknown names the runs whose changes could not be read (every file
+// counts as theirs too).
+type overlaps struct {
+	by      map[string][]string
+	unknown []string
+}
+
+func (o overlaps) changed(path string) []string {
+	return append(slices.Clone(o.by[path]), o.unknown...)
+}
+
+// overlapping reads what the runs ev names as overlapped changed, from
+// their own checkpoints.
+func overlapping(ctx context.Context, st *checkpoint.Store, ev *queue.Event, find func(id string) (*queue.Event, error)) (overlaps, error) {
+	o := overlaps{by: map[string][]string{}}
+	for _, id := range ev.Checkpoint.Overlapped {
+		if !queue.ValidID(id) {
+			return o, fmt.Errorf("the log names %q as a run %s overlapped, which is not a request id", id, ev.ID)
+		}
+		var other *queue.Event
+		var err error
+		if find != nil {
+			other, err = find(id)
+		}
+		if err != nil || other == nil || other.Checkpoint == nil {
+			o.unknown = append(o.unknown, id)
+			continue
+		}
+		for _, root := range other.Checkpoint.Roots {
+			pre, err := st.Ref(ctx, root, id+"/pre")
+			if err != nil {
+				o.unknown = append(o.unknown, id)
+				break
+			}
+			post, err := st.Ref(ctx, root, id+"/post")
+			if err != nil {
+				o.unknown = append(o.unknown, id)
+				break
+			}
+			changes, err := st.Changes(ctx, pre, post)
+			if err != nil {
+				return o, err
+			}
+			for _, c := range changes {
+				if !slices.Contains(o.by[c.Path], id) {
+					o.by[c.Path] = append(o.by[c.Path], id)
+				}
+			}
+		}
+	}
+	return o, nil
 }
 
 // conflictsSince are those of paths that changed between the run's end
@@ -278,7 +385,7 @@ func cmdUndo(args []string, std stdio, g *globals) int {
 	}
 	ctx := context.Background()
 	undoID := queue.NewID()
-	plan, snaps, err := planUndo(ctx, st, ev, undoID)
+	plan, snaps, err := planUndo(ctx, st, ev, undoID, func(id string) (*queue.Event, error) { return findRun(logPath, id) })
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice undo: %s\n", show(err.Error()))
 		return exitFail
@@ -286,6 +393,25 @@ func cmdUndo(args []string, std stdio, g *globals) int {
 	if len(plan.paths) == 0 {
 		fmt.Fprintf(std.out, "%s changed no files: nothing to undo\n", ev.ID)
 		return exitOK
+	}
+	if len(plan.shared) > 0 {
+		// Files a run that ran beside this one changed too: restoring
+		// them undoes that run's work as well, so it is asked apart.
+		with := strings.Join(plan.with, ", ")
+		fmt.Fprintf(std.err, "sluice undo: %d file(s) were also changed by %s, which ran at the same time in the same project:\n", len(plan.shared), with)
+		for _, c := range plan.shared {
+			fmt.Fprintf(std.err, "  %s\n", show(c))
+		}
+		printDiff(std.err, plan.sharedDiff)
+		include := *force || (!*yes && confirm(std, fmt.Sprintf("Restore these too, undoing what %s did to them? [y/N] ", with)))
+		if !include {
+			plan = plan.without()
+			fmt.Fprintf(std.err, "sluice undo: those are left as they are (answer y, or --force, to restore them too)\n")
+		}
+		if len(plan.paths) == 0 {
+			fmt.Fprintln(std.err, "nothing restored")
+			return exitFail
+		}
 	}
 	if len(plan.conflicts) > 0 {
 		fmt.Fprintf(std.err, "sluice undo: %d file(s) changed again since %s ran:\n", len(plan.conflicts), ev.ID)
@@ -340,11 +466,12 @@ func (u *consoleUndo) plan(id string) (*tui.UndoPlan, error) {
 		return nil, err
 	}
 	undoID := queue.NewID()
-	p, snaps, err := planUndo(context.Background(), u.st, ev, undoID)
+	p, snaps, err := planUndo(context.Background(), u.st, ev, undoID, func(id string) (*queue.Event, error) { return findRun(u.logPath, id) })
 	if err != nil {
 		return nil, err
 	}
 	return &tui.UndoPlan{ID: ev.ID, Files: p.paths, Diff: p.diff, Conflicts: p.conflicts, Since: p.conflict,
+		Shared: p.shared, SharedWith: p.with, SharedDiff: p.sharedDiff,
 		Token: undoToken{plan: p, snaps: snaps, undoID: undoID}}, nil
 }
 
@@ -353,10 +480,17 @@ func (u *consoleUndo) apply(p *tui.UndoPlan, force bool) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("undo: not a plan of this console")
 	}
-	if len(tok.plan.conflicts) > 0 && !force {
-		return "", fmt.Errorf("not undone: %d file(s) changed again since", len(tok.plan.conflicts))
+	plan := tok.plan
+	if !force {
+		plan = plan.without() // another run's files only on F
 	}
-	changed, err := applyUndo(context.Background(), u.st, u.rec, tok.plan, tok.snaps, tok.undoID, u.actor)
+	if len(plan.paths) == 0 {
+		return "", fmt.Errorf("not undone: every file it changed was also changed by %s; F restores them", strings.Join(plan.with, ", "))
+	}
+	if len(plan.conflicts) > 0 && !force {
+		return "", fmt.Errorf("not undone: %d file(s) changed again since", len(plan.conflicts))
+	}
+	changed, err := applyUndo(context.Background(), u.st, u.rec, plan, tok.snaps, tok.undoID, u.actor)
 	if err != nil {
 		return "", err
 	}
