@@ -356,7 +356,7 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 	field("agent", strings.TrimSpace(req.Agent+" "+req.Session))
 	field("note", req.Note)
 	if r != nil && r.running() && r.waitsFor != "" {
-		field("waits", "for "+r.waitsFor+", which changes files in the same project (its turn first: each run's changed files and undo are its own) · "+m.keys.GoAhead.Help().Key+" lets this one go ahead")
+		field("waits", "for "+r.waitsFor+", which changes files in the same project, to end · "+m.keys.GoAhead.Help().Key+" lets this one go ahead")
 	}
 	if r != nil && r.res != nil {
 		res := r.res
