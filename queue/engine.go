@@ -62,6 +62,13 @@ type TurnObserver interface {
 	Waits(id, holder string)
 }
 
+// ResultObserver is what an Observer may also be: told when a run it was
+// told Started has ended but its result cannot be written yet (why: a
+// full disk, a read-only spool), before Finished.
+type ResultObserver interface {
+	ResultWaits(id, why string)
+}
+
 // Engine is the one path every request takes, whoever drives it (the
 // console, sluice serve, sluice approve): a verdict for each pending
 // request; allow claims and runs it, deny claims and refuses it, ask waits
@@ -760,6 +767,9 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 	// can be written (not left to a recovery that has only the log).
 	err := c.FinishPatient(res, ctx.Done(), func(err error) {
 		e.logf("%v", err)
+		if o, ok := e.Observer.(ResultObserver); ok {
+			o.ResultWaits(req.ID, err.Error())
+		}
 		// What the runner keeps between runs may hold the very space
 		// the result waits for (a deleted file's inode).
 		if r, ok := e.Runner.(interface{ ReleaseIdle() }); ok {

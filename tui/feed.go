@@ -92,6 +92,11 @@ var _ queue.TurnObserver = (*feed)(nil)
 // Waits implements queue.TurnObserver.
 func (f *feed) Waits(id, holder string) { f.push(runWaits{id: id, holder: holder}) }
 
+var _ queue.ResultObserver = (*feed)(nil)
+
+// ResultWaits implements queue.ResultObserver.
+func (f *feed) ResultWaits(id, why string) { f.push(resultWaits{id: id, why: why}) }
+
 // Finished implements queue.Observer. A run's last output reaches its
 // screen before the console hears it ended.
 func (f *feed) Finished(req *queue.Request, res queue.Result) {
@@ -125,6 +130,8 @@ type run struct {
 	// waitsFor is the run this one waits for, which changes files in
 	// the same project ("" once it started).
 	waitsFor string
+	// unwritten says why the run, ended, has no result yet.
+	unwritten string
 }
 
 // running reports whether the run is one this console watches and it is
@@ -139,6 +146,8 @@ func (r *run) state() string {
 		return string(r.res.Status)
 	case r.running() && r.waitsFor != "":
 		return "waiting"
+	case r.running() && r.unwritten != "":
+		return "ended"
 	case !r.fromLog || r.last == queue.EventStarted:
 		return "running"
 	case r.last == queue.EventAutoAllowed:

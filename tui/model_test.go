@@ -475,6 +475,31 @@ func TestWaitingRunGoesAhead(t *testing.T) {
 	}
 }
 
+// TestResultWaitsShown: a run ended whose result cannot be written (a
+// full spool) is not shown as running: the pane and status say it ended
+// and that its agent still waits.
+func TestResultWaitsShown(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := &queue.Request{Version: queue.Version, ID: queue.NewID(), Kind: queue.KindExec, Command: "make build", Cwd: "/home/me/app"}
+	f.m.feed.Started(req, queue.Verdict{Action: queue.ActionAsk, Profile: "mutating"}, queue.ByHuman)
+	f.drain()
+	if r := f.m.shownRun(); r == nil || r.state() != "running" {
+		t.Fatal("the run does not show")
+	}
+	f.m.feed.ResultWaits(req.ID, "no space left on device")
+	f.drain()
+	view := ansi.Strip(f.m.View().Content)
+	for _, want := range []string{"Output · ended, its result not yet written · make build", "its agent keeps waiting"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the console does not show %q:\n%s", want, view)
+		}
+	}
+	if strings.Contains(view, "Output · running") {
+		t.Errorf("a run that ended still shows as running:\n%s", view)
+	}
+}
+
 func TestHiddenCharactersFlaggedAndEscaped(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

@@ -31,6 +31,10 @@ type runStarted struct{ run *run }
 // files in the same project; "" when it waits no more (inside engineMsg).
 type runWaits struct{ id, holder string }
 
+// resultWaits: a run ended, but its result cannot be written yet
+// (inside engineMsg).
+type resultWaits struct{ id, why string }
+
 // runFinished: a request was answered (inside engineMsg).
 type runFinished struct {
 	id  string

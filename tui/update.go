@@ -199,6 +199,11 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 						shortID(ev.id), shortID(ev.holder), m.keys.GoAhead.Help().Key))
 				}
 			}
+		case resultWaits:
+			if r := m.byID[ev.id]; r != nil && r.running() {
+				r.unwritten = ev.why
+				m.setErr(fmt.Errorf("%s ended; its result cannot be written yet (the header says why), and its agent keeps waiting", shortID(ev.id)))
+			}
 		case linkChanged:
 			// The header reads the link as it redraws.
 		case spoolProblem:

@@ -575,6 +575,9 @@ func (m *Model) outputTitle() string {
 		return "Output"
 	}
 	t := "Output · " + plainText(r.state()) + " · " + plainText(r.req.Summary())
+	if r.running() && r.unwritten != "" {
+		t = "Output · ended, its result not yet written · " + plainText(r.req.Summary())
+	}
 	switch sb := r.sandbox(); {
 	case sb == queue.Unconfined:
 		t += " · UNCONFINED"
