@@ -421,6 +421,13 @@ func (r *Runner) track(id string, master *os.File) {
 		r.running = make(map[string]*os.File)
 	}
 	r.running[id] = master
+	if r.Size != nil {
+		// A Resize between the pty's making and now found nothing to
+		// resize: the size it set is the one to have.
+		if rows, cols := r.Size(); rows > 0 && cols > 0 {
+			_ = setSize(master, rows, cols)
+		}
+	}
 }
 
 // untrack forgets master, under the lock Resize holds, so a Resize never

@@ -61,6 +61,32 @@ grep -q b "$work/ask.out" || fail "approved run's output did not reach the agent
 waitfor "Output · done"
 screen | grep -q '^│ b ' || fail "output pane does not show the emulated line 'b'"
 
+# The run's terminal is the output pane's size, after the layout moved
+# (approving empties the queue, and the output pane grows): 'stty size'
+# inside the run prints the pane's inner rows and columns.
+# The agent has a terminal (script(1) gives it one), so the run gets a pty.
+(cd "$work/project" && script -qec "$sluice run -- \"printf 'size: '; sleep 1; stty size\"" /dev/null) > "$work/stty.out" 2>&1 &
+sz=$!
+waitfor "printf 'size: '"
+sleep 1 # the approve keys' grace period
+tm send-keys -t e2e a
+waitexit $sz
+[ "$rc" -eq 0 ] || fail "stty run exited $rc: $(cat "$work/stty.out")"
+waitfor "Output · done · printf 'size: '"
+pane=$(screen | python3 -c '
+import sys
+lines = sys.stdin.read().split("\n")
+top = next(i for i, l in enumerate(lines) if "Output · " in l)
+col = lines[top].index("│")
+bottom = next(i for i in range(top + 1, len(lines)) if lines[i][col:col + 1] == "╰")
+end = lines[top].rindex("│")
+inner = lines[top][col + 1:end]
+pad = len(inner) - len(inner.lstrip(" "))  # the padding, each side
+print(bottom - top - 1, end - col - 1 - 2 * pad)
+')
+got=$(grep -o 'size: [0-9]* [0-9]*' "$work/stty.out" | cut -d' ' -f2-)
+[ "$got" = "$pane" ] || fail "the run's terminal was '$got' (rows cols), the output pane '$pane'"
+
 # Denied by a person, with a reason: the agent exits 126.
 (cd "$work/project" && "$sluice" run -- rm -rf build) > "$work/deny.out" 2>&1 &
 deny=$!
@@ -77,7 +103,7 @@ tm send-keys -t e2e q
 waitfor "console-exited=0"
 "$sluice" audit verify >/dev/null || fail "audit chain does not verify"
 n=$("$sluice" audit tail -n 100 --json | grep -c '"event":"approved"')
-[ "$n" -eq 1 ] || fail "audit log has $n approved events, want 1"
+[ "$n" -eq 2 ] || fail "audit log has $n approved events, want 2 (printf and stty)"
 # Restart: History comes back from the audit log.
 tm kill-session -t e2e
 tm new-session -d -s e2e -x 100 -y 30 -e SLUICE_SPOOL="$SLUICE_SPOOL" -e SLUICE_AUDIT="$SLUICE_AUDIT" \
@@ -85,7 +111,7 @@ tm new-session -d -s e2e -x 100 -y 30 -e SLUICE_SPOOL="$SLUICE_SPOOL" -e SLUICE_
 	"cd $work/project && $sluice console; echo console-exited=\$?; sleep 30"
 waitfor "Queue (0)"
 tm send-keys -t e2e Tab
-waitfor "History (3)"
+waitfor "History (4)"
 waitfor "denied"
 waitfor "rm -rf build"
 waitfor "echo passes-alone"
@@ -100,7 +126,7 @@ id=$("$sluice" ls --json | grep -o '"id": "[0-9A-Z]*"' | head -1 | cut -d'"' -f4
 "$sluice" approve --yes "$id" > "$work/approve.out" 2>&1 || fail "sluice approve: $(cat "$work/approve.out")"
 waitexit $elsewhere
 tm send-keys -t e2e Tab
-waitfor "History (4)"
+waitfor "History (5)"
 waitfor "printf 'from-elsewhere"
 
 # A policy edit takes effect without a restart: printf is now denied.
@@ -115,9 +141,9 @@ edited=$!
 waitexit $edited
 [ "$rc" -eq 126 ] || fail "after the policy edit, printf exited $rc, want 126 (denied)"
 tm send-keys -t e2e Tab
-waitfor "History (5)"
+waitfor "History (6)"
 screen | grep -q "denied.*printf 'after-edit" || fail "History does not show the denial by the edited policy"
 tm send-keys -t e2e q
 waitfor "console-exited=0"
 "$sluice" audit verify >/dev/null || fail "audit chain does not verify after the restart"
-echo "e2e: ok (auto-allow, approve with output, deny with reason, quit, audit verify, restart keeps History, approve from another terminal in History, policy edit without restart)"
+echo "e2e: ok (auto-allow, approve with output, the run's terminal the pane's size, deny with reason, quit, audit verify, restart keeps History, approve from another terminal in History, policy edit without restart)"

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,5 +191,89 @@ func TestBatchApproval(t *testing.T) {
 	}
 	if _, err := f.sp.ReadResult(c.ID); err == nil {
 		t.Error("the denied request was answered by the batch")
+	}
+}
+
+// TestOneLineApprovableAt80x24: at 80x24, beside other pending requests
+// and a running command, a one-line command whose verdict has a breakdown
+// of several parts can be approved without scrolling: the command sits
+// right under the verdict's word, above the breakdown, so the pane shows
+// it at once.
+func TestOneLineApprovableAt80x24(t *testing.T) {
+	f := newFixture(t)
+	f.update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	f.m.feed.Started(&queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: "npm run watch", Cwd: "/home/me/app"},
+		queue.Verdict{Action: "ask", Profile: "mutating"}, queue.ByHuman)
+	f.drain()
+	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	cmd := "sed -i s/hello/HELLO/ notes.txt && echo mutated"
+	v := queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium", Profile: "mutating",
+		Reasons: []string{"edits files in place", "writes notes.txt, inside the project"},
+		Parts: []queue.Part{
+			{Command: "sed -i s/hello/HELLO/ notes.txt", Category: "mutating", Action: "ask", Rule: "default: mutating → ask (knowledge: sed -i)"},
+			{Command: "echo mutated", Category: "read_only", Action: "allow", Rule: "default: read_only → allow (knowledge: echo)"},
+		}}
+	var evs []any
+	for i, c := range []string{"go test ./...", "npm run build", cmd} {
+		r := &queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: c, Cwd: "/home/me/app", Agent: "claude-code",
+			CreatedAt: at.Add(time.Duration(i) * time.Second)}
+		evs = append(evs, requestPending{req: r, verdict: v, at: at})
+	}
+	f.update(engineMsg{events: evs})
+	f.m.graceUntil = time.Time{}
+	for f.m.current().req.Command != cmd {
+		f.update(keyMsg("j"))
+	}
+	f.m.graceUntil = time.Time{}
+	if !f.m.commandSeen() {
+		t.Fatalf("the one-line command does not count as seen at 80x24:\n%s", ansi.Strip(f.m.render()))
+	}
+	f.m.status = ""
+	f.update(keyMsg("a"))
+	if strings.Contains(f.m.status, scrollFirst) {
+		t.Errorf("approving waits for End: %q", f.m.status)
+	}
+}
+
+// TestPtyFollowsThePane: a running command's terminal has the output
+// pane's size, also after the layout moves without a terminal resize (a
+// request arrives, the selection changes): what it prints fills the pane.
+func TestPtyFollowsThePane(t *testing.T) {
+	f := newFixture(t)
+	var mu sync.Mutex
+	sizes := map[string][2]uint16{}
+	f.m.d.opt.Resize = func(id string, rows, cols uint16) {
+		mu.Lock()
+		sizes[id] = [2]uint16{rows, cols}
+		mu.Unlock()
+	}
+	req := &queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: "npm run watch", Cwd: "/home/me/app"}
+	f.m.feed.Started(req, queue.Verdict{Action: "ask", Profile: "mutating"}, queue.ByHuman)
+	f.drain()
+	for _, size := range [][2]int{{80, 24}, {120, 36}, {60, 20}} {
+		// A terminal resize: the command is told at once.
+		f.run(f.update(tea.WindowSizeMsg{Width: size[0], Height: size[1]}))
+		cols, rows := f.m.outputInner()
+		mu.Lock()
+		got := sizes[req.ID]
+		mu.Unlock()
+		if got != [2]uint16{uint16(rows), uint16(cols)} {
+			t.Errorf("%dx%d: the run's terminal is %dx%d (rows x cols), the pane %dx%d", size[0], size[1], got[0], got[1], rows, cols)
+		}
+		// The layout moves: what runs is told the new size (the size
+		// stored is what the update's command sends it).
+		check := func(when string) {
+			t.Helper()
+			cols, rows := f.m.outputInner()
+			if r, c := f.m.d.paneSize(); r != uint16(rows) || c != uint16(cols) {
+				t.Errorf("%dx%d, %s: the run's terminal is %dx%d (rows x cols), the pane %dx%d", size[0], size[1], when, r, c, rows, cols)
+			}
+		}
+		f.pendingAt(&queue.Request{ID: queue.NewID(), Command: "make lint"}, &queue.Request{ID: queue.NewID(), Command: "go vet ./..."})
+		check("after two requests arrived")
+		f.update(keyMsg("tab"))
+		check("with History selected")
+		f.update(keyMsg("tab"))
+		check("with the output pane selected")
 	}
 }

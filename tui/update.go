@@ -16,12 +16,21 @@ import (
 // frame is how often the console redraws while something changes.
 const frame = 50 * time.Millisecond
 
-// Update implements tea.Model.
+// Update implements tea.Model. Whatever changed the layout, the runs'
+// terminals then get the output pane's size.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := m.step(msg)
+	if resize := m.resized(); resize != nil {
+		cmd = tea.Batch(cmd, resize)
+	}
+	return m, cmd
+}
+
+func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
-		return m, m.resized()
+		return m, nil
 	case tea.BackgroundColorMsg:
 		if m.d.opt.AutoTheme {
 			m.st = themes.Default(msg.IsDark())
@@ -137,9 +146,18 @@ func (m *Model) animating() time.Duration {
 	return 0
 }
 
-// resized tells running ptys and screens the output pane's new size.
+// resized tells running ptys and screens the output pane's size when it
+// changed: a terminal resize, or a layout that moved with the selection,
+// a request's arrival or a run's start. While the pane is hidden (a
+// narrow terminal gives a request all the height) they keep the last.
 func (m *Model) resized() tea.Cmd {
-	cols, rows := m.ptySize()
+	if m.width == 0 || m.layout().outH < minOut {
+		return nil
+	}
+	cols, rows := m.outputInner()
+	if uint32(rows) == m.d.rows.Load() && uint32(cols) == m.d.cols.Load() {
+		return nil
+	}
 	m.d.rows.Store(uint32(rows))
 	m.d.cols.Store(uint32(cols))
 	var ids []string

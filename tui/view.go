@@ -113,17 +113,6 @@ func (m *Model) detailWidth() (int, bool) {
 	return max(1, w-m.st.Pane.Border.GetHorizontalFrameSize()), wide
 }
 
-// ptySize is the terminal size runs get: the output pane's inner size
-// when it has half the right-hand column, whatever is selected now (the
-// pane's height follows the selection; a pty's size should not).
-func (m *Model) ptySize() (cols, rows int) {
-	l := m.layout()
-	fw := m.st.Pane.Border.GetHorizontalFrameSize()
-	fh := m.st.Pane.Border.GetVerticalFrameSize()
-	h := l.detailH + l.outH
-	return max(10, l.rightW-fw), max(2, h/2-fh-1)
-}
-
 // outputInner is the output pane's inner size as laid out now.
 func (m *Model) outputInner() (cols, rows int) {
 	l := m.layout()

@@ -282,10 +282,35 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 	} else if r != nil {
 		v = r.verdict
 	}
+	vline := len(out)
 	if v.Action != "" {
-		vline := len(out)
 		out = append(out, wordWrap(label("verdict")+" "+m.st.BadgeFor(string(v.Action)).Render(strings.ToUpper(plainText(string(v.Action))))+" "+
 			d.Category.Render(plainText(v.Category))+" "+d.Label.Render("risk ")+d.Value.Render(plainText(v.Risk)), w)...)
+	}
+	// What runs comes right after the verdict's word: on a short
+	// terminal the approve keys wait for the command's last line, not for
+	// the verdict's breakdown.
+	switch req.Kind {
+	case queue.KindExec:
+		cl := m.commandLines(it, req, w)
+		if n := strings.Count(req.Command, "\n") + 1; n > 1 || len(cl) > 1 || ansi.StringWidth(cl[0]) > w-7 {
+			title := "command"
+			if n > 1 {
+				title = fmt.Sprintf("command (%d lines)", n)
+			}
+			out = append(out, d.Label.Render(title))
+			out = append(out, cl...)
+		} else {
+			// One short line: beside its label, like the other fields.
+			out = append(out, label("command")+cl[0][1:])
+		}
+		cmdEnd = len(out) - 1
+	case queue.KindTool:
+		field("tool", req.Tool)
+		field("input", string(req.Input))
+		cmdEnd = len(out) - 1 // read to its end before approving, like a command
+	}
+	if v.Action != "" {
 		for _, reason := range v.Reasons {
 			prose(d.Reason, "  ", "· "+reason)
 		}
@@ -317,24 +342,8 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 		}
 	}
 	switch req.Kind {
-	case queue.KindExec:
-		cl := m.commandLines(it, req, w)
-		if n := strings.Count(req.Command, "\n") + 1; n > 1 || len(cl) > 1 || ansi.StringWidth(cl[0]) > w-7 {
-			title := "command"
-			if n > 1 {
-				title = fmt.Sprintf("command (%d lines)", n)
-			}
-			out = append(out, d.Label.Render(title))
-			out = append(out, cl...)
-		} else {
-			// One short line: beside its label, like the other fields.
-			out = append(out, label("command")+cl[0][1:])
-		}
-		cmdEnd = len(out) - 1
-	case queue.KindTool:
-		field("tool", req.Tool)
-		field("input", string(req.Input))
-		cmdEnd = len(out) - 1 // read to its end before approving, like a command
+	case queue.KindExec, queue.KindTool:
+		// Shown above, before the verdict's breakdown.
 	default:
 		pathAt := len(out)
 		field("path", shortPath(req))
@@ -621,8 +630,8 @@ func (m *Model) outputLines(w, h int) []string {
 	if r.screen.Following() {
 		// The newest lines that hold something: a pane shorter than the
 		// pty still shows the last output, not the empty row under it.
-		_, rows := m.ptySize()
-		lines = strings.Split(r.screen.Render(max(rows, h)), "\n")
+		rows, _ := m.d.paneSize()
+		lines = strings.Split(r.screen.Render(max(int(rows), h)), "\n")
 		for len(lines) > 0 && strings.TrimSpace(ansi.Strip(lines[len(lines)-1])) == "" {
 			lines = lines[:len(lines)-1]
 		}
