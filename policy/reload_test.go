@@ -53,3 +53,54 @@ func TestJudgeReloads(t *testing.T) {
 		t.Fatalf("after fixing it: %s, problem %q", v.Action, j.Problem())
 	}
 }
+
+// TestTypoBeforeFirstVerdict: the user's policy file breaks after the
+// engine started but before any request was judged. The file as it loaded
+// at start is the last good one: a request from a project never seen
+// gets it (with a problem to show), not a question with "the policy does
+// not load". Without a start that loaded, every request asks, and the
+// problem says so.
+func TestTypoBeforeFirstVerdict(t *testing.T) {
+	saved := recheck
+	recheck = 0
+	defer func() { recheck = saved }()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "policy.toml")
+	if err := os.WriteFile(file, []byte("[[rule]]\naction = \"allow\"\ncommand = \"make deploy\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j := &Judge{Options: Options{Home: tableEnv.Home, User: file}}
+	if err := j.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("[[rule]]\naction = \"allow\"\ncommand = \"make deploy\"\nbogus = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proj := t.TempDir()
+	req := &queue.Request{Kind: queue.KindExec, Command: "make deploy", Cwd: proj}
+	if v := j.Judge(req); v.Action != "allow" {
+		t.Errorf("a typo before the first verdict: %s %v, want the policy that loaded at start (allow)", v.Action, v.Reasons)
+	}
+	if p := j.Problem(); !strings.Contains(p, "bogus") || !strings.Contains(p, "the last good policy is in force") {
+		t.Errorf("Problem() = %q, want the typo and that the last good policy is in force", p)
+	}
+	// A project's own file still tightens the last good policy.
+	tight := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(tight, ".sluice"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tight, ".sluice", "policy.toml"), []byte("[[rule]]\naction = \"deny\"\ncommand = \"make deploy\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v := j.Judge(&queue.Request{Kind: queue.KindExec, Command: "make deploy", Cwd: tight}); v.Action != "deny" {
+		t.Errorf("a project's deny under the last good policy: %s", v.Action)
+	}
+
+	cold := &Judge{Options: Options{Home: tableEnv.Home, User: file}}
+	if v := cold.Judge(req); v.Action != "ask" {
+		t.Errorf("with no good policy ever: %s, want ask", v.Action)
+	}
+	if p := cold.Problem(); !strings.Contains(p, "every request asks") {
+		t.Errorf("with no good policy ever, Problem() = %q", p)
+	}
+}

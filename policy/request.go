@@ -2,7 +2,9 @@ package policy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +27,45 @@ type Judge struct {
 	// problem is why the last reload failed ("" when it did not): the
 	// last good policy is kept meanwhile.
 	problem string
+	// goodUser is the user's policy file as it last loaded (nil before
+	// it ever did): a project first judged after a broken edit of it gets
+	// that, layered with its own file, not a question for everything.
+	goodUser []byte
+}
+
+// Start loads the policy once, before any request, and keeps the user's
+// file as it is now as the last good one: an edit that breaks it later
+// leaves this in force. It returns why the policy does not load.
+func (j *Judge) Start() error {
+	src, err := j.readUser()
+	if err != nil {
+		return err
+	}
+	opts := j.Options
+	opts.UserSource = src
+	if _, err := Load(opts); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	j.goodUser = src
+	j.mu.Unlock()
+	return nil
+}
+
+// readUser reads the user's policy file: empty (not nil) when it is
+// missing and need not be there.
+func (j *Judge) readUser() ([]byte, error) {
+	if j.Options.User == "" {
+		return []byte{}, nil
+	}
+	src, err := os.ReadFile(j.Options.User)
+	switch {
+	case err == nil:
+		return src, nil
+	case errors.Is(err, fs.ErrNotExist) && !j.Options.UserRequired:
+		return []byte{}, nil
+	}
+	return nil, &LoadError{File: j.Options.User, Msg: err.Error()}
 }
 
 // loaded is a policy and the state of the files it was read from: a
@@ -122,7 +163,12 @@ func (j *Judge) policyFor(cwd string) (*Policy, error) {
 	// A policy file was edited (or this project is new): read it again.
 	opts := j.Options
 	opts.Project = project
-	p, err := Load(opts)
+	src, err := j.readUser()
+	var p *Policy
+	if err == nil {
+		opts.UserSource = src
+		p, err = Load(opts)
+	}
 	if j.cache == nil {
 		j.cache = map[string]*loaded{}
 	}
@@ -133,9 +179,22 @@ func (j *Judge) policyFor(cwd string) (*Policy, error) {
 			prev.stamps, prev.checked = stamps, now
 			return prev.p, nil
 		}
+		var le *LoadError
+		if errors.As(err, &le) && le.File == j.Options.User && j.goodUser != nil {
+			// A project first seen after the user's file broke: the
+			// user's file as it last loaded, with this project's own.
+			opts.UserSource = j.goodUser
+			if good, gerr := Load(opts); gerr == nil {
+				j.problem = err.Error() + " (the last good policy is in force)"
+				j.cache[project] = &loaded{p: good, stamps: stamps, checked: now}
+				return good, nil
+			}
+		}
+		j.problem = err.Error() + " (every request asks until it is fixed)"
 		return nil, err
 	}
 	j.problem = ""
+	j.goodUser = src
 	j.cache[project] = &loaded{p: p, stamps: stamps, checked: now}
 	return p, nil
 }

@@ -100,6 +100,10 @@ type Options struct {
 	// fine unless UserRequired.
 	User         string
 	UserRequired bool
+	// UserSource, when not nil, is the user's policy as read before (the
+	// Judge's last good one): User then names it in messages but is not
+	// read. Empty (not nil) is a missing file.
+	UserSource []byte
 	// Project is a project's policy file (.sluice/policy.toml); it may only
 	// add deny and ask rules and make defaults stricter. Missing is fine.
 	Project string
@@ -191,7 +195,11 @@ func Load(opts Options) (*Policy, error) {
 		p.rules = append(p.rules, r)
 		p.pathRules = append(p.pathRules, r)
 	}
-	if err := p.layerFile(opts.User, originUser, opts.UserRequired); err != nil {
+	if opts.UserSource != nil {
+		if err := p.layer(string(opts.UserSource), originUser, opts.User); err != nil {
+			return nil, err
+		}
+	} else if err := p.layerFile(opts.User, originUser, opts.UserRequired); err != nil {
 		return nil, err
 	}
 	if err := p.layerFile(opts.Project, originProject, false); err != nil {

@@ -145,5 +145,24 @@ waitfor "History (6)"
 screen | grep -q "denied.*printf 'after-edit" || fail "History does not show the denial by the edited policy"
 tm send-keys -t e2e q
 waitfor "console-exited=0"
+
+# A typo in the policy right after the console started, before any
+# request was judged: the header says so at once, and a request from a
+# project never seen gets the policy that loaded at start (printf denied),
+# not a question for everything.
+tm kill-session -t e2e
+tm new-session -d -s e2e -x 80 -y 24 -e SLUICE_SPOOL="$SLUICE_SPOOL" -e SLUICE_AUDIT="$SLUICE_AUDIT" \
+	-e HOME="$HOME" -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" -e SLUICE_POLICY="$SLUICE_POLICY" -e TERM=xterm-256color \
+	"cd $work/project && $sluice console; echo console-exited=\$?; sleep 30"
+waitfor "Queue (0)"
+printf '[[rule]]\naction = "deny"\ncommand = "printf *"\nreson = "typo"\n' > "$SLUICE_POLICY"
+mkdir -p "$work/other"
+(cd "$work/other" && "$sluice" run -- "printf 'after-typo\n'") > "$work/typo.out" 2>&1 &
+typo=$!
+waitexit $typo
+[ "$rc" -eq 126 ] || fail "after a policy typo, printf exited $rc, want 126 (the start's policy denies it): $(cat "$work/typo.out")"
+waitfor "POLICY NOT RELOADED"
+tm send-keys -t e2e q
+waitfor "console-exited=0"
 "$sluice" audit verify >/dev/null || fail "audit chain does not verify after the restart"
-echo "e2e: ok (auto-allow, approve with output, the run's terminal the pane's size, deny with reason, quit, audit verify, restart keeps History, approve from another terminal in History, policy edit without restart)"
+echo "e2e: ok (a policy typo before the first verdict shown at 80x24, auto-allow, approve with output, the run's terminal the pane's size, deny with reason, quit, audit verify, restart keeps History, approve from another terminal in History, policy edit without restart)"

@@ -138,7 +138,21 @@ func (m *Model) dialog() string {
 	case modeHelp:
 		title = "Keys"
 		rows := max(1, m.height-ds.Box.GetVerticalFrameSize()-1)
-		body = m.keyGrid(inner, min(rows-1, 10))
+		// What the header and the status line had to cut, whole.
+		for _, p := range m.problems() {
+			body = append(body, m.st.App.Error.Render(plainText(p)))
+		}
+		if m.status != "" && ansi.StringWidth(m.status) > m.width {
+			st := ds.Text
+			if m.statusErr {
+				st = m.st.App.Error
+			}
+			body = append(body, st.Render(plainText(m.status)))
+		}
+		if len(body) > 0 {
+			body = append(body, "")
+		}
+		body = append(body, m.keyGrid(inner, min(rows-1-len(body), 10))...)
 		body = append(body, ds.Text.Render("any key closes this"))
 		if len(body)+3 <= rows { // the sentence may wrap to two lines
 			body = append(body, "", ds.Text.Render("approve keys pause after the selection changes or a request arrives"))

@@ -91,10 +91,36 @@ func TestOutcomeText(t *testing.T) {
 // header while the last good policy stays in force.
 func TestPolicyProblemShown(t *testing.T) {
 	f := newFixture(t)
-	f.m.d.opt.PolicyProblem = func() string { return "policy.toml: line 3: expected value" }
+	problem := "policy.toml: line 3: expected value (the last good policy is in force)"
+	f.m.d.opt.PolicyProblem = func() string { return problem }
 	f.update(tea.WindowSizeMsg{Width: 140, Height: 30})
 	if out := ansi.Strip(f.m.render()); !strings.Contains(out, "POLICY NOT RELOADED: policy.toml: line 3") {
 		t.Fatalf("the header does not say the policy did not reload:\n%s", out)
+	}
+	problem = "policy.toml: line 3: expected value (every request asks until it is fixed)"
+	if out := ansi.Strip(f.m.render()); !strings.Contains(out, "POLICY DOES NOT LOAD: policy.toml: line 3") {
+		t.Fatalf("the header does not say the policy does not load:\n%s", out)
+	}
+}
+
+// TestHeaderWarningsFirst: at 80 columns, with the spool's path and the
+// confinement to show too, the header keeps the warning and cuts the
+// decorations; ? shows the warning whole.
+func TestHeaderWarningsFirst(t *testing.T) {
+	f := newFixture(t)
+	f.m.d.opt.Spool = "~/.local/state/sluice/spool"
+	f.m.d.opt.Sandbox = "Landlock ABI 7 and seccomp, namespaces for runs that write"
+	f.m.d.opt.PolicyProblem = func() string {
+		return "/home/me/.config/sluice/policy.toml: line 12: unknown key \"rule.comand\" (the last good policy is in force)"
+	}
+	f.update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	header := strings.SplitN(ansi.Strip(f.m.render()), "\n", 2)[0]
+	if !strings.Contains(header, "POLICY NOT RELOADED: /home/me/") || strings.Contains(header, "spool") {
+		t.Errorf("the header at 80 columns: %q, want the warning before the decorations", header)
+	}
+	f.update(keyMsg("?"))
+	if out := ansi.Strip(f.m.render()); !strings.Contains(strings.Join(strings.Fields(out), " "), "(the last good policy is in force)") {
+		t.Errorf("? does not show the whole warning:\n%s", out)
 	}
 }
 

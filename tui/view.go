@@ -188,33 +188,14 @@ func (m *Model) header() string {
 	running := m.Running()
 	s := m.st.App.Title.Render("sluice")
 	if m.d.opt.Demo {
-		s += " " + m.st.App.Flag.Render("DEMO") + m.st.App.Subtle.Render(" built-in agent, temporary files")
+		s += " " + m.st.App.Flag.Render("DEMO")
 	}
 	s += m.st.App.Subtle.Render(fmt.Sprintf("  %d pending · %d running", len(m.pending), running))
-	if m.spoolProblem != "" {
-		// First: nothing can be approved until it is fixed.
-		s += "  " + m.st.App.Error.Render("SPOOL "+plainText(m.spoolProblem))
-	}
-	if m.d.opt.Spool != "" {
-		// Which spool: what an agent must write to for this console to
-		// see it.
-		s += m.st.App.Subtle.Render("  · spool " + plainText(m.d.opt.Spool))
-		if m.d.opt.Shared {
-			s += m.st.App.Subtle.Render(" (shared with another engine)")
-		}
-	}
-	if f := m.d.opt.Fleet; f != nil {
-		switch text, ok := f.Link(); {
-		case ok:
-			s += m.st.App.Subtle.Render("  · hub " + plainText(text))
-		default:
-			s += "  " + m.st.App.Error.Render("HUB UNREACHABLE: "+plainText(text))
-		}
-	}
-	if f := m.d.opt.PolicyProblem; f != nil {
-		if p := f(); p != "" {
-			s += "  " + m.st.App.Error.Render("POLICY NOT RELOADED: "+plainText(p))
-		}
+	// What is wrong comes first, what merely informs last: a header too
+	// long for the terminal loses its decorations, not its warnings (?
+	// shows them whole).
+	for _, p := range m.problems() {
+		s += "  " + m.st.App.Error.Render(plainText(p))
 	}
 	if f := m.d.opt.Trusts; f != nil {
 		if ts := f(); len(ts) > 0 {
@@ -225,19 +206,60 @@ func (m *Model) header() string {
 			s += m.st.App.Flag.Render(t)
 		}
 	}
-	if m.configProblem != "" {
-		s += "  " + m.st.App.Error.Render("CONFIG NOT RELOADED: "+plainText(m.configProblem))
-	}
-	switch {
-	case m.d.opt.SandboxOff:
-		s += "  " + m.st.App.Error.Render("UNCONFINED: "+plainText(m.d.opt.Sandbox))
-	case m.d.opt.Sandbox != "":
-		s += m.st.App.Subtle.Render("  · confined by " + plainText(m.d.opt.Sandbox))
-	}
 	if m.filter != "" {
 		s += m.st.App.Subtle.Render("  filter: ") + plainText(m.filter)
 	}
+	if m.d.opt.Demo {
+		s += m.st.App.Subtle.Render("  built-in agent, temporary files")
+	}
+	if m.d.opt.Spool != "" {
+		// Which spool: what an agent must write to for this console to
+		// see it.
+		s += m.st.App.Subtle.Render("  · spool " + plainText(m.d.opt.Spool))
+		if m.d.opt.Shared {
+			s += m.st.App.Subtle.Render(" (shared with another engine)")
+		}
+	}
+	if f := m.d.opt.Fleet; f != nil {
+		if text, ok := f.Link(); ok {
+			s += m.st.App.Subtle.Render("  · hub " + plainText(text))
+		}
+	}
+	if !m.d.opt.SandboxOff && m.d.opt.Sandbox != "" {
+		s += m.st.App.Subtle.Render("  · confined by " + plainText(m.d.opt.Sandbox))
+	}
 	return fit(s, m.width)
+}
+
+// problems are what is wrong now, most pressing first, as the header
+// and the help screen say them.
+func (m *Model) problems() []string {
+	var out []string
+	if m.spoolProblem != "" {
+		// First: nothing can be approved until it is fixed.
+		out = append(out, "SPOOL "+m.spoolProblem)
+	}
+	if f := m.d.opt.Fleet; f != nil {
+		if text, ok := f.Link(); !ok {
+			out = append(out, "HUB UNREACHABLE: "+text)
+		}
+	}
+	if f := m.d.opt.PolicyProblem; f != nil {
+		if p := f(); p != "" {
+			word := "POLICY NOT RELOADED: "
+			if !strings.Contains(p, "last good policy") {
+				word = "POLICY DOES NOT LOAD: "
+			}
+			out = append(out, word+p)
+		}
+	}
+	if m.configProblem != "" {
+		out = append(out, "CONFIG NOT RELOADED: "+m.configProblem)
+	}
+	if m.d.opt.SandboxOff {
+		out = append(out, "UNCONFINED: "+m.d.opt.Sandbox)
+	}
+	return out
 }
 
 func (m *Model) statusLine() string {

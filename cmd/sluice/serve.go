@@ -82,7 +82,8 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	}
 	opts := policy.Options{User: user, UserRequired: required, Protect: own,
 		ProgramDirs: filepath.SplitList(os.Getenv("PATH")), Shell: exec.ShellDialect()}
-	if _, err := policy.Load(opts); err != nil {
+	pj := &policy.Judge{Options: opts}
+	if err := pj.Start(); err != nil {
 		return nil, nil, err
 	}
 	log, err := audit.Open(path)
@@ -95,7 +96,7 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	protectProcess()
 	r := cfg.runner(sp.Dir(), user, path, stateDir(path), checkpointDir(), trustPath())
 	runner := &exec.Actor{Runner: r, Jail: policy.Roots, Checkpoints: cfg.checkpointStore(), ProjectCaches: projectCacheDir()}
-	judge := requireSandbox{inner: &policy.Judge{Options: opts}, runner: r, checkpoints: cfg.checkpointStore() != nil,
+	judge := requireSandbox{inner: pj, runner: r, checkpoints: cfg.checkpointStore() != nil,
 		trust: trustStoreFor(trustPath())}
 	// A reloaded configuration changes what new runs get.
 	ef.reconfigure = func(c *config) {
