@@ -165,14 +165,20 @@ func (m *Model) goAheadCmd(id string) tea.Cmd {
 	}
 }
 
-func (m *Model) proposeCmd(id, command string) tea.Cmd {
+// proposeCmd works out the patterns a rule (or, with trust, a trust) for
+// command could have; the dialog opens on the narrowest.
+func (m *Model) proposeCmd(id, command string, trust bool) tea.Cmd {
 	propose, count := m.d.opt.ProposeRule, m.d.opt.CountMatches
 	return func() tea.Msg {
-		patterns, def := propose(command)
+		patterns, _ := propose(command)
 		if len(patterns) == 0 {
-			return ruleProposedMsg{id: id, err: fmt.Errorf("no safe rule to propose for this command; approve it with a")}
+			what := "rule to propose"
+			if trust {
+				what = "rule to trust"
+			}
+			return ruleProposedMsg{id: id, trust: trust, err: fmt.Errorf("no safe %s for this command; approve it with a", what)}
 		}
-		msg := ruleProposedMsg{id: id, patterns: patterns, matches: make([]int, len(patterns)), choice: def}
+		msg := ruleProposedMsg{id: id, patterns: patterns, matches: make([]int, len(patterns)), trust: trust}
 		for i, p := range patterns {
 			if count != nil {
 				if msg.matches[i], msg.err = count(p); msg.err != nil {
@@ -194,14 +200,11 @@ func (m *Model) addRuleCmd(req *queue.Request, pattern string, scope RuleScope) 
 
 // trustCmd trusts the rule proposed first for req's agent session (T),
 // then the approval follows.
-func (m *Model) trustCmd(req *queue.Request) tea.Cmd {
-	propose, trust := m.d.opt.ProposeRule, m.d.opt.TrustRule
+// trustCmd trusts pattern for req's agent session, then approves req.
+func (m *Model) trustCmd(req *queue.Request, pattern string) tea.Cmd {
+	trust := m.d.opt.TrustRule
 	return func() tea.Msg {
-		patterns, def := propose(req.Command)
-		if len(patterns) == 0 {
-			return trustedMsg{id: req.ID, err: fmt.Errorf("no safe rule to trust for this command; approve it with a")}
-		}
-		text, err := trust(req, patterns[def])
+		text, err := trust(req, pattern)
 		return trustedMsg{id: req.ID, text: text, err: err}
 	}
 }

@@ -73,6 +73,25 @@ func (m *Model) dialog() string {
 			body = append(body, ds.Text.Render(policyFileText(m.d.opt.PolicyFile)))
 		}
 		body = append(body, "", ds.Button.Render("y: approve and keep the rule")+"  "+no)
+	case modeConfirmTrust:
+		title = "Approve, and trust it for this agent session for a while:"
+		r := m.rule
+		if it := m.find(r.id); it != nil {
+			body = append(body, ds.Text.Render("agent session "+plainText(it.req.Agent+" "+it.req.Session)))
+		}
+		var choices []string
+		for i, p := range r.patterns {
+			c := plainText(p)
+			if i == r.choice {
+				c = ds.ButtonFocused.Render(c)
+			}
+			choices = append(choices, c)
+		}
+		body = append(body, "",
+			ds.Text.Render("← narrower · wider →   ")+strings.Join(choices, "  "),
+			ds.Text.Render(fmt.Sprintf("%q would have matched %d past request(s) in the audit log.", plainText(r.pattern()), r.matches[r.choice])),
+			ds.Text.Render("Commands that match run without asking while the trust lasts (trust_minutes); the header counts down; 'sluice trust revoke' ends it."),
+			"", ds.Button.Render("y: approve and trust")+"  "+no)
 	case modeConfirmUnconfined:
 		title = "Run UNCONFINED? " + m.selectedSummary()
 		body = []string{

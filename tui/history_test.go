@@ -241,6 +241,17 @@ func TestTrustKey(t *testing.T) {
 	f.drain()
 	f.clock.add(time.Second)
 	f.run(f.press(f.m.keys.Trust))
+	// A dialog first, on the narrowest pattern: nothing is granted yet.
+	if v := ansi.Strip(f.m.render()); f.m.mode != modeConfirmTrust || len(granted) != 0 || !strings.Contains(v, "trust it for this agent session") {
+		t.Fatalf("T: mode %s, granted %v:\n%s", f.m.mode, granted, v)
+	}
+	f.update(keyMsg("esc"))
+	if len(granted) != 0 || f.m.mode != modeNormal {
+		t.Fatal("Esc granted the trust")
+	}
+	f.run(f.press(f.m.keys.Trust))
+	f.update(keyMsg("right")) // wider
+	f.run(f.press(f.m.keys.Yes))
 	if len(granted) != 1 || granted[0] != "s-77 make lint *" {
 		t.Fatalf("granted %v", granted)
 	}

@@ -54,7 +54,13 @@ func DefaultKeyMap() KeyMap {
 
 // ShortHelp is the help bar.
 func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Approve, k.Deny, k.Edit, k.Kill, k.Tab, k.Help, k.Quit}
+	// Shorter words than ? shows, so that 80 columns hold them all.
+	short := func(b key.Binding, word string) key.Binding {
+		b.SetHelp(b.Help().Key, word)
+		return b
+	}
+	return []key.Binding{short(k.Approve, "approve"), short(k.Deny, "deny"), short(k.Edit, "edit"), short(k.ApproveRule, "rule"),
+		short(k.Trust, "trust"), short(k.Kill, "kill"), short(k.Tab, "pane"), short(k.Help, "help"), short(k.Quit, "quit")}
 }
 
 // FullHelp is what ? shows.

@@ -166,10 +166,11 @@ const (
 	modeConfirmKill
 	modeConfirmUndo
 	modeConfirmBatch
+	modeConfirmTrust
 )
 
 func (m mode) String() string {
-	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help", "confirm-unconfined", "confirm-kill", "confirm-undo", "confirm-batch"}[m]
+	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help", "confirm-unconfined", "confirm-kill", "confirm-undo", "confirm-batch", "confirm-trust"}[m]
 }
 
 // item is a pending request as the queue shows it.

@@ -584,13 +584,15 @@ func TestApproveAndRememberRule(t *testing.T) {
 	f.clock.add(time.Second)
 	f.run(f.press(f.m.keys.ApproveRule))
 	v := ansi.Strip(f.m.render())
-	if f.m.mode != modeConfirmRule || !strings.Contains(v, `command = "make lint"`) || !strings.Contains(v, "matched 9 past") {
-		t.Fatalf("mode %s rule %+v: the exact rule and its count are not shown:\n%s", f.m.mode, f.m.rule, v)
+	// It opens narrow: the exact command, in this project.
+	if f.m.mode != modeConfirmRule || !strings.Contains(v, `command = "make lint"`) || !strings.Contains(v, "matched 9 past") ||
+		!strings.Contains(v, "# this project") {
+		t.Fatalf("mode %s rule %+v: the exact rule for this project and its count are not shown:\n%s", f.m.mode, f.m.rule, v)
 	}
-	// Wider, then the project scope: the text follows.
+	// Wider, then the next scope: the text follows.
 	f.update(keyMsg("right"))
 	f.update(keyMsg("s"))
-	if v := ansi.Strip(f.m.render()); !strings.Contains(v, `command = "make lint *"`) || !strings.Contains(v, "# this project") {
+	if v := ansi.Strip(f.m.render()); !strings.Contains(v, `command = "make lint *"`) || !strings.Contains(v, "# everywhere") {
 		t.Fatalf("after widening and scoping:\n%s", v)
 	}
 	// Esc: no rule, not approved.
@@ -600,7 +602,7 @@ func TestApproveAndRememberRule(t *testing.T) {
 	}
 	f.run(f.press(f.m.keys.ApproveRule))
 	f.run(f.press(f.m.keys.Yes))
-	if len(added) != 1 || added[0] != "make lint <- make lint @ everywhere" {
+	if len(added) != 1 || added[0] != "make lint <- make lint @ this project" {
 		t.Fatalf("rules added: %v", added)
 	}
 	if res := f.result(req.ID); res.Status != queue.StatusDone {

@@ -95,6 +95,7 @@ type ruleProposedMsg struct {
 	patterns []string // narrowest first
 	matches  []int    // past requests each would have matched
 	choice   int      // the one chosen (← narrower, → wider)
+	trust    bool     // for T: a trust for the agent session, not a rule
 	err      error
 }
 

@@ -57,7 +57,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		m.setStatus("not killed")
 		return nil
-	case modeConfirmRule:
+	case modeConfirmRule, modeConfirmTrust:
 		return m.ruleKey(msg)
 	case modeConfirmEdit, modeConfirmUnconfined:
 		return m.confirmKey(msg)
@@ -232,7 +232,7 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		it.busy = true
-		return m.proposeCmd(it.req.ID, it.req.Command)
+		return m.proposeCmd(it.req.ID, it.req.Command, false)
 	case key.Matches(msg, k.Trust):
 		switch {
 		case it.req.Kind != queue.KindExec || m.d.opt.TrustRule == nil || m.d.opt.ProposeRule == nil:
@@ -243,7 +243,7 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		it.busy = true
-		return m.trustCmd(it.req)
+		return m.proposeCmd(it.req.ID, it.req.Command, true)
 	}
 	return nil
 }
@@ -295,8 +295,12 @@ func (m *Model) afterPropose(msg ruleProposedMsg) tea.Cmd {
 	if c := m.current(); c == nil || c.req.ID != msg.id {
 		return nil // the selection moved meanwhile
 	}
-	m.rule, m.ruleScope = msg, ScopeEverywhere
-	m.mode = modeConfirmRule
+	// Narrow first: the pattern closest to the command, in this
+	// project; wider is a choice (→, s).
+	m.rule, m.ruleScope, m.mode = msg, ScopeProject, modeConfirmRule
+	if msg.trust {
+		m.mode = modeConfirmTrust
+	}
 	return nil
 }
 
@@ -311,6 +315,9 @@ func (m *Model) ruleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.rule.choice = min(len(m.rule.patterns)-1, m.rule.choice+1)
 		return nil
 	case "s":
+		if m.mode == modeConfirmTrust {
+			return nil // a trust is for the agent session
+		}
 		m.ruleScope = (m.ruleScope + 1) % 3
 		if m.ruleScope == ScopeSession {
 			if it := m.find(m.rule.id); it != nil && it.req.Session == "" {
@@ -334,7 +341,7 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 	// The dialog answers for the request it was opened on, wherever the
 	// selection is now; if that request left the queue, nothing is done.
 	id := m.dialogID
-	if mode == modeConfirmRule {
+	if mode == modeConfirmRule || mode == modeConfirmTrust {
 		id = m.rule.id
 	}
 	it := m.find(id)
@@ -354,6 +361,9 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.approveCmd(it.req.ID, m.input.Value())
 	case modeConfirmRule:
 		return m.approveSelected(it, m.rule.pattern())
+	case modeConfirmTrust:
+		it.busy = true
+		return m.trustCmd(it.req, m.rule.pattern())
 	case modeConfirmUnconfined:
 		return m.approveUnconfinedCmd(it.req.ID)
 	}
