@@ -132,6 +132,9 @@ func (m *Model) dialog() string {
 		}
 	case modeConfirmBatch:
 		title = fmt.Sprintf("Approve these %d together? (no rule is kept)", m.markedCount())
+		if m.markedCount() == 1 {
+			title = "Approve the one marked? (no rule is kept)"
+		}
 		for _, it := range m.pending {
 			if !it.marked {
 				continue

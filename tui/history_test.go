@@ -287,3 +287,27 @@ func TestSpoolProblem(t *testing.T) {
 		t.Fatalf("the header still names the spool once it is writable:\n%s", v)
 	}
 }
+
+// TestSelectionStaysOnItsRun: in History, a run (or an undo) that
+// arrives does not move the selection onto another run: u on the run a
+// person picked leaves it picked.
+func TestSelectionStaysOnItsRun(t *testing.T) {
+	f := newFixture(t)
+	finish := func(cmd string) *queue.Request {
+		req := &queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: cmd, Cwd: "/home/me/app"}
+		f.m.feed.Finished(req, queue.Result{Status: queue.StatusDone, ExitCode: new(int)})
+		f.drain()
+		return req
+	}
+	older := finish("make a")
+	finish("make b")
+	f.update(keyMsg("tab")) // History
+	f.update(keyMsg("j"))   // the older run
+	if r := f.m.selectedRun(); r == nil || r.req.ID != older.ID {
+		t.Fatal("could not select the older run")
+	}
+	finish("make c")
+	if r := f.m.selectedRun(); r == nil || r.req.ID != older.ID {
+		t.Errorf("a new run moved the selection to %v", r.req.Command)
+	}
+}

@@ -277,3 +277,25 @@ func TestPtyFollowsThePane(t *testing.T) {
 		check("with the output pane selected")
 	}
 }
+
+// TestMarkNotHeldByGrace: space marks at once, even right after the
+// selection moved (the approve keys' pause): marking approves nothing,
+// and the batch dialog for one says so in words.
+func TestMarkNotHeldByGrace(t *testing.T) {
+	f := newFixture(t)
+	f.submit("make a")
+	f.submit("make b")
+	f.clock.add(time.Second)
+	f.update(tea.KeyPressMsg{Code: tea.KeySpace, Text: " "})
+	f.press(f.m.keys.Down) // the selection moves: approve keys pause
+	f.update(tea.KeyPressMsg{Code: tea.KeySpace, Text: " "})
+	if n := f.m.markedCount(); n != 2 {
+		t.Fatalf("%d marked, want 2 (status %q)", n, f.m.status)
+	}
+	f.update(tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}) // unmark
+	f.clock.add(time.Second)
+	f.press(f.m.keys.Approve)
+	if v := ansi.Strip(f.m.View().Content); f.m.mode != modeConfirmBatch || !strings.Contains(v, "Approve the one marked?") {
+		t.Errorf("mode %s:\n%s", f.m.mode, v)
+	}
+}

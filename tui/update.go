@@ -279,6 +279,11 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 func (m *Model) addRun(r *run) {
 	m.history = append(m.history, r)
 	m.byID[r.req.ID] = r
+	if m.focus == focusHistory || m.histSel > 0 {
+		// histSel counts from the newest: the entry a person selected
+		// (the run just undone, say) stays selected.
+		m.histSel++
+	}
 	if len(m.history) > maxHistory {
 		old := m.history[0]
 		if old.running() {

@@ -178,6 +178,11 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.setErr(fmt.Errorf("over the hub a request is approved as it is (a) or denied (d); edits, rules, trusts and unconfined runs are made on %s itself", HostOf(it.req.ID)))
 		return nil
 	}
+	if key.Matches(msg, k.Mark) {
+		// Marking approves nothing (a shows the marked and asks), so
+		// it does not wait out the grace: a quick second space counts.
+		return m.markKey(it)
+	}
 	if left := m.graceLeft(); left > 0 {
 		m.setStatus(fmt.Sprintf("approve keys wait %.1fs: look at what changed", left.Seconds()))
 		return nil
@@ -208,10 +213,6 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	switch {
-	case key.Matches(msg, k.Mark):
-		it.marked = !it.marked
-		m.setStatus(fmt.Sprintf("%d marked: a approves them together after a check; space unmarks, Esc clears", m.markedCount()))
-		return nil
 	case key.Matches(msg, k.Approve):
 		return m.approveSelected(it, "")
 	case key.Matches(msg, k.Edit):
@@ -244,6 +245,24 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		it.busy = true
 		return m.proposeCmd(it.req.ID, it.req.Command, true)
+	}
+	return nil
+}
+
+// markKey marks or unmarks it for a batch: only what could be approved
+// alone (read to its end, not denied, not clipped).
+func (m *Model) markKey(it *item) tea.Cmd {
+	m.noteSeen()
+	switch {
+	case it.clipped:
+		m.setErr(fmt.Errorf("%s is too long to review here: it cannot be marked", shortID(it.req.ID)))
+	case !it.seenEnd:
+		m.setErr(fmt.Errorf("%s (pgdn or end): it has more than the pane shows", scrollFirst))
+	case it.verdict.Action == queue.ActionDeny:
+		m.setErr(fmt.Errorf("the policy denies this request; it cannot be approved"))
+	default:
+		it.marked = !it.marked
+		m.setStatus(fmt.Sprintf("%d marked: a approves them together after a check; space unmarks, Esc clears", m.markedCount()))
 	}
 	return nil
 }

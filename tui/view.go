@@ -174,6 +174,10 @@ func (m *Model) pane(title string, lines func(w, h int) []string, w, h int, focu
 		body = body[:ih-1]
 	}
 	out := make([]string, 0, ih)
+	if focused {
+		// Not by colour alone: a monochrome terminal shows it too.
+		title = "▸ " + title
+	}
 	out = append(out, fit(ts.Render(title), iw))
 	for _, b := range body {
 		out = append(out, fit(b, iw))
