@@ -17,11 +17,16 @@ import (
 func TestSpoolShown(t *testing.T) {
 	f := newFixture(t)
 	f.m.d.opt.Spool = "~/.local/state/sluice/spool"
-	f.update(tea.WindowSizeMsg{Width: 140, Height: 30})
-	out := ansi.Strip(f.m.render())
-	for _, want := range []string{"spool ~/.local/state/sluice/spool", "nothing waits for you", "watching ~/.local/state/sluice/spool", "sluice run -- CMD", "sluice install claude|codex|gemini"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the screen does not say %q:\n%s", want, out)
+	for _, size := range [][2]int{{140, 30}, {80, 24}, {60, 20}} {
+		f.update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		out := ansi.Strip(f.m.render())
+		for _, want := range []string{"nothing waits for you", "Watching ~/.local/state/sluice/spool", "sluice run -- CMD", "sluice install claude|codex|gemini"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%dx%d: the screen does not say %q:\n%s", size[0], size[1], want, out)
+			}
+		}
+		if size[0] >= 120 && !strings.Contains(out, "spool ~/.local/state/sluice/spool") {
+			t.Errorf("%dx%d: the header does not name the spool", size[0], size[1])
 		}
 	}
 }

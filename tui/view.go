@@ -31,6 +31,11 @@ func (m *Model) title() string {
 	return "sluice"
 }
 
+// leftWidth is the left column's width on a wide terminal: the queue's
+// rows (verdict, age, agent, command) need more than two fifths to show a
+// command, and the right column keeps 66 at 120 for diffs.
+func leftWidth(w int) int { return w * 9 / 20 }
+
 // layout is where each pane goes, from the terminal size.
 type layout struct {
 	wide                         bool
@@ -43,7 +48,7 @@ func (m *Model) layout() layout {
 	body := h - 3 // header, status, help
 	var l layout
 	if w >= wideAt {
-		l = layout{wide: true, leftW: w * 2 / 5}
+		l = layout{wide: true, leftW: leftWidth(w)}
 		l.rightW = w - l.leftW
 		l.queueH = body * 3 / 5
 		l.histH = body - l.queueH
@@ -90,6 +95,11 @@ func (m *Model) rightSplit(height int) (detailH, outH int) {
 	frame := m.st.Pane.Border.GetVerticalFrameSize() + 1 // borders, title
 	w, _ := m.detailWidth()
 	need := len(m.detailLines(w, 0)) + frame
+	if m.focus == focusQueue && it == nil && m.shownRun() == nil {
+		// Nothing to show below: the help on where requests come from
+		// gets the height.
+		return min(max(need, 6), height-minOut), height - min(max(need, 6), height-minOut)
+	}
 	if m.focus == focusQueue && it != nil {
 		if !wide && need > height-minOut && m.Running() == 0 {
 			// Narrow, and the request does not fit beside the output
@@ -108,7 +118,7 @@ func (m *Model) detailWidth() (int, bool) {
 	w := max(m.width, 20)
 	wide := w >= wideAt
 	if wide {
-		w -= w * 2 / 5
+		w -= leftWidth(w)
 	}
 	return max(1, w-m.st.Pane.Border.GetHorizontalFrameSize()), wide
 }

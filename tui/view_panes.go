@@ -29,6 +29,27 @@ func (m *Model) queueTitle() string {
 	return t
 }
 
+// emptyHelp is what the Request pane says while nothing waits: where
+// requests come from.
+func (m *Model) emptyHelp(w int) []string {
+	var lines []string
+	if m.d.opt.Fleet != nil {
+		text, _ := m.d.opt.Fleet.Link()
+		lines = append(lines, "Requests from any box of the hub show here:", "  "+plainText(text), "boxes join with", "  sluice serve --hub URL", "")
+	}
+	if m.d.opt.Spool != "" {
+		lines = append(lines, "Watching "+plainText(m.d.opt.Spool)+"; agents reach it with", "  sluice run -- CMD", "  sluice install claude|codex|gemini (then sluice doctor)", "")
+	}
+	lines = append(lines, "? shows every key.")
+	var out []string
+	for _, l := range lines {
+		for _, wl := range strings.Split(ansi.Wrap(l, max(1, w), ""), "\n") {
+			out = append(out, m.st.Queue.Empty.Render(wl))
+		}
+	}
+	return out
+}
+
 // queueLines: one row per pending request, oldest first, scrolled so the
 // selection shows.
 func (m *Model) queueLines(w, h int) []string {
@@ -37,19 +58,9 @@ func (m *Model) queueLines(w, h int) []string {
 		if m.filter != "" && len(m.pending) > 0 {
 			return []string{m.st.Queue.Empty.Render(fmt.Sprintf("nothing matches the filter (%d pending; Esc clears it)", len(m.pending)))}
 		}
-		out := []string{m.st.Queue.Empty.Render("nothing waits for you")}
-		if m.d.opt.Fleet != nil {
-			text, _ := m.d.opt.Fleet.Link()
-			for _, l := range []string{"", "on any box of the hub", "  " + plainText(text), "boxes join with", "  sluice serve --hub URL"} {
-				out = append(out, m.st.Queue.Empty.Render(l))
-			}
-		}
-		if m.d.opt.Spool != "" {
-			for _, l := range []string{"", "watching " + plainText(m.d.opt.Spool), "agents reach it with", "  sluice run -- CMD", "  sluice install claude|codex|gemini"} {
-				out = append(out, m.st.Queue.Empty.Render(l))
-			}
-		}
-		return out
+		// Where requests come from is said in the Request pane, which
+		// has the room at every size.
+		return []string{m.st.Queue.Empty.Render("nothing waits for you")}
 	}
 	first, n, above, below := listWindow(m.selected, len(v), h)
 	now := m.d.now()
@@ -123,6 +134,11 @@ func (m *Model) historyLines(w, h int) []string {
 	if above {
 		out = append(out, m.st.App.Flag.Render(fmt.Sprintf("↑ %d newer", first)))
 	}
+	// Columns: the status, then how it ended, each as wide as the widest
+	// shown, so that the commands line up.
+	type cols struct{ status, ended string }
+	rows := make([]cols, 0, n)
+	sw, ew := 0, 0
 	for i := first; i < first+n; i++ {
 		r := m.history[len(m.history)-1-i]
 		status, code, dur := plainText(r.state()), "", ""
@@ -139,7 +155,13 @@ func (m *Model) historyLines(w, h int) []string {
 		} else if r.running() && r.waitsFor != "" {
 			dur = " for " + shortID(r.waitsFor)
 		}
-		row := m.st.BadgeFor(status).Render(status) + m.st.Queue.Age.Render(code+dur) + " "
+		rows = append(rows, cols{status, code + dur})
+		sw, ew = max(sw, ansi.StringWidth(status)), max(ew, ansi.StringWidth(code+dur))
+	}
+	for i := first; i < first+n; i++ {
+		r := m.history[len(m.history)-1-i]
+		c := rows[i-first]
+		row := m.st.BadgeFor(c.status).Render(fmt.Sprintf("%-*s", sw, c.status)) + m.st.Queue.Age.Render(fmt.Sprintf("%-*s", ew, c.ended)) + " "
 		if m.d.opt.Fleet != nil {
 			row += m.st.Queue.Host.Render(HostOf(r.req.ID)) + " "
 		}
@@ -147,6 +169,8 @@ func (m *Model) historyLines(w, h int) []string {
 		row = fit(row, max(1, w-m.st.Queue.Item.GetHorizontalFrameSize()))
 		if m.focus != focusQueue && i == m.histSel {
 			row = m.st.Queue.Selected.Render(ansi.Strip(row))
+		} else {
+			row = m.st.Queue.Item.Render(row) // aligned with the selected row
 		}
 		out = append(out, row)
 	}
@@ -236,6 +260,9 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 		req = r.req
 	}
 	if req == nil {
+		if m.focus == focusQueue && len(m.visible()) == 0 {
+			return m.emptyHelp(w), -1
+		}
 		return []string{m.st.Queue.Empty.Render("select a request")}, -1
 	}
 	d := m.st.Detail
