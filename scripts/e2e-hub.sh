@@ -119,8 +119,8 @@ until_ok grep -q "exit=126" "$work/b2-agent-3.out"
 grep -q "not from the fleet screen" "$work/b2-agent-3.out" || fail "the agent on b2 did not get the reason: $(cat "$work/b2-agent-3.out")"
 [ ! -e "$work/b2/project/denied-on-screen" ] || fail "a request denied on the fleet screen ran"
 tmux -S "$sock" send-keys -t con:fleet Tab
-until_ok on_screen "denied  b2 touch denied-on-screen"
-on_screen "done  exit 0 [0-9.]*s b1 echo from-the-fleet-screen" || fail "History lacks b1's run: $(fleet)"
+until_ok on_screen "denied  *b2 touch denied-on-screen"
+on_screen "done  *exit 0 [0-9.]*s  *b1 echo from-the-fleet-screen" || fail "History lacks b1's run: $(fleet)"
 tmux -S "$sock" send-keys -t con:fleet q
 
 # The hub killed: the box serves on, and publishes what waits once the hub
