@@ -166,6 +166,24 @@ func (a *Actor) checkpointed(req *queue.Request, ro queue.RunOptions) *queue.Che
 	return &queue.Checkpoint{}
 }
 
+// CheckpointNote says, before req runs, why a run of it that may change
+// files will not be checkpointed under verdict v (no git project, the
+// home directory): its changes will not be listed, nor undoable. "" when
+// it will be, or when it needs none (read-only, checkpoints off).
+func (a *Actor) CheckpointNote(req *queue.Request, v queue.Verdict) string {
+	if a.checkpointed(req, queue.RunOptions{Verdict: v}) == nil {
+		return ""
+	}
+	var jail []string
+	if a.Jail != nil && req.Cwd != "" {
+		jail = a.Jail(req.Cwd)
+	}
+	if len(roots(req, jail)) > 0 {
+		return ""
+	}
+	return "none: not in a git project, so what it changes is not listed and cannot be undone"
+}
+
 // roots are the directories checkpointed for req: the git projects among
 // its jail (its cwd's top level), never the home directory or /. A
 // request outside a project is not checkpointed: its shadow copy would

@@ -265,3 +265,21 @@ func TestDeadHolderHoldsNothing(t *testing.T) {
 		t.Error("the dead run is still listed after another took the turn")
 	}
 }
+
+// TestCheckpointNote: before a run, the actor says when a run that may
+// change files will not be checkpointed (no git project), and says
+// nothing for one that will be or needs none.
+func TestCheckpointNote(t *testing.T) {
+	f := newTurnsFixture(t)
+	mutating := queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Profile: "mutating"}
+	if n := f.actor.CheckpointNote(&queue.Request{Kind: queue.KindExec, Command: "touch x", Cwd: f.proj}, mutating); n != "" {
+		t.Errorf("in a git project: %q", n)
+	}
+	if n := f.actor.CheckpointNote(&queue.Request{Kind: queue.KindExec, Command: "touch x", Cwd: t.TempDir()}, mutating); !strings.Contains(n, "not in a git project") {
+		t.Errorf("outside a git project: %q", n)
+	}
+	readOnly := queue.Verdict{Action: queue.ActionAsk, Category: "read_only", Profile: "read_only"}
+	if n := f.actor.CheckpointNote(&queue.Request{Kind: queue.KindExec, Command: "cat x", Cwd: t.TempDir()}, readOnly); n != "" {
+		t.Errorf("a read-only run: %q", n)
+	}
+}

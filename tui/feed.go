@@ -62,7 +62,11 @@ func (f *feed) Pending(req *queue.Request, v queue.Verdict) {
 	if c := req.CreatedAt; !c.IsZero() && c.Before(at) {
 		at = c
 	}
-	f.push(requestPending{req: req, verdict: v, at: at})
+	note := ""
+	if f.deps.opt.CheckpointNote != nil {
+		note = f.deps.opt.CheckpointNote(req, v)
+	}
+	f.push(requestPending{req: req, verdict: v, at: at, checkpt: note})
 }
 
 // Gone implements queue.Observer.

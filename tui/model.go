@@ -44,8 +44,11 @@ type Options struct {
 	// PlanUndo works out what undoing run id would do (taking the
 	// undo's own checkpoint); ApplyUndo carries the plan out, overwriting
 	// files changed since the run only with force. nil disables u.
-	PlanUndo  func(id string) (*UndoPlan, error)
-	ApplyUndo func(plan *UndoPlan, force bool) (string, error)
+	PlanUndo func(id string) (*UndoPlan, error)
+	// CheckpointNote, when set, says why a request, if approved, will not
+	// be checkpointed (the detail shows it before approval).
+	CheckpointNote func(req *queue.Request, v queue.Verdict) string
+	ApplyUndo      func(plan *UndoPlan, force bool) (string, error)
 	// Demo marks the console as sluice console --demo: the header says
 	// so, and an empty status line says which key does what.
 	Demo bool
@@ -187,6 +190,7 @@ type item struct {
 	diffErr error
 	diffOK  bool   // diff computed
 	busy    bool   // an action on it is under way
+	checkpt string // why a run of it will not be checkpointed ("" if it will, or needs none)
 	sent    string // fleet: the decision the hub holds, while its box has yet to act
 
 	// The command as the detail shows it, for the width and styles it

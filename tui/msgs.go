@@ -14,6 +14,7 @@ type requestPending struct {
 	req     *queue.Request
 	verdict queue.Verdict
 	at      time.Time
+	checkpt string // Options.CheckpointNote's, looked at once, off the UI goroutine
 }
 
 // requestGone: a request left the queue without this console (inside

@@ -162,3 +162,21 @@ func TestHeaderShared(t *testing.T) {
 		t.Fatalf("header:\n%s", strings.SplitN(out, "\n", 2)[0])
 	}
 }
+
+// TestCheckpointNoteBeforeApproval: a request that, approved, would run
+// unchecked (not in a git project) says so before approval, not only in
+// its result.
+func TestCheckpointNoteBeforeApproval(t *testing.T) {
+	f := newFixture(t)
+	f.m.d.opt.CheckpointNote = func(req *queue.Request, v queue.Verdict) string {
+		if strings.HasPrefix(req.Command, "touch") {
+			return "none: not in a git project, so what it changes is not listed and cannot be undone"
+		}
+		return ""
+	}
+	f.update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	f.submit("touch notes.txt")
+	if out := ansi.Strip(f.m.render()); !strings.Contains(out, "checkpt  none: not in a git project") {
+		t.Errorf("the request does not say it will not be checkpointed:\n%s", out)
+	}
+}

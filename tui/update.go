@@ -192,7 +192,7 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 			if m.find(ev.req.ID) != nil {
 				continue
 			}
-			it := &item{req: ev.req, verdict: ev.verdict, arrived: ev.at, hidden: hasHidden(ev.req), tricks: layoutTricks(ev.req.Command),
+			it := &item{req: ev.req, verdict: ev.verdict, arrived: ev.at, hidden: hasHidden(ev.req), tricks: layoutTricks(ev.req.Command), checkpt: ev.checkpt,
 				clipped: utf8.RuneCountInString(ev.req.Command) > maxShown || utf8.RuneCount(ev.req.Input) > maxShown}
 			m.insert(it)
 			m.queued[it.req.ID] = it

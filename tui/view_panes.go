@@ -389,6 +389,9 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 		}
 	}
 	field("cwd", req.Cwd)
+	if it != nil {
+		field("checkpt", it.checkpt)
+	}
 	field("agent", strings.TrimSpace(req.Agent+" "+req.Session))
 	field("note", req.Note)
 	if r != nil && r.running() && r.waitsFor != "" {
