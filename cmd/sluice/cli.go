@@ -68,6 +68,10 @@ Commands:
 %s
 Run 'sluice COMMAND --help' for a command's flags.
 
+A command that takes a request's ID takes the whole id, any unique prefix
+of it of 4 or more characters, or its last 8 or more: the short form the
+console shows.
+
 Environment:
   SLUICE_SPOOL    the spool directory (--spool); default $XDG_RUNTIME_DIR/sluice,
                   else /run/user/UID/sluice when that is yours, else
