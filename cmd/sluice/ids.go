@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -130,4 +131,49 @@ func answeredIDs(sp *queue.Spool) ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// runEvents are the audit events that end a run which may have changed
+// files (and an undo, which can be undone in turn).
+var runEvents = []queue.EventName{queue.EventFinished, queue.EventTimeout, queue.EventKilled, queue.EventUndone}
+
+// resolveRunID expands arg (a whole id, a prefix of 4+ characters or a
+// suffix of 8+) to the id of a run the audit log at logPath records as
+// ended (or of an undo). A whole id is returned as it is.
+func resolveRunID(logPath, arg string) (string, error) {
+	if queue.ValidID(arg) && len(arg) >= idLen {
+		return arg, nil
+	}
+	if len(arg) < minIDPrefix {
+		return "", errIDTooShort(arg)
+	}
+	f, err := os.Open(logPath)
+	if err != nil {
+		return "", fmt.Errorf("read the audit log: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	// Every run the log holds: a form is unique only if it is unique in
+	// all of them.
+	lines, _, err := audit.Last(f, fi.Size(), int(^uint(0)>>1), audit.Filter{Events: runEvents})
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	for i := len(lines) - 1; i >= 0; i-- { // newest first
+		if ev := lines[i].Event; ev != nil {
+			ids = append(ids, ev.ID)
+		}
+	}
+	switch m := matchIDs(arg, ids); len(m) {
+	case 0:
+		return "", fmt.Errorf("no run %s in %s that changed files (see 'sluice audit tail')", show(arg), logPath)
+	case 1:
+		return m[0], nil
+	default:
+		return "", ambiguous(arg, "runs", m)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/queue"
 )
 
 // TestMatchIDs: the forms of an id a command takes: the whole id, a
@@ -45,6 +46,55 @@ func TestMatchIDs(t *testing.T) {
 	}
 	if got := matchIDs("01JD3T6Q", []string{ids[0], ids[0]}); len(got) != 1 {
 		t.Errorf("an id listed twice matched %d times", len(got))
+	}
+}
+
+// TestResolveRunID: undo finds a run in the audit log by any of the forms;
+// a form several runs share is refused with their ids, one that names
+// none says where it looked.
+func TestResolveRunID(t *testing.T) {
+	t.Parallel()
+	logPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	runs := []string{"01JD3T6Q6Z8W9X0Y1Z2A3B4C5D", "01JD3T6QZ0A1B2C3D4E5F6G7H8", "01JD3V0000000000002A3B4C5D"}
+	for i, id := range runs {
+		req := &queue.Request{ID: id, Kind: queue.KindExec, Command: "make", Cwd: "/p", CreatedAt: time.Now()}
+		for _, name := range []queue.EventName{queue.EventQueued, queue.EventApproved, []queue.EventName{queue.EventFinished, queue.EventKilled, queue.EventUndone}[i]} {
+			if err := log.Record(queue.NewEvent(name, req)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A request that never ran is no run to undo.
+	if err := log.Record(queue.NewEvent(queue.EventDenied, &queue.Request{ID: "01JD3V0000000000009Z9Z9Z9Z", Kind: queue.KindExec})); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ arg, want, err string }{
+		{"01JD3T6QZ0A1B2C3D4E5F6G7H8", runs[1], ""},
+		{"01JD3T6QZ", runs[1], ""},
+		{"E5F6G7H8", runs[1], ""},
+		{"01JD3V", runs[2], ""},
+		{"Y1Z2A3B4C5D", runs[0], ""},
+		{"01JD", "", `"01JD" matches 3 runs (01JD3V0000000000002A3B4C5D, 01JD3T6QZ0A1B2C3D4E5F6G7H8, 01JD3T6Q6Z8W9X0Y1Z2A3B4C5D); give more of the id`},
+		{"2A3B4C5D", "", `"2A3B4C5D" matches 2 runs`},
+		{"9Z9Z9Z9Z", "", "no run 9Z9Z9Z9Z in " + logPath + " that changed files"},
+		{"01J", "", `id "01J" is too short; give at least 4 characters`},
+	} {
+		got, err := resolveRunID(logPath, tc.arg)
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("resolveRunID(%q) = %q, %v; want %q", tc.arg, got, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("resolveRunID(%q) = %q, %v; want the error %q", tc.arg, got, err, tc.err)
+		}
+	}
+	// findRun, undo's own look-up, takes the short forms too.
+	if _, err := findRun(logPath, "E5F6G7H8"); err == nil || !strings.Contains(err.Error(), "cannot undo 01JD3T6QZ0A1B2C3D4E5F6G7H8: it was not checkpointed") {
+		t.Errorf("findRun by the console's short form: %v", err)
 	}
 }
 
