@@ -46,6 +46,8 @@ From anywhere with console credentials:
   sluice hub ls [--box NAME]                       what waits on every box
   sluice hub approve BOX/ID | deny BOX/ID [--reason TEXT]
                                                    decide; the first decision for a request wins
+                                                   (ID: the whole id, a unique prefix of 4+
+                                                   characters, or the last 8+ as consoles show it)
 
 The console's screen over the hub ('sluice console --hub URL') runs
   sluice hub feed [--hub URL] [--hub-creds FILE]   the fleet as JSON lines; decisions read from stdin
@@ -496,6 +498,10 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 		return exitFail
 	}
 	defer cl.Close()
+	if id, err = pendingID(ctx, cl, box, id); err != nil {
+		fmt.Fprintf(stderr, "sluice hub %s: %s\n", name, safe(err.Error()))
+		return exitFail
+	}
 	by := audit.Login() + "@" + cl.Creds.Name
 	var out *nats.Subscription
 	if decision == Approve && !*noWait {
