@@ -430,6 +430,9 @@ func cmdLs(args []string, stdout, stderr io.Writer) int {
 	if _, code, ok := parse(fs, args); !ok {
 		return code
 	}
+	if c, code := roleCreds("ls", *credsPath, RoleConsole, stderr); c == nil {
+		return code
+	}
 	ctx, stop := signalCtx()
 	defer stop()
 	cl, err := dial(ctx, *url, *credsPath)
@@ -489,6 +492,9 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 	if !found || !ValidName(box) || !queue.ValidID(id) || (shown != "" && !validDigestPrefix(shown)) {
 		fmt.Fprintf(stderr, "sluice hub %s: %q is not BOX/ID (see 'sluice hub ls')\n", name, pos[0])
 		return exitUsage
+	}
+	if c, code := roleCreds(name, *credsPath, RoleConsole, stderr); c == nil {
+		return code
 	}
 	ctx, stop := signalCtx()
 	defer stop()
@@ -597,7 +603,7 @@ func roleCreds(cmd, path, role string, stderr io.Writer) (*Creds, int) {
 		return nil, exitFail
 	}
 	if c.Role != role {
-		fmt.Fprintf(stderr, "sluice hub %s: %s holds a %s's credentials, not a %s's: issue one with 'sluice hub add-%s NAME' on the hub\n", cmd, path, c.Role, role, role)
+		fmt.Fprintf(stderr, "sluice hub %s: %s holds a %s's credentials (%s), not a %s's: issue a %s's with 'sluice hub add-%s NAME' on the hub and give its file with --hub-creds FILE\n", cmd, path, c.Role, c.Name, role, role, role)
 		return nil, exitUsage
 	}
 	return c, exitOK
