@@ -56,7 +56,7 @@ func cmdRun(args []string, std stdio, g *globals) int {
 	ctx := signalContext()
 	fs := newFlags("run", "[flags] -- COMMAND...", runHelp, std, g).unused("config")
 	cwd := fs.String("cwd", "", "run in `DIR` (default: the current directory)")
-	timeout := fs.Duration("timeout", 0, "kill the command after `DUR` (default: the console's configured default)")
+	timeout := fs.Duration("timeout", 0, "kill the command after `DUR`, such as 30s, 5m or 1h (default: the console's configured default)")
 	expires := fs.Duration("expires", 10*time.Minute, "give up if nobody decides within `DUR`")
 	note := fs.String("note", "", "a note for the person deciding: why the command is needed")
 	agent := fs.String("agent", os.Getenv("SLUICE_AGENT"), "the agent's `NAME` (env SLUICE_AGENT)")
