@@ -1,0 +1,33 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dev/sluice/queue"
+)
+
+// helpOf runs 'sluice ARGS...' and returns its stdout, which must be
+// all it printed, with exit status 0.
+func helpOf(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := run(args, stdio{in: strings.NewReader(""), out: &out, err: &errb}); code != 0 || errb.Len() > 0 {
+		t.Fatalf("sluice %s: exit %d\n%s", strings.Join(args, " "), code, errb.String())
+	}
+	return out.String()
+}
+
+// TestAuditHelpEvents: 'sluice audit --help' names every event the log
+// may hold.
+func TestAuditHelpEvents(t *testing.T) {
+	t.Parallel()
+	help := helpOf(t, "audit", "--help")
+	for _, e := range queue.EventNames() {
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(string(e)) + `\b`).MatchString(help) {
+			t.Errorf("'sluice audit --help' does not name the event %s", e)
+		}
+	}
+}
