@@ -33,8 +33,9 @@ Keys:
   a              approve the selected request
   d              deny it (with an optional reason)
   e              edit the command, then approve it (the edit is judged again)
-  A              approve and keep a rule (the dialog shows the rule)
-  T              approve and trust its rule for the agent session, for a while
+  A              approve and keep a rule (a dialog shows the rule first)
+  T              approve and trust the command for the agent session, for a
+                 while (a dialog shows the pattern first)
   space          mark a request; a with marks approves them together
   U              approve unconfined: no kernel confinement (asks first)
   x              kill the running command (asks first)
