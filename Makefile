@@ -3,8 +3,9 @@ GO          ?= go
 BIN         := bin/sluice
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
+PREFIX      ?= $(HOME)/.local
 
-.PHONY: build test e2e e2e-agents golden lint bench fuzz load crash crash-hub faults run demo demo-cli check
+.PHONY: build install test e2e e2e-agents golden lint bench fuzz load crash crash-hub faults run demo demo-cli check
 
 # A static, cgo-free binary: cgo (pulled in by os/user through mvdan.cc/sh's
 # expand package) costs every sluice process ~2 ms to start.
@@ -12,6 +13,16 @@ FUZZTIME    ?= 30s
 # would add ~1.5 ms to every sluice process ('sluice mcp' execs it).
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/...
+
+# The four programs into $(PREFIX)/bin (default ~/.local/bin), side by
+# side: sluice runs sluice-box, sluice-mcp and sluice-hub from the
+# directory it is in, and 'sluice install' writes that sluice's path into
+# the agents' hooks. install(1) replaces each file rather than writing
+# into it, so a sluice that is running meanwhile is not disturbed.
+install: build
+	install -d "$(PREFIX)/bin"
+	install -m 0755 bin/sluice bin/sluice-box bin/sluice-mcp bin/sluice-hub "$(PREFIX)/bin/"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on your PATH; add it (export PATH=\"$(PREFIX)/bin:\$$PATH\")";; esac
 
 test:
 	$(GO) test -race ./...

@@ -46,6 +46,8 @@ From anywhere with console credentials:
   sluice hub ls [--box NAME]                       what waits on every box
   sluice hub approve BOX/ID | deny BOX/ID [--reason TEXT]
                                                    decide; the first decision for a request wins
+                                                   (ID: the whole id, a unique prefix of 4+
+                                                   characters, or the last 8+ as consoles show it)
 
 The console's screen over the hub ('sluice console --hub URL') runs
   sluice hub feed [--hub URL] [--hub-creds FILE]   the fleet as JSON lines; decisions read from stdin
@@ -428,6 +430,9 @@ func cmdLs(args []string, stdout, stderr io.Writer) int {
 	if _, code, ok := parse(fs, args); !ok {
 		return code
 	}
+	if c, code := roleCreds("ls", *credsPath, RoleConsole, stderr); c == nil {
+		return code
+	}
 	ctx, stop := signalCtx()
 	defer stop()
 	cl, err := dial(ctx, *url, *credsPath)
@@ -488,6 +493,9 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 		fmt.Fprintf(stderr, "sluice hub %s: %q is not BOX/ID (see 'sluice hub ls')\n", name, pos[0])
 		return exitUsage
 	}
+	if c, code := roleCreds(name, *credsPath, RoleConsole, stderr); c == nil {
+		return code
+	}
 	ctx, stop := signalCtx()
 	defer stop()
 	cl, err := dial(ctx, *url, *credsPath)
@@ -496,6 +504,10 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 		return exitFail
 	}
 	defer cl.Close()
+	if id, err = pendingID(ctx, cl, box, id); err != nil {
+		fmt.Fprintf(stderr, "sluice hub %s: %s\n", name, safe(err.Error()))
+		return exitFail
+	}
 	by := audit.Login() + "@" + cl.Creds.Name
 	var out *nats.Subscription
 	if decision == Approve && !*noWait {
@@ -591,7 +603,7 @@ func roleCreds(cmd, path, role string, stderr io.Writer) (*Creds, int) {
 		return nil, exitFail
 	}
 	if c.Role != role {
-		fmt.Fprintf(stderr, "sluice hub %s: %s holds a %s's credentials, not a %s's: issue one with 'sluice hub add-%s NAME' on the hub\n", cmd, path, c.Role, role, role)
+		fmt.Fprintf(stderr, "sluice hub %s: %s holds a %s's credentials (%s), not a %s's: issue a %s's with 'sluice hub add-%s NAME' on the hub and give its file with --hub-creds FILE\n", cmd, path, c.Role, c.Name, role, role, role)
 		return nil, exitUsage
 	}
 	return c, exitOK

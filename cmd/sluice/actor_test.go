@@ -39,7 +39,7 @@ func cmdActor(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	a, err := parseActor(args)
 	if err != nil {
-		ts.Fatalf("actor: %v\nusage: actor [-output TEXT] [-reason TEXT] [-nolog] [-forge] STATUS [EXIT] | actor stop", err)
+		ts.Fatalf("actor: %v\nusage: actor [-output TEXT] [-reason TEXT] [-command TEXT] [-nolog] [-forge] STATUS [EXIT] | actor stop", err)
 	}
 	a.auditPath = ts.Getenv("SLUICE_AUDIT")
 	stop := a.start(openSpool(ts))
@@ -65,10 +65,11 @@ func parseActor(args []string) (*fakeActor, error) {
 	reason := fs.String("reason", "", "the result's reason")
 	noLog := fs.Bool("nolog", false, "write no log, only output_tail")
 	forge := fs.Bool("forge", false, "record nothing in the audit log: a result file anyone could write")
+	command := fs.String("command", "", "the command as a person edited it before approving")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	a := &fakeActor{noLog: *noLog, forge: *forge}
+	a := &fakeActor{noLog: *noLog, forge: *forge, command: *command}
 	var err error
 	if a.output, err = unescape(*output); err != nil {
 		return nil, fmt.Errorf("-output: %w", err)
@@ -121,6 +122,9 @@ type fakeActor struct {
 	auditPath string
 	log       *audit.Log
 	forge     bool // publish auditPath but record nothing in it
+	// command, when set, is the command as a person edited it: what
+	// "ran", in the result and the approval's audit line.
+	command string
 }
 
 // start watches sp and answers what is pending until the returned stop is
@@ -194,6 +198,8 @@ func (a *fakeActor) answer(sp *queue.Spool, id string) (*queue.Claim, error) {
 	res := queue.Result{Status: a.status, Decision: queue.Allow, DecidedBy: queue.ByHuman, Reason: a.reason}
 	if a.status == queue.StatusDenied {
 		res.Decision = queue.Deny
+	} else {
+		res.Command = a.command
 	}
 	if res.Ran() {
 		out := a.output
@@ -225,6 +231,9 @@ func (a *fakeActor) answer(sp *queue.Spool, id string) (*queue.Claim, error) {
 		}
 		ev := queue.NewEvent(name, c.Request)
 		ev.Actor = "tester"
+		if res.Command != "" {
+			ev.Command, ev.EditedFrom = res.Command, c.Request.Command
+		}
 		if err := a.log.Record(ev); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("actor: %w", err)

@@ -17,8 +17,10 @@ const approveHelp = `Approve a pending request and carry it out in this process:
 runs under a pty, its output streams to stdout (and to out/<id>.log for the
 waiting agent), and sluice approve exits with the command's exit status
 (124 timeout, 125 not run). A decide-mode request is answered "allow" and
-not run here. ID may be any unique prefix of 4+ characters (see 'sluice
-ls'). A request the policy denies cannot be approved: change the policy.
+not run here. ID is the request's id, any unique prefix of it of 4 or
+more characters, or its last 8 or more (the short form the console shows;
+see 'sluice ls'). A request the policy denies cannot be approved: change
+the policy.
 The approval is recorded in the audit log before anything runs. Ctrl-C
 kills the command (answered "killed").
 

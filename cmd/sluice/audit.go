@@ -14,11 +14,22 @@ import (
 const auditUsage = `Usage: sluice audit verify [--audit FILE]
        sluice audit tail [-n N] [-f] [--json] [--id ID] [--event E] [--agent A] [--since DUR] [--audit FILE]
 
-The audit log holds one JSON line per step of every request (queued,
-auto_allowed, auto_denied, approved, denied, started, finished, timeout,
-killed, expired, interrupted, invalid), each with the SHA-256 of the line
-before it, so that an edited, removed, reordered or inserted line breaks the
-chain where it was done.
+The audit log holds one JSON line per event, each with the SHA-256 of the
+line before it, so that an edited, removed, reordered or inserted line
+breaks the chain where it was done. The events (the "event" member):
+
+  queued, auto_allowed, auto_denied, approved, denied, started, finished,
+  timeout, killed, expired, interrupted, invalid
+                the steps of a request, from its arrival to its end
+  undone        a person restored the files a run changed ('sluice undo',
+                u in the console); its id is the undo's own, and an undo can
+                be undone in turn
+  trusted       a person trusted a command's rule for one agent session
+                (T, or the A dialog's "this session")
+  trust_ended   a trust expired or was revoked ('sluice trust revoke')
+  audit_repaired
+                the log's own note: a line torn by a crash was skipped by
+                the chain, and nothing before it was touched
 
   verify   check the chain: exit 0 and a summary, or exit 1 and the first
            line that breaks it

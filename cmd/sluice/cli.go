@@ -63,10 +63,15 @@ approves or denies each one; approved commands run and their output goes
 back to the agent.
 
 Usage: sluice [--spool DIR] COMMAND [flags] [args]
+       sluice --version
 
 Commands:
 %s
 Run 'sluice COMMAND --help' for a command's flags.
+
+A command that takes a request's ID takes the whole id, any unique prefix
+of it of 4 or more characters, or its last 8 or more: the short form the
+console shows.
 
 Environment:
   SLUICE_SPOOL    the spool directory (--spool); default $XDG_RUNTIME_DIR/sluice,
@@ -89,16 +94,21 @@ func usage(w io.Writer) {
 func run(args []string, std stdio) int {
 	g := &globals{}
 	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
-	fs.SetOutput(std.err)
-	fs.Usage = func() {} // --help prints to stdout below; errors get the hint
+	fs.SetOutput(io.Discard) // errors are said below, with what to do
+	fs.Usage = func() {}     // --help prints to stdout below; errors get the hint
 	g.register(fs)
+	showVersion := fs.Bool("version", false, "print the version (sluice version)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(std.out)
 			return exitOK
 		}
+		fmt.Fprint(std.err, explainFlagErr(fs, nil, err))
 		fmt.Fprintln(std.err, "Run 'sluice --help' for usage.")
 		return exitUsage
+	}
+	if *showVersion {
+		return cmdVersion(fs.Args(), std, g)
 	}
 	args = fs.Args()
 	if len(args) == 0 {
@@ -117,12 +127,18 @@ func run(args []string, std stdio) int {
 		}
 		name, args = args[0], []string{"--help"}
 	}
+	names := []string{"help"}
 	for _, c := range commands {
 		if c.name == name {
 			return c.run(args, std, g)
 		}
+		names = append(names, c.name)
 	}
-	fmt.Fprintf(std.err, "sluice: unknown command %q; run 'sluice --help' for the list\n", name)
+	hint := ""
+	if near := didYouMean(name, names); len(near) > 0 {
+		hint = " (did you mean " + orList(near, func(n string) string { return "'sluice " + n + "'" }) + "?)"
+	}
+	fmt.Fprintf(std.err, "sluice: unknown command %q%s; run 'sluice --help' for the list\n", name, hint)
 	return exitUsage
 }
 
@@ -199,9 +215,10 @@ func (fs *flagSet) unused(names ...string) *flagSet {
 func newFlags(name, synopsis, help string, std stdio, g *globals) *flagSet {
 	fs := &flagSet{FlagSet: flag.NewFlagSet("sluice "+name, flag.ContinueOnError),
 		name: name, synopsis: synopsis, help: help, std: std}
-	fs.SetOutput(std.err)
-	// The flag package calls Usage on every error; the hint is enough there,
-	// and --help prints the whole text to stdout below.
+	// The flag package would print its errors and call Usage on each;
+	// parse says them instead, with what to do, and --help prints the
+	// whole text to stdout.
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	g.register(fs.FlagSet)
 	return fs
@@ -209,13 +226,19 @@ func newFlags(name, synopsis, help string, std stdio, g *globals) *flagSet {
 
 func (fs *flagSet) printHelp() {
 	w := fs.std.out
-	fmt.Fprintf(w, "Usage: sluice %s %s\n\n%s\nFlags:\n", fs.name, fs.synopsis, fs.help)
+	fmt.Fprintf(w, "Usage: %s\n\n%s", strings.TrimSpace("sluice "+fs.name+" "+fs.synopsis), fs.help)
 	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	n := 0
 	fs.VisitAll(func(f *flag.Flag) {
 		if !fs.hidden[f.Name] {
 			shown.Var(f.Value, f.Name, f.Usage)
+			n++
 		}
 	})
+	if n == 0 {
+		return
+	}
+	fmt.Fprint(w, "\nFlags:\n")
 	shown.SetOutput(w)
 	shown.PrintDefaults()
 }
@@ -233,6 +256,7 @@ func (fs *flagSet) parse(args []string, interspersed bool) ([]string, int, bool)
 				fs.printHelp()
 				return nil, exitOK, false
 			}
+			fmt.Fprint(fs.std.err, explainFlagErr(fs.FlagSet, fs.hidden, err))
 			fmt.Fprintf(fs.std.err, "Run 'sluice %s --help' for usage.\n", fs.name)
 			return nil, exitUsage, false
 		}

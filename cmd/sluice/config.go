@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -187,6 +188,70 @@ const knownKeysText = "max_auto, default_timeout, kill_grace, env_allow, secret_
 	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, sandbox_readable, extra_sandbox_readable, max_procs, hook_confine, checkpoints, checkpoint_keep, checkpoint_max_age, " +
 	"[console] theme, bell, notify, grace, history, trust_minutes"
 
+// unknownKey is the error for key k, which config.toml does not have: the
+// line it is on, the known keys closest to it, and every known key.
+func unknownKey(data []byte, k toml.Key) error {
+	where := ""
+	if n := keyLine(data, k); n > 0 {
+		where = fmt.Sprintf("line %d: ", n)
+	}
+	known := make([]string, 0, len(knownConfigKeys))
+	for name := range knownConfigKeys {
+		known = append(known, name)
+	}
+	slices.Sort(known)
+	hint := ""
+	if near := didYouMean(k.String(), known); len(near) > 0 {
+		hint = "; did you mean " + orList(near, func(s string) string {
+			if s == "console" {
+				return "[console]" // the table
+			}
+			return s
+		}) + "?"
+	}
+	return fmt.Errorf("%sunknown key %s%s (known: %s)", where, k.String(), hint, knownKeysText)
+}
+
+// keyLine is the line of data (1 for the first) that defines key k, or
+// its table, or 0 when it cannot be told: a look at each line's key or
+// [table] header, enough for config.toml's flat keys and one table.
+func keyLine(data []byte, k toml.Key) int {
+	split := func(s string) []string {
+		var parts []string
+		for _, p := range strings.Split(s, ".") {
+			parts = append(parts, strings.Trim(strings.TrimSpace(p), `"'`))
+		}
+		return parts
+	}
+	var table []string
+	for i, line := range strings.Split(string(data), "\n") {
+		l := strings.TrimSpace(line)
+		switch {
+		case l == "" || l[0] == '#':
+			continue
+		case l[0] == '[':
+			end := strings.IndexByte(l, ']')
+			if end < 0 {
+				continue
+			}
+			table = split(strings.TrimLeft(l[:end], "["))
+			if slices.Equal(table, k) {
+				return i + 1
+			}
+			continue
+		}
+		eq := strings.IndexByte(l, '=')
+		if eq <= 0 {
+			continue
+		}
+		full := append(slices.Clone(table), split(l[:eq])...)
+		if len(full) <= len(k) && slices.Equal(full, k[:len(full)]) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
 // Limits a config must stay within.
 const (
 	maxMaxAuto  = 64
@@ -247,24 +312,28 @@ func parseConfig(data []byte) (*config, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("line %d: %s", pe.Position.Line, pe.Message)
+			msg := pe.Message
+			if v, ok := strings.CutPrefix(msg, "invalid duration: "); ok && pe.LastKey != "" {
+				msg = fmt.Sprintf("%s = %s: want a duration, such as \"30s\", \"5m\" or \"1h30m\"", pe.LastKey, v)
+				if s, err := strconv.Unquote(v); err == nil {
+					if _, err := strconv.ParseFloat(s, 64); err == nil {
+						msg = fmt.Sprintf("%s = %s: a duration needs a unit, such as \"%ss\" or \"%sm\"", pe.LastKey, v, s, s)
+					}
+				}
+			}
+			return nil, fmt.Errorf("line %d: %s", pe.Position.Line, msg)
 		}
 		return nil, err
 	}
 	// The decoder matches keys to fields without regard to case; the
 	// file's keys must be spelled as documented.
 	for _, k := range md.Keys() {
-		name := k.String()
-		if !knownConfigKeys[name] {
-			return nil, fmt.Errorf("unknown key %s (known: %s)", name, knownKeysText)
+		if !knownConfigKeys[k.String()] {
+			return nil, unknownKey(data, k)
 		}
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		return nil, fmt.Errorf("unknown key %s (known: %s)", strings.Join(keys, ", "), knownKeysText)
+		return nil, unknownKey(data, und[0])
 	}
 	switch {
 	case c.MaxAuto < 0 || c.MaxAuto > maxMaxAuto || c.MaxAuto == 0 && md.IsDefined("max_auto"):

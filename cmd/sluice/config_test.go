@@ -94,3 +94,23 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigUnknownKeyLine: an unknown key is named with its line and the
+// known key nearest to it, wherever and however it is written.
+func TestConfigUnknownKeyLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ toml, want string }{
+		{"max_auto = 2\n\n  default_timout = \"5m\" # soon\n", `line 3: unknown key default_timout; did you mean default_timeout? (known: max_auto, `},
+		{"[console]\nbell = false\n\"thme\" = \"dark\"\n", `line 3: unknown key console.thme; did you mean console.theme? (known: `},
+		{"max_auto = 2\n[consol]\ntheme = \"dark\"\n", `line 2: unknown key consol; did you mean [console]? (known: `},
+		{"console.grace = \"1s\"\nconsole.thme = \"x\"\n", `line 2: unknown key console.thme; did you mean console.theme?`},
+		{"console = { bell = true, thme = \"x\" }\n", `line 1: unknown key console.thme; did you mean console.theme?`},
+		{"Max_Auto = 2\n", `line 1: unknown key Max_Auto; did you mean max_auto? (known: `},
+		{"env_allow = [\n  \"A\",\n]\nzzz = 1\n", `line 4: unknown key zzz (known: `},
+	} {
+		_, err := parseConfig([]byte(tc.toml))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: %v\nwant an error starting %q", tc.toml, err, tc.want)
+		}
+	}
+}

@@ -24,13 +24,35 @@ import (
 
 const consoleHelp = `The console: what the agents ask, with the policy's verdict, one key to
 approve or deny. What the policy allows runs on its own, what it denies is
-refused with its reason; the rest waits for you. Approved commands run in a
-pty whose output shows in the output pane; everything goes to the audit log.
+refused with its reason; the rest waits for you. Approved commands run,
+and their output shows in the output pane (a command runs in a pty, unless
+its request says tty false: 'sluice run' whose output is not a terminal,
+the MCP server); everything goes to the audit log.
 
-Keys: a approve · d deny (optional reason) · e edit the command, then
-approve · A approve and add an allow rule · x kill the running command ·
-j/k move · tab switch pane · / filter · pgup/pgdn scroll · f follow ·
-[ ] diff hunks · ? help · q quit (asks if something runs).
+Keys:
+  a              approve the selected request
+  d              deny it (with an optional reason)
+  e              edit the command, then approve it (the edit is judged again)
+  A              approve and keep a rule (a dialog shows the rule first)
+  T              approve and trust the command for the agent session, for a
+                 while (a dialog shows the pattern first)
+  space          mark a request; a with marks approves them together
+  U              approve unconfined: no kernel confinement (asks first)
+  x              kill the running command (asks first)
+  p              let a run that waits for its turn go ahead now
+  u              in History: undo what the selected run changed
+  F              in the undo dialog: restore anyway (files changed since,
+                 or changed by another run too)
+  j/k ↑/↓        move
+  tab            switch pane
+  /              filter the queue (esc clears it)
+  pgup/pgdn      scroll the request, or the output
+  home/end g/G   top and end
+  [ ]            previous and next diff hunk
+  f              follow the output again
+  ?              every key, in the console
+  q              quit (asks if something runs)
+In a dialog, y or enter means yes and esc means no.
 
 Approve keys are inert for a moment after the selection changes or a new
 request arrives, so a keystroke meant for something else cannot approve

@@ -3,15 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/queue"
 )
 
 const denyHelp = `Deny pending requests: the waiting agent gets status "denied" with the
-reason (for 'sluice run', exit status 126). ID may be any unique prefix of
-at least 4 characters of a pending request's id, as 'sluice ls' shows it.
+reason (for 'sluice run', exit status 126). ID is a pending request's id
+(as 'sluice ls' shows it), any unique prefix of it of 4 or more
+characters, or its last 8 or more (the short form the console shows).
 Each denial is recorded in the audit log (durably) before the agent is
 answered.
 
@@ -115,38 +115,4 @@ func explainClaim(sp *queue.Spool, id string, err error) error {
 		return fmt.Errorf("no request %s in %s; see 'sluice ls'", show(id), sp.Dir())
 	}
 	return err
-}
-
-// resolveID expands a unique prefix of a pending request's id. A full id is
-// returned as it is, pending or not, so the error names what happened to it.
-func resolveID(sp *queue.Spool, arg string) (string, error) {
-	if queue.ValidID(arg) && len(arg) >= 26 {
-		return arg, nil
-	}
-	if len(arg) < 4 {
-		return "", fmt.Errorf("id %q is too short; give at least 4 characters", show(arg))
-	}
-	list, err := sp.List()
-	if err != nil {
-		return "", err
-	}
-	var match []string
-	for _, e := range list {
-		if e.ID == arg {
-			return arg, nil
-		}
-		if e.State == queue.StatePending && e.ID != "" && strings.HasPrefix(e.ID, arg) {
-			match = append(match, e.ID)
-		}
-	}
-	switch len(match) {
-	case 0:
-		if queue.ValidID(arg) {
-			return arg, nil // let the claim say what became of it
-		}
-		return "", fmt.Errorf("no pending request matches %q; see 'sluice ls'", show(arg))
-	case 1:
-		return match[0], nil
-	}
-	return "", fmt.Errorf("%q matches %d pending requests (%s); give more of the id", show(arg), len(match), strings.Join(match, ", "))
 }

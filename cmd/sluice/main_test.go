@@ -47,11 +47,12 @@ func TestMain(m *testing.M) {
 //	waitpending [N]
 //	    wait until exactly N requests (default 1) are pending; $ID is the
 //	    oldest pending one
-//	actor [-output TEXT] [-reason TEXT] [-nolog] [-forge] STATUS [EXIT]
+//	actor [-output TEXT] [-reason TEXT] [-command TEXT] [-nolog] [-forge] STATUS [EXIT]
 //	    answer every pending request with STATUS (done, denied, timeout,
 //	    killed, failed, interrupted, decided) and exit code EXIT, writing
 //	    out/<id>.log first for the statuses that ran; STATUS hold claims and
-//	    keeps the claim; TEXT takes Go escapes (\n, \x1b)
+//	    keeps the claim; TEXT takes Go escapes (\n, \x1b); -command: a
+//	    person edited the command to TEXT before approving it
 //	actor stop
 //	    stop the actor (it also stops at the end of the script)
 //	fixture NAME...

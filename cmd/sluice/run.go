@@ -34,6 +34,9 @@ The words after -- are joined with spaces and run with bash -c (/bin/sh
   sluice run -- go test ./...
 both work.
 
+When a person edited the command before approving it, the edited command
+is what runs, and sluice run says so on stderr, naming it.
+
 Exit status:
   the command's    it ran
   126              denied (the reason goes to stderr)
@@ -53,7 +56,7 @@ func cmdRun(args []string, std stdio, g *globals) int {
 	ctx := signalContext()
 	fs := newFlags("run", "[flags] -- COMMAND...", runHelp, std, g).unused("config")
 	cwd := fs.String("cwd", "", "run in `DIR` (default: the current directory)")
-	timeout := fs.Duration("timeout", 0, "kill the command after `DUR` (default: the console's configured default)")
+	timeout := fs.Duration("timeout", 0, "kill the command after `DUR`, such as 30s, 5m or 1h (default: the console's configured default)")
 	expires := fs.Duration("expires", 10*time.Minute, "give up if nobody decides within `DUR`")
 	note := fs.String("note", "", "a note for the person deciding: why the command is needed")
 	agent := fs.String("agent", os.Getenv("SLUICE_AGENT"), "the agent's `NAME` (env SLUICE_AGENT)")
@@ -140,6 +143,15 @@ func runExit(res *queue.Result, std stdio) int { return exitFor("run", res, std)
 
 // exitFor is runExit for command name (run, approve).
 func exitFor(name string, res *queue.Result, std stdio) int {
+	if res.Command != "" {
+		// What ran is not what was asked for: the agent must not take
+		// the output for its own command's.
+		what := "approved it as"
+		if res.Ran() {
+			what = "what ran is"
+		}
+		fmt.Fprintf(std.err, "sluice %s: a person edited the command before approving it; %s: %s\n", name, what, show(res.Command))
+	}
 	if s := changedText(res); s != "" {
 		fmt.Fprintf(std.err, "sluice %s: %s\n", name, s)
 	}

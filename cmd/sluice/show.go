@@ -15,8 +15,10 @@ import (
 const showHelp = `Show one request as the console shows it, without deciding it: its
 fields, the policy's verdict with each part of the line, the diff a file
 request would apply (against the file as it is now), and where it stands
-(pending, running, or its result). ID may be any unique prefix of 4+
-characters of a pending request's id, or a whole id (see 'sluice ls').
+(pending, running, or its result). ID is the request's id, any unique
+prefix of it of 4 or more characters, or its last 8 or more (the short form
+the console shows); pending requests are matched first, then running and
+answered ones (see 'sluice ls').
 
 Everything the agent wrote is shown with control and invisible characters
 escaped; a command of several lines shows every line, numbered.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -168,10 +167,24 @@ func (t *trustStore) grant(rec queue.Recorder, e trustEntry, cwd string) error {
 func (t *trustStore) end(rec queue.Recorder, now time.Time, id, actor string) ([]trustEntry, error) {
 	var ended []trustEntry
 	err := t.update(func(es []trustEntry) ([]trustEntry, error) {
+		if id != "" {
+			// The whole id, a unique prefix or the console's short form.
+			ids := make([]string, len(es))
+			for i, e := range es {
+				ids[i] = e.ID
+			}
+			m := matchIDs(id, ids)
+			if len(m) > 1 {
+				return nil, ambiguous(id, "trusts", m)
+			}
+			if len(m) == 1 {
+				id = m[0]
+			}
+		}
 		keep := es[:0]
 		for _, e := range es {
 			switch {
-			case id != "" && (e.ID == id || len(id) >= 8 && strings.HasSuffix(e.ID, id)):
+			case id != "" && e.ID == id:
 				ended = append(ended, e)
 			case id == "" && !now.Before(e.Until):
 				ended = append(ended, e)
@@ -243,8 +256,9 @@ asking (a deny still wins). Trusts expire on their own; granting, expiry
 and revoking are recorded in the audit log.
 
   sluice trust ls             the trusts in force: id, session, pattern, time left
-  sluice trust revoke ID      end one now (the id, or its last 8 or more
-                              characters, as the console shows them)
+  sluice trust revoke ID      end one now (the id, any unique prefix of it
+                              of 4 or more characters, or its last 8 or
+                              more, as the console shows them)
 
 Exit status: 0; 1 when there is no such trust or the file cannot be read; 2 usage.
 `

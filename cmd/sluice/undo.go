@@ -18,8 +18,9 @@ import (
 
 const undoHelp = `Put back the files a run changed: each file the run created, changed or
 deleted (its result's changed_files) is restored to the checkpoint taken
-just before the run. ID is the request's id (or a prefix of 8 or more
-characters), or an earlier undo's id: an undo can be undone.
+just before the run. ID is the request's id (any unique prefix of it of 4
+or more characters, or its last 8 or more, as the console shows them), or
+an earlier undo's id: an undo can be undone.
 
 It shows the diff that undoing would apply and asks [y/N] (--yes does not
 ask). A file that changed again since the run is a conflict: the undo is
@@ -71,8 +72,9 @@ func (p *undoPlan) without() *undoPlan {
 // findRun reads the audit log for the last line that names what run id
 // changed (finished, timeout, killed or undone, with its checkpoint).
 func findRun(logPath, id string) (*queue.Event, error) {
-	if len(id) < 8 {
-		return nil, fmt.Errorf("give at least 8 characters of the id (see 'sluice audit tail')")
+	id, err := resolveRunID(logPath, id)
+	if err != nil {
+		return nil, err
 	}
 	f, err := os.Open(logPath)
 	if err != nil {

@@ -21,7 +21,7 @@ func versionString() string {
 }
 
 func cmdVersion(args []string, std stdio, g *globals) int {
-	fs := newFlags("version", "", "Print the version of sluice and of the Go toolchain that built it.\n", std, g)
+	fs := newFlags("version", "", "Print the version of sluice and of the Go toolchain that built it\n(sluice --version prints the same).\n", std, g).unused("config", "spool")
 	pos, code, ok := fs.parse(args, true)
 	if !ok {
 		return code

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/tui"
+)
+
+// helpOf runs 'sluice ARGS...' and returns its stdout, which must be
+// all it printed, with exit status 0.
+func helpOf(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := run(args, stdio{in: strings.NewReader(""), out: &out, err: &errb}); code != 0 || errb.Len() > 0 {
+		t.Fatalf("sluice %s: exit %d\n%s", strings.Join(args, " "), code, errb.String())
+	}
+	return out.String()
+}
+
+// TestConsoleHelpKeys: 'sluice console --help' lists every key the
+// console answers to (tui.DefaultKeyMap: each key of what ? shows, and
+// F), one a line under "Keys:".
+func TestConsoleHelpKeys(t *testing.T) {
+	t.Parallel()
+	help := helpOf(t, "console", "--help")
+	_, block, ok := strings.Cut(help, "\nKeys:\n")
+	if !ok {
+		t.Fatalf("no Keys: in the console's help:\n%s", help)
+	}
+	block, _, _ = strings.Cut(block, "\n\n")
+	listed := map[string]bool{}
+	for _, line := range strings.Split(block, "\n") {
+		keys, _, ok := strings.Cut(strings.TrimPrefix(line, "  "), "  ")
+		if !ok || !strings.HasPrefix(line, "  ") {
+			continue
+		}
+		for _, k := range strings.Fields(keys) {
+			for _, k := range splitKeys(k) {
+				listed[k] = true
+			}
+		}
+	}
+	km := tui.DefaultKeyMap()
+	bindings := slices.Concat(km.FullHelp()...)
+	bindings = append(bindings, km.Force)
+	for _, b := range bindings {
+		h := b.Help()
+		for _, k := range splitKeys(h.Key) {
+			if !listed[k] {
+				t.Errorf("the console's --help does not list %q (%s); it lists %v", k, h.Desc, slices.Sorted(mapKeys(listed)))
+			}
+		}
+	}
+}
+
+// splitKeys splits "home/g" into its keys; "/" is a key of its own.
+func splitKeys(s string) []string {
+	if s == "/" {
+		return []string{s}
+	}
+	return strings.Split(s, "/")
+}
+
+func mapKeys(m map[string]bool) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// TestAuditHelpEvents: 'sluice audit --help' names every event the log
+// may hold.
+func TestAuditHelpEvents(t *testing.T) {
+	t.Parallel()
+	help := helpOf(t, "audit", "--help")
+	for _, e := range queue.EventNames() {
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(string(e)) + `\b`).MatchString(help) {
+			t.Errorf("'sluice audit --help' does not name the event %s", e)
+		}
+	}
+}
