@@ -296,3 +296,99 @@ func TestViewEscapesHostileText(t *testing.T) {
 		checkFrame(t, out, w, 24)
 	}
 }
+
+// TestViewScreens: the screens this round changed, at every size, as
+// goldens: a one-line command with a verdict of several parts beside a
+// running command (the command right under the verdict's word), a run
+// waiting for its turn, History with runs of every outcome, and the
+// dialogs (T's trust, A's rule, undo with a file another run changed
+// too, kill, a batch of one, deny's reason).
+func TestViewScreens(t *testing.T) {
+	at := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	sed := &queue.Request{ID: "01JD0000000000000000000021", Kind: queue.KindExec, Command: "sed -i s/hello/HELLO/ notes.txt && echo mutated",
+		Cwd: "/home/alice/src/notes", Agent: "claude-code", Session: "s-4f2a"}
+	sedVerdict := queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium", Profile: "mutating",
+		Reasons: []string{"edits files in place"},
+		Parts: []queue.Part{
+			{Command: "sed -i s/hello/HELLO/ notes.txt", Category: "mutating", Action: "ask", Rule: "default: mutating → ask (knowledge: sed -i)"},
+			{Command: "echo mutated", Category: "read_only", Action: "allow", Rule: "default: read_only → allow (knowledge: echo)"},
+		}}
+	ended := func(id, cmd string, st queue.Status, code int, ms int64, files int) runFinished {
+		req := &queue.Request{ID: id, Kind: queue.KindExec, Command: cmd, Cwd: "/home/alice/src/notes"}
+		res := queue.Result{Status: st, DurationMS: ms, DecidedBy: queue.ByHuman}
+		if st == queue.StatusDone || st == queue.StatusTimeout {
+			res.ExitCode = &code
+		}
+		for i := range files {
+			res.ChangedFiles = append(res.ChangedFiles, queue.FileChange{Path: "/home/alice/src/notes/f" + itoa(i+1), Change: "created"})
+		}
+		return runFinished{id: id, req: req, res: res, at: at.Add(-time.Minute)}
+	}
+	for _, sz := range goldenSizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			m := New(Options{Styles: themes.Mono(), Now: func() time.Time { return at }, Actor: "alice", Spool: "~/.local/state/sluice/spool",
+				ProposeRule: func(string) ([]string, int) { return []string{"sed -i s/hello/HELLO/ notes.txt", "sed -i *"}, 1 },
+				TrustRule:   func(*queue.Request, string) (string, error) { return "", nil },
+				RuleText: func(_ *queue.Request, p string, s RuleScope) string {
+					return "[[rule]]\naction = \"allow\"\ncommand = \"" + p + "\"\nproject = \"/home/alice/src/notes\""
+				}})
+			m.Update(tea.WindowSizeMsg{Width: sz.w, Height: sz.h})
+			watch := &run{req: &queue.Request{ID: "01JD0000000000000000000020", Kind: queue.KindExec, Command: "npm run watch", Cwd: "/home/alice/src/web"},
+				verdict: queue.Verdict{Action: "ask", Profile: "mutating"}, by: queue.ByHuman, started: at.Add(-time.Minute), screen: screen.New(40, 6, nil)}
+			_, _ = watch.screen.Write([]byte("watching for changes…\r\n"))
+			m.Update(engineMsg{events: []any{
+				ended("01JD0000000000000000000015", "make build", queue.StatusDone, 0, 2300, 3),
+				ended("01JD0000000000000000000016", "go test ./...", queue.StatusDone, 1, 41200, 0),
+				ended("01JD0000000000000000000017", "sleep 600", queue.StatusTimeout, 124, 600000, 0),
+				ended("01JD0000000000000000000018", "rm -rf dist", queue.StatusDenied, 0, 0, 0),
+				runStarted{run: watch},
+				requestPending{req: sed, at: at.Add(-12 * time.Second), verdict: sedVerdict},
+			}})
+			m.graceUntil = time.Time{}
+			shot := func(name string) {
+				t.Helper()
+				out := m.render()
+				checkFrame(t, out, sz.w, sz.h)
+				t.Run(name, func(t *testing.T) { golden(t, out) })
+			}
+			shot("command")
+			if !m.commandSeen() {
+				t.Errorf("the one-line command is not seen without scrolling")
+			}
+			for _, d := range []struct {
+				name string
+				open func()
+			}{
+				{"trust", func() {
+					m.rule, m.mode = ruleProposedMsg{id: sed.ID, patterns: []string{"sed -i s/hello/HELLO/ notes.txt", "sed -i *"}, matches: []int{1, 7}, trust: true}, modeConfirmTrust
+				}},
+				{"rule", func() {
+					m.rule, m.ruleScope, m.mode = ruleProposedMsg{id: sed.ID, patterns: []string{"sed -i s/hello/HELLO/ notes.txt", "sed -i *"}, matches: []int{1, 7}}, ScopeProject, modeConfirmRule
+				}},
+				{"undo", func() {
+					m.undo, m.mode = &UndoPlan{ID: "01JD0000000000000000000015", Files: []string{"/home/alice/src/notes/f1", "/home/alice/src/notes/f2"},
+						Diff: "diff --git a/f1 b/f1\ndeleted file mode 100644\n", Shared: []string{"/home/alice/src/notes/f2"},
+						SharedWith: []string{"01JD0000000000000000000014"}, SharedDiff: "diff --git a/f2 b/f2\ndeleted file mode 100644\n"}, modeConfirmUndo
+				}},
+				{"kill", func() { m.killID, m.mode = watch.req.ID, modeConfirmKill }},
+				{"batch", func() { m.current().marked, m.mode = true, modeConfirmBatch }},
+				{"deny", func() { m.dialogID = sed.ID; m.openInput(modeDenyReason, "", "reason (optional): ") }},
+			} {
+				d.open()
+				shot(d.name)
+				m.mode = modeNormal
+				if it := m.current(); it != nil {
+					it.marked = false
+				}
+			}
+			// A run that waits for its turn, shown from History.
+			m.Update(engineMsg{events: []any{runWaits{id: watch.req.ID, holder: "01JD0000000000000000000019"}}})
+			m.Update(keyMsg("tab"))
+			m.histSel = 0
+			shot("waiting")
+			if plain := ansi.Strip(m.render()); !strings.Contains(plain, "waiting") || !strings.Contains(plain, "for 00000019") {
+				t.Errorf("the waiting run does not say for which run")
+			}
+		})
+	}
+}
