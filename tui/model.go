@@ -241,6 +241,10 @@ type Model struct {
 	configProblem         string // why config.toml, changed, does not load
 	spoolProblem          string // why the spool cannot be written
 	quitting              bool
+	// lastGone is the request that last left the queue, and when: a key
+	// meant for it, pressed just after, is told where it went.
+	lastGone   string
+	lastGoneAt time.Time
 }
 
 var _ tea.Model = (*Model)(nil)

@@ -609,3 +609,22 @@ func TestApproveAndRememberRule(t *testing.T) {
 		t.Errorf("result %s, want done", res.Status)
 	}
 }
+
+// TestTakenByAnotherConsole: a request another console approved first
+// leaves this console's queue; a approve pressed just after is told who
+// took it, not "no pending request selected".
+func TestTakenByAnotherConsole(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := f.submit("make deploy")
+	f.clock.add(time.Second)
+	// The other console claims it: it leaves this queue, and the audit
+	// log says who approved it.
+	f.m.feed.Gone(req.ID, queue.Gone)
+	f.m.Logged([]queue.Event{{ID: req.ID, Event: queue.EventApproved, Actor: "bob@laptop", Kind: queue.KindExec, Command: "make deploy"}})
+	f.drain()
+	f.press(f.m.keys.Approve)
+	if !strings.Contains(f.m.status, "approved by bob@laptop first") {
+		t.Errorf("status %q, want who approved it", f.m.status)
+	}
+}

@@ -439,6 +439,7 @@ func (m *Model) remove(id string) {
 		return
 	}
 	delete(m.queued, id)
+	m.lastGone, m.lastGoneAt = id, m.d.now()
 	sel := m.current()
 	for i, it := range m.pending {
 		if it.req.ID == id {
@@ -495,6 +496,21 @@ func (m *Model) graceLeft() time.Duration {
 func (m *Model) setStatus(s string) { m.status, m.statusErr = s, false }
 func (m *Model) setErr(err error)   { m.status, m.statusErr = err.Error(), true }
 
+// goneText says what became of request id, which another process (a
+// second console, sluice approve or deny, serve) took first: who decided
+// it, when the audit log has said so already.
+func (m *Model) goneText(id string) string {
+	if r := m.byID[id]; r != nil && r.actor != "" && (r.last == queue.EventApproved || r.last == queue.EventDenied ||
+		r.last == queue.EventStarted || r.last == queue.EventFinished) {
+		verb := "approved"
+		if r.last == queue.EventDenied {
+			verb = "denied"
+		}
+		return fmt.Sprintf("%s was %s by %s first; History shows it", shortID(id), verb, plainText(r.actor))
+	}
+	return fmt.Sprintf("%s was taken first by another process (another console, sluice approve or deny, serve); History shows what became of it", shortID(id))
+}
+
 // afterAct shows how a person's action ended.
 func (m *Model) afterAct(msg actedMsg) tea.Cmd {
 	it := m.find(msg.id)
@@ -516,6 +532,8 @@ func (m *Model) afterAct(msg actedMsg) tea.Cmd {
 		return nil
 	}
 	switch {
+	case errors.Is(msg.err, queue.ErrClaimed), errors.Is(msg.err, queue.ErrResulted), errors.Is(msg.err, queue.ErrNotFound):
+		m.setErr(errors.New(m.goneText(msg.id)))
 	case errors.Is(msg.err, queue.ErrPolicyDenies):
 		m.setErr(fmt.Errorf("%s refused: the policy denies it", msg.id))
 	case errors.Is(msg.err, queue.ErrChangedSinceShown):

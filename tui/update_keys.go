@@ -1,9 +1,11 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -161,6 +163,11 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
 	it := m.current()
+	if it == nil && m.focus == focusQueue && m.lastGone != "" && m.d.now().Sub(m.lastGoneAt) < 3*time.Second {
+		// The key was meant for what just left.
+		m.setErr(errors.New(m.goneText(m.lastGone)))
+		return nil
+	}
 	if it == nil || m.focus != focusQueue {
 		m.setErr(fmt.Errorf("no pending request selected"))
 		return nil
