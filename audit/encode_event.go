@@ -33,6 +33,7 @@ func appendEvent(b []byte, ev *queue.Event) ([]byte, bool) {
 	b = queue.AppendJSONMember(b, "path", ev.Path)
 	b = queue.AppendJSONMember(b, "tool", ev.Tool)
 	b = queue.AppendJSONMember(b, "cwd", ev.Cwd)
+	b = queue.AppendJSONMember(b, "spool", ev.Spool)
 	if v := ev.Verdict; v != nil {
 		b = append(b, `,"verdict":{"action":`...)
 		b = queue.AppendJSONString(b, string(v.Action))

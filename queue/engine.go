@@ -232,7 +232,7 @@ func (e *Engine) logf(format string, args ...any) {
 // succeeded.
 func (e *Engine) record(name EventName, req *Request, actor string, fill func(*Event)) error {
 	ev := NewEvent(name, req)
-	ev.Actor = actor
+	ev.Actor, ev.Spool = actor, e.Spool.Dir()
 	if fill != nil {
 		fill(&ev)
 	}
@@ -568,6 +568,11 @@ func (e *Engine) recordSteps(j *judged, req *Request, evs ...Event) error {
 // recordAll records evs in order, with one fsync where the Recorder can
 // batch; on an error the steps they record must not happen.
 func (e *Engine) recordAll(evs []Event) error {
+	for i := range evs {
+		if evs[i].Spool == "" {
+			evs[i].Spool = e.Spool.Dir()
+		}
+	}
 	if br, ok := e.Recorder.(BatchRecorder); ok && len(evs) > 1 {
 		return br.RecordAll(evs)
 	}

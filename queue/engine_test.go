@@ -125,6 +125,13 @@ func TestEngineObserverEditKillDeny(t *testing.T) {
 	if ev, ok := rec.find(ask.ID, EventApproved); !ok || ev.Command != "ls build" || ev.EditedFrom != "rm -rf build" || ev.Actor != "alice" {
 		t.Errorf("approved event %+v, want command edited from the original, by alice", ev)
 	}
+	// Every line names the spool it came through: one audit log may
+	// serve several, and a console's History shows its own.
+	for _, name := range []EventName{EventQueued, EventApproved, EventStarted, EventFinished} {
+		if ev, ok := rec.find(ask.ID, name); !ok || ev.Spool != sp.Dir() {
+			t.Errorf("%s: spool %q, want %q", name, ev.Spool, sp.Dir())
+		}
+	}
 
 	// An edit cannot turn a request into something the policy denies.
 	ask2 := execReq("make deploy")

@@ -63,6 +63,9 @@ type Event struct {
 	Path       string `json:"path,omitempty"` // write, edit: the file
 	Tool       string `json:"tool,omitempty"` // tool: the tool's name
 	Cwd        string `json:"cwd,omitempty"`
+	// Spool is the spool the request came through (its directory): one
+	// audit log may serve several spools, and a console shows its own.
+	Spool string `json:"spool,omitempty"`
 
 	Verdict      *Verdict `json:"verdict,omitempty"`
 	Status       Status   `json:"status,omitempty"` // the result status, once there is one

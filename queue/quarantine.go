@@ -79,7 +79,7 @@ func (s *Spool) note(name EventName, req *Request, status Status, reason string)
 		return nil
 	}
 	ev := NewEvent(name, req)
-	ev.Actor, ev.Status, ev.Reason = string(ByPolicy), status, reason
+	ev.Actor, ev.Status, ev.Reason, ev.Spool = string(ByPolicy), status, reason, s.dir
 	if err := s.Recorder.Record(ev); err != nil {
 		return fmt.Errorf("queue: audit %s %s: %w", name, req.ID, err)
 	}

@@ -251,7 +251,7 @@ func (s *Spool) Withdraw(id, actor, reason string) bool {
 	}
 	if s.Recorder != nil {
 		ev := NewEvent(EventExpired, c.Request)
-		ev.Actor, ev.Status, ev.Reason = actor, StatusExpired, reason
+		ev.Actor, ev.Status, ev.Reason, ev.Spool = actor, StatusExpired, reason, s.dir
 		if s.Recorder.Record(ev) != nil {
 			// Unrecorded, it must not be answered: the claim is left to
 			// be recovered (answered interrupted, and recorded) by the

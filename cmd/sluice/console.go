@@ -196,7 +196,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		defer close(served)
 		eng.Serve(serveCtx)
 	}()
-	go followHistory(serveCtx, log.Path(), cfg.Console.history(), m.Logged)
+	go followHistory(serveCtx, log.Path(), cfg.Console.history(), ownSpool(sp.Dir(), m.Logged))
 	go watchSpoolWritable(serveCtx, sp, m.SpoolProblem)
 	cw := &configWatch{flagValue: g.config,
 		apply: func(old, nw *config) {

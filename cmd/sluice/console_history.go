@@ -55,6 +55,23 @@ func followHistory(ctx context.Context, path string, n int, logged func([]queue.
 	})
 }
 
+// ownSpool passes on the events of spool dir only: one audit log may
+// serve several spools, and a console's History is its own spool's. Lines
+// that name no spool (older ones, undos, trusts) pass.
+func ownSpool(dir string, logged func([]queue.Event)) func([]queue.Event) {
+	return func(evs []queue.Event) {
+		kept := evs[:0:0]
+		for _, ev := range evs {
+			if ev.Spool == "" || ev.Spool == dir {
+				kept = append(kept, ev)
+			}
+		}
+		if len(kept) > 0 {
+			logged(kept)
+		}
+	}
+}
+
 // events are the decoded events among lines.
 func events(lines []audit.Line) []queue.Event {
 	out := make([]queue.Event, 0, len(lines))

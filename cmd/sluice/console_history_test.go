@@ -81,3 +81,23 @@ func TestFollowHistory(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestHistoryOwnSpool: two spools share one audit log; a console's
+// History gets its own spool's lines and those that name none (older
+// lines, undos), not the other spool's.
+func TestHistoryOwnSpool(t *testing.T) {
+	var got []string
+	keep := ownSpool("/run/user/1000/sluice", func(evs []queue.Event) {
+		for _, ev := range evs {
+			got = append(got, ev.Command)
+		}
+	})
+	keep([]queue.Event{
+		{ID: queue.NewID(), Event: queue.EventApproved, Command: "make mine", Spool: "/run/user/1000/sluice"},
+		{ID: queue.NewID(), Event: queue.EventApproved, Command: "make theirs", Spool: "/tmp/other/spool"},
+		{ID: queue.NewID(), Event: queue.EventApproved, Command: "make older"},
+	})
+	if len(got) != 2 || got[0] != "make mine" || got[1] != "make older" {
+		t.Errorf("History got %q, want the own spool's and the unnamed", got)
+	}
+}
