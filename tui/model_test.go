@@ -628,3 +628,17 @@ func TestTakenByAnotherConsole(t *testing.T) {
 		t.Errorf("status %q, want who approved it", f.m.status)
 	}
 }
+
+// TestSilentRunSaysItRuns: a command that prints nothing until it ends
+// (go test) shows that it runs and for how long, not an empty pane.
+func TestSilentRunSaysItRuns(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := &queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: "go test ./...", Cwd: "/home/me/app"}
+	f.m.feed.Started(req, queue.Verdict{Action: queue.ActionAllow, Profile: "read_only"}, queue.ByPolicy)
+	f.drain()
+	f.clock.add(16 * time.Second)
+	if out := ansi.Strip(f.m.render()); !strings.Contains(out, "no output yet · running for 16s") {
+		t.Errorf("a silent run shows an empty pane:\n%s", out)
+	}
+}

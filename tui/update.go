@@ -257,9 +257,9 @@ func (m *Model) handleEngine(events []any) tea.Cmd {
 			if r.verdict.Action == queue.ActionAllowWithCheckpoint && res.DecidedBy == queue.ByPolicy {
 				// Allowed with a checkpoint: said quietly (no bell), with
 				// what it changed and how to take it back.
-				s := "ran with a checkpoint: " + plainText(r.req.Summary())
+				s := "ran without asking (the policy allows it when its changes can be undone): " + plainText(r.req.Summary())
 				if n := len(res.ChangedFiles); n > 0 {
-					s += fmt.Sprintf(" · changed %d file(s) · u in History undoes it", n)
+					s += fmt.Sprintf(" · changed %d file(s) · u in History puts them back", n)
 				}
 				m.setStatus(s)
 			}

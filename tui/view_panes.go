@@ -665,6 +665,11 @@ func (m *Model) outputLines(w, h int) []string {
 		for len(lines) > 0 && strings.TrimSpace(ansi.Strip(lines[len(lines)-1])) == "" {
 			lines = lines[:len(lines)-1]
 		}
+		if len(lines) == 0 && r.running() {
+			// A command that prints only at its end (go test, a build):
+			// say it runs, not an empty pane.
+			return []string{m.st.Queue.Empty.Render(fmt.Sprintf("no output yet · running for %s", age(m.d.now().Sub(r.started))))}
+		}
 		if len(lines) > h {
 			lines = lines[len(lines)-h:]
 		}
