@@ -311,3 +311,24 @@ func TestSelectionStaysOnItsRun(t *testing.T) {
 		t.Errorf("a new run moved the selection to %v", r.req.Command)
 	}
 }
+
+// TestNarrowOutputFocusShowsHistory: on a narrow terminal, with the
+// output pane focused, the list above is History, whose selection the
+// Request and Output panes show, not the queue.
+func TestNarrowOutputFocusShowsHistory(t *testing.T) {
+	f := newFixture(t)
+	f.update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	f.submit("touch b")
+	f.m.feed.Finished(&queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: "touch a", Cwd: "/home/me/app"},
+		queue.Result{Status: queue.StatusDone, ExitCode: new(int)})
+	f.drain()
+	f.update(keyMsg("tab"))
+	f.update(keyMsg("tab"))
+	if f.m.focus != focusOutput {
+		t.Fatalf("focus %s", f.m.focus)
+	}
+	out := ansi.Strip(f.m.render())
+	if !strings.Contains(out, "History (1)") || strings.Contains(out, "Queue (1)") || !strings.Contains(out, "Ran ") {
+		t.Errorf("with the output pane focused:\n%s", out)
+	}
+}

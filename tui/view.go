@@ -57,7 +57,7 @@ func (m *Model) layout() layout {
 	}
 	l = layout{leftW: w, rightW: w}
 	rows := len(m.visible())
-	if m.focus == focusHistory {
+	if m.focus != focusQueue {
 		rows = len(m.history)
 	}
 	l.queueH = min(max(rows, 1)+3, max(6, body/3))
@@ -154,7 +154,9 @@ func (m *Model) render() string {
 			lipgloss.JoinVertical(lipgloss.Left, queue, hist), right)
 	} else {
 		top := queue
-		if m.focus == focusHistory {
+		if m.focus != focusQueue {
+			// The Request and Output panes show History's selection
+			// then: the list above is History too.
 			top = hist
 		}
 		parts := []string{top, detail}
