@@ -121,6 +121,7 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 	w := &walker{line: line, cwd: word{val: env.Cwd, src: env.Cwd}}
 	w.stmts(f.Stmts, false)
 	j := &judge{k: p.tools, parse: p.parse}
+	j.readsFiles(w.out)
 	for i := range w.out {
 		j.simple(&w.out[i])
 	}
@@ -486,6 +487,11 @@ func (p *Policy) pathVerdict(ref pathRef, access string, env Env) (Action, Risk,
 	if a, r, why, matched := p.pathRule(abs, access, env); matched {
 		return a, r, why
 	}
+	if access == "write" && selfPath(abs) {
+		// Written, /dev/stdin or /dev/fd/3 opens again whatever file
+		// the descriptor holds (cmd <f >/dev/stdin overwrites f).
+		return Ask, High, fmt.Sprintf("writes %s, which opens again whatever file that descriptor of the command holds", abs)
+	}
 	if access == "write" && !inRoots(abs, env.Roots) {
 		if len(env.Roots) == 0 {
 			return Ask, High, fmt.Sprintf("writes %s, and there is no project to hold it (the home directory and / are none)", abs)
@@ -701,7 +707,9 @@ func resolve(p string, cwd word, env Env, follow bool) (string, bool) {
 		p = filepath.Join(dir, p)
 	}
 	p = filepath.Clean(p)
-	if follow {
+	if follow && !selfPath(p) {
+		// /dev/stdout, /proc/self/…: what they lead to is the running
+		// command's, not the judge's.
 		p = realPath(p)
 	}
 	return p, true

@@ -39,12 +39,13 @@ type pathRef struct {
 
 // output records a file an option names for the program's output (time
 // -o FILE, sort -o FILE, tar --index-file=FILE): a write judged as a
-// redirection target is; "-" (standard output) and /dev/null are none.
-func (p *part) output(w word, cwd word, how string) {
-	if !w.dyn && (w.val == "-" || w.val == "" || isDevStream(w.val)) {
+// redirection target is; "-" (standard output) and the sinks (/dev/null,
+// the terminal, the command's own output streams) are none.
+func (j *judge) output(pt *part, w word, cwd word, how string) {
+	if !w.dyn && (w.val == "-" || w.val == "" || j.sink(w.val)) {
 		return
 	}
-	p.writes = append(p.writes, pathRef{w: w, cwd: cwd, how: how})
+	pt.writes = append(pt.writes, pathRef{w: w, cwd: cwd, how: how})
 }
 
 // carry records why the part runs code the line brings with it.
@@ -72,6 +73,25 @@ type judge struct {
 	// keyword: set -k was seen: assignment-like words anywhere in a
 	// command go into its environment.
 	keyword bool
+	// reopens: the line redirects a file into a descriptor to read it
+	// (cmd <f, 1<f, exec 3<f). Opening /dev/stdout or /dev/fd/1 for
+	// writing opens again whatever file the descriptor holds, for
+	// writing: "echo x 1<f >/dev/stdout" overwrites f. In such a line
+	// the output streams are no sinks.
+	reopens bool
+}
+
+// readsFiles notes that a line (or a shell string run by it) redirects a
+// file into a descriptor: its output streams are no sinks from then on.
+func (j *judge) readsFiles(cmds []simple) {
+	for _, s := range cmds {
+		for _, r := range s.redirs {
+			if r.op == syntax.RdrIn && !netRedirect(r.target) {
+				j.reopens = true
+				return
+			}
+		}
+	}
 }
 
 // systemDirs are where a path-qualified program is still the system tool.
@@ -107,7 +127,7 @@ func (j *judge) redirect(pt *part, r redirect, s *simple) {
 	switch r.op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll,
 		syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
-		if !r.target.dyn && isDevStream(r.target.val) {
+		if !r.target.dyn && j.sink(r.target.val) {
 			return
 		}
 		if netRedirect(r.target) {
@@ -118,7 +138,7 @@ func (j *judge) redirect(pt *part, r redirect, s *simple) {
 	case syntax.DplOut, syntax.DplIn:
 		// >&2, 2>&1, <&0, >&- duplicate descriptors; bash's ">& FILE"
 		// (a word that is not a descriptor) writes the file.
-		if r.target.dyn || !isFD(r.target.val) {
+		if r.target.dyn || !isFD(r.target.val) && !j.sink(r.target.val) {
 			pt.writes = append(pt.writes, pathRef{w: r.target, cwd: s.cwd, how: "redirection >&"})
 		}
 	case syntax.RdrIn:
@@ -136,10 +156,42 @@ func netRedirect(w word) bool {
 	return !w.dyn && (strings.HasPrefix(w.val, "/dev/tcp/") || strings.HasPrefix(w.val, "/dev/udp/"))
 }
 
-func isDevStream(p string) bool {
+// sink reports a path whose writing writes no file: the null device, the
+// terminal, and the command's own output streams (/dev/stdout,
+// /dev/fd/2, /proc/self/fd/1, …) unless the line redirects a file into a
+// descriptor (j.reopens). Standard input is none: written, it reaches
+// whatever the command reads from.
+func (j *judge) sink(p string) bool {
 	switch p {
-	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/stdin", "/dev/fd/1", "/dev/fd/2":
+	case "/dev/null", "/dev/tty":
 		return true
+	}
+	return !j.reopens && outputStream(p)
+}
+
+// outputStream reports the names of a command's standard output and
+// error.
+func outputStream(p string) bool {
+	switch p {
+	case "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/proc/self/fd/1", "/proc/self/fd/2",
+		"/proc/thread-self/fd/1", "/proc/thread-self/fd/2":
+		return true
+	}
+	return false
+}
+
+// selfPath reports a path that names something of the process that opens
+// it (/dev/stdin, /dev/fd/N, /proc/self/…): what it leads to is the
+// command's when it runs, never the judge's own.
+func selfPath(p string) bool {
+	switch p {
+	case "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd", "/proc/self", "/proc/thread-self":
+		return true
+	}
+	for _, d := range []string{"/dev/fd/", "/proc/self/", "/proc/thread-self/"} {
+		if strings.HasPrefix(p, d) {
+			return true
+		}
 	}
 	return false
 }
@@ -517,7 +569,7 @@ func (j *judge) known(prog string, args []word, pt *part) {
 		}
 	}
 	if pt.cat == ReadOnly {
-		hiddenWrites(t, ops, label, pt)
+		j.hiddenWrites(t, ops, label, pt)
 	}
 	codeFromStdin(ops, label, pt)
 	opnds := operands(ops)
@@ -539,13 +591,13 @@ func (j *judge) known(prog string, args []word, pt *part) {
 		for _, o := range ops {
 			if strings.HasSuffix(wo, "=") {
 				if !o.option && !o.w.dyn && strings.HasPrefix(o.w.val, wo) {
-					pt.output(word{val: o.w.val[len(wo):], src: o.w.src}, pt.cwd, label+" "+wo)
+					j.output(pt, word{val: o.w.val[len(wo):], src: o.w.src}, pt.cwd, label+" "+wo)
 				}
 				continue
 			}
 			if o.option {
 				if v, ok := optionValue(o, wo); ok {
-					pt.output(v, pt.cwd, label+" "+wo)
+					j.output(pt, v, pt.cwd, label+" "+wo)
 				}
 			}
 		}
@@ -719,7 +771,7 @@ func keywordMode(args []word) bool {
 // file (--output*, --save*, --*-file) and that the table does not know
 // writes the file: judged by its path, as a redirection is (git diff
 // --output=F).
-func hiddenWrites(t *Tool, ops []opword, label string, pt *part) {
+func (j *judge) hiddenWrites(t *Tool, ops []opword, label string, pt *part) {
 	known := func(name string) bool {
 		if slices.Contains(t.ValueOptions, name) || slices.Contains(t.WriteOptions, name) {
 			return true
@@ -743,11 +795,11 @@ func hiddenWrites(t *Tool, ops []opword, label string, pt *part) {
 		}
 		switch {
 		case hasVal:
-			pt.output(word{val: val, src: o.w.src}, pt.cwd, label+" "+name)
+			j.output(pt, word{val: val, src: o.w.src}, pt.cwd, label+" "+name)
 		case o.value != nil:
-			pt.output(*o.value, pt.cwd, label+" "+name)
+			j.output(pt, *o.value, pt.cwd, label+" "+name)
 		case i+1 < len(ops) && !ops[i+1].option:
-			pt.output(ops[i+1].w, pt.cwd, label+" "+name)
+			j.output(pt, ops[i+1].w, pt.cwd, label+" "+name)
 		}
 	}
 }

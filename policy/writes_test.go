@@ -1,0 +1,58 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSinksAreNoWrites: writing /dev/null, the terminal or the command's
+// own output streams, by whatever name, is no write outside the project:
+// no reason says so and the risk stays the category's own (curl … -o
+// /dev/null was "writes /dev/null, outside the project", risk high). The
+// streams a line may have put a file on, and standard input, are judged
+// by the name written, never by what the judge's own descriptors lead to.
+func TestSinksAreNoWrites(t *testing.T) {
+	t.Parallel()
+	p := Default()
+	for _, tt := range []struct {
+		line string
+		act  Action
+		risk Risk
+	}{
+		{"curl -s https://example.com -o /dev/null", Ask, Medium},
+		{"curl -s -o /dev/null -w '%{http_code}' https://example.com >& /dev/null", Ask, Medium},
+		{"curl -sSo /dev/stdout https://example.com 2>/dev/stderr", Ask, Medium},
+		{"wget -qO /dev/null https://example.com", Ask, Medium},
+		{"echo x >& /dev/null", Allow, Low},
+		{"echo x > /proc/self/fd/2", Allow, Low},
+		{"ls >/dev/fd/1 2>/dev/tty", Allow, Low},
+		{"ls | tee /dev/stderr", Allow, Low},
+	} {
+		v := p.Check(tt.line, tableEnv)
+		if v.Action != tt.act || v.Risk != tt.risk {
+			t.Errorf("%q: %s risk %s, want %s risk %s: %s", tt.line, v.Action, v.Risk, tt.act, tt.risk, explain(v))
+		}
+		for _, r := range v.Reasons {
+			if strings.Contains(r, "/dev/") || strings.Contains(r, "/proc/") || strings.Contains(r, "outside the project") {
+				t.Errorf("%q: reason %q", tt.line, r)
+			}
+		}
+	}
+	// The streams reopen what the line put on them: judged, by the name
+	// written (the judge's own fd 0 or 1 is /dev/null or a pipe, which
+	// says nothing of the command's).
+	for _, tt := range []struct{ line, name string }{
+		{"echo x 1< notes.txt > /dev/stdout", "/dev/stdout"},
+		{"sort < in.txt > /dev/stdin", "/dev/stdin"},
+		{"echo x > /dev/fd/0 < notes.txt", "/dev/fd/0"},
+		{"exec 3< notes.txt; echo x > /dev/fd/3", "/dev/fd/3"},
+		{"cat notes.txt > /proc/self/fd/0", "/proc/self/fd/0"},
+	} {
+		v := p.Check(tt.line, tableEnv)
+		want := "writes " + tt.name + ", which opens again whatever file that descriptor of the command holds"
+		if v.Action != Ask || !slices.Contains(v.Reasons, want) {
+			t.Errorf("%q: %s %q, want ask with %q", tt.line, v.Action, v.Reasons, want)
+		}
+	}
+}
