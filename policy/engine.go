@@ -373,7 +373,7 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 		pv.Rule = "the line brings code of its own: " + strings.Join(carries, "; ")
 	}
 	risk := baseRisk(pv.Category)
-	check := func(ref pathRef, access string) {
+	check := func(ref pathRef, access string) Action {
 		a, r, why := p.pathVerdict(ref, access, env)
 		if a > act {
 			pv.Rule = why
@@ -382,13 +382,30 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 		if why != "" {
 			pv.Reasons = append(pv.Reasons, why)
 		}
+		return a
 	}
 	for _, wr := range pt.writes {
-		check(wr, "write")
-		if (pv.Category == Destructive || strings.Contains(wr.how, "operand") || strings.Contains(wr.how, "destination")) && !wr.w.dyn {
+		a := check(wr, "write")
+		if wr.w.dyn {
+			continue
+		}
+		if wr.into != nil && pv.Category != Destructive {
+			// cp f DIR/: what lands in DIR is judged, not DIR as a
+			// whole: copying a file into /tmp does not destroy /tmp,
+			// though /tmp holds the home directory.
+			if la, lr, why := p.landing(wr, a, env); why != "" && (la > act || la == Deny) {
+				if la > act {
+					pv.Rule = why
+				}
+				act, risk = max(act, la), max(risk, lr)
+				pv.Reasons = append(pv.Reasons, why)
+			}
+			continue
+		}
+		if pv.Category == Destructive || strings.Contains(wr.how, "operand") || strings.Contains(wr.how, "destination") {
 			if abs, ok := resolve(wr.w.val, wr.cwd, env, false); ok && holdsProtected(abs, env.Home) {
 				act, risk = Deny, Critical
-				why := "destroys " + abs + ", which holds the home directory or the system"
+				why := destroys(abs)
 				pv.Rule = why
 				pv.Reasons = append(pv.Reasons, why)
 			}
@@ -412,6 +429,56 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 	}
 	pv.Action = act
 	return pv, risk
+}
+
+func destroys(abs string) string {
+	return "destroys " + abs + ", which holds the home directory or the system"
+}
+
+// landing judges what a copy, move or link puts into destination wr (cp
+// a b DIR/, mv -t DIR a): when the destination is a directory, each
+// operand lands in it under its own name, and that path is judged (cp
+// .bashrc ~/ writes ~/.bashrc; cp -r src/. ~ fills the home directory
+// itself). Otherwise the destination is the path itself, and one that
+// holds the home directory or the system is destroyed. dest is the
+// destination's own path verdict: a landing's verdict counts only where
+// it is stricter.
+func (p *Policy) landing(wr pathRef, dest Action, env Env) (Action, Risk, string) {
+	abs, ok := resolve(wr.w.val, wr.cwd, env, false)
+	if !ok {
+		return Allow, Low, ""
+	}
+	if !wr.dir {
+		fi, err := os.Stat(abs)
+		wr.dir = err == nil && fi.IsDir()
+	}
+	if !wr.dir {
+		if holdsProtected(abs, env.Home) {
+			return Deny, Critical, destroys(abs)
+		}
+		return Allow, Low, ""
+	}
+	act, risk, why := Allow, Low, ""
+	for _, src := range wr.into {
+		if src.dyn {
+			if holdsProtected(abs, env.Home) {
+				return Deny, Critical, "puts " + src.src + " into " + abs + ", which holds the home directory or the system, under a name known only when the line runs"
+			}
+			continue
+		}
+		name := src.val
+		if name == "~" || strings.HasPrefix(name, "~/") {
+			name = env.Home + name[1:]
+		}
+		l := filepath.Join(abs, filepath.Base(name))
+		if holdsProtected(l, env.Home) {
+			return Deny, Critical, destroys(l)
+		}
+		if a, r, w := p.pathVerdict(pathRef{w: word{val: l, src: l}, how: wr.how}, "write", env); a > max(act, dest) {
+			act, risk, why = a, r, w
+		}
+	}
+	return act, risk, why
 }
 
 // commandRule finds the strictest user or default rule matching the part.

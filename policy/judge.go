@@ -35,6 +35,13 @@ type pathRef struct {
 	w   word
 	cwd word
 	how string
+	// into are the operands a copy, move or link puts into this
+	// destination, each under its own name when it is a directory (cp a
+	// b DIR, mv -t DIR a); nil for a path written as itself.
+	into []word
+	// dir says the destination must be a directory: written DIR/, named
+	// by -t, or given several operands.
+	dir bool
 }
 
 // output records a file an option names for the program's output (time
@@ -577,30 +584,62 @@ func (j *judge) known(prog string, args []word, pt *part) {
 	if condWrites != "" {
 		writes = condWrites
 	}
-	switch writes {
-	case "args":
-		for _, o := range opnds {
-			pt.writes = append(pt.writes, pathRef{w: o, cwd: pt.cwd, how: label + " operand"})
-		}
-	case "last":
-		if len(opnds) >= 2 {
-			pt.writes = append(pt.writes, pathRef{w: opnds[len(opnds)-1], cwd: pt.cwd, how: label + " destination"})
-		}
-	}
+	into := writes == "into" || writes == "args_into"
+	// cp -T, mv --no-target-directory: the destination is the path
+	// itself, never a directory the others land in.
+	whole := into && slices.ContainsFunc(ops, func(o opword) bool {
+		return o.option && !o.w.dyn && (hasFlag(o.w.val, "-T") || hasFlag(o.w.val, "--no-target-directory"))
+	})
+	var outputs []pathRef // what the write options name, in order
+	targeted := false     // a write option names the directory (cp -t DIR)
 	for _, wo := range writeOpts {
 		for _, o := range ops {
 			if strings.HasSuffix(wo, "=") {
 				if !o.option && !o.w.dyn && strings.HasPrefix(o.w.val, wo) {
-					j.output(pt, word{val: o.w.val[len(wo):], src: o.w.src}, pt.cwd, label+" "+wo)
+					outputs = append(outputs, pathRef{w: word{val: o.w.val[len(wo):], src: o.w.src}, how: label + " " + wo})
 				}
 				continue
 			}
-			if o.option {
-				if v, ok := optionValue(o, wo); ok {
-					j.output(pt, v, pt.cwd, label+" "+wo)
+			if !o.option {
+				continue
+			}
+			if v, ok := optionValue(o, wo); ok {
+				out := pathRef{w: v, how: label + " " + wo}
+				if into && !whole {
+					targeted = true
+					out.into, out.dir = opnds, true
 				}
+				outputs = append(outputs, out)
 			}
 		}
+	}
+	switch {
+	case writes == "args", writes == "args_into" && (targeted || len(opnds) < 2):
+		for _, o := range opnds {
+			pt.writes = append(pt.writes, pathRef{w: o, cwd: pt.cwd, how: label + " operand"})
+		}
+	case writes == "args_into":
+		for _, o := range opnds[:len(opnds)-1] {
+			pt.writes = append(pt.writes, pathRef{w: o, cwd: pt.cwd, how: label + " operand"})
+		}
+		fallthrough
+	case writes == "last" || writes == "into" && !targeted:
+		if len(opnds) < 2 {
+			break
+		}
+		dest := pathRef{w: opnds[len(opnds)-1], cwd: pt.cwd, how: label + " destination"}
+		if into && !whole {
+			dest.into = opnds[:len(opnds)-1]
+			dest.dir = len(opnds) > 2 || !dest.w.dyn && strings.HasSuffix(dest.w.val, "/")
+		}
+		pt.writes = append(pt.writes, dest)
+	}
+	for _, o := range outputs {
+		if o.into != nil {
+			pt.writes = append(pt.writes, pathRef{w: o.w, cwd: pt.cwd, how: o.how + " destination", into: o.into, dir: true})
+			continue
+		}
+		j.output(pt, o.w, pt.cwd, o.how)
 	}
 	for _, o := range ops {
 		if !o.option {

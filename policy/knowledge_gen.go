@@ -2180,7 +2180,7 @@ func generatedTool(name string) *Tool {
 			"report": &Tool{Category: Category(1)},
 		}}
 	case "cp", "gcp":
-		return &Tool{Category: Category(3), Aliases: []string{"gcp"}, ValueOptions: []string{"-t", "--target-directory", "-S", "--suffix"}, Writes: "last", WriteOptions: []string{"-t", "--target-directory"}}
+		return &Tool{Category: Category(3), Aliases: []string{"gcp"}, ValueOptions: []string{"-t", "--target-directory", "-S", "--suffix"}, Writes: "into", WriteOptions: []string{"-t", "--target-directory"}}
 	case "cpack", "ctest":
 		return &Tool{Category: Category(3), Reason: "runs the project's tests", Aliases: []string{"cpack"}}
 	case "cpulimit", "prlimit", "renice":
@@ -2763,7 +2763,7 @@ func generatedTool(name string) *Tool {
 	case "ginkgo", "gotestsum", "richgo":
 		return &Tool{Category: Category(3), Reason: "runs go test", Aliases: []string{"richgo", "ginkgo"}}
 	case "ginstall", "install":
-		return &Tool{Category: Category(3), Reason: "copies files and sets their attributes", Aliases: []string{"ginstall"}, ValueOptions: []string{"-m", "--mode", "-o", "--owner", "-g", "--group", "-t", "--target-directory", "-S", "--suffix", "--strip-program", "-Z", "--context"}, Writes: "last", WriteOptions: []string{"-t", "--target-directory"}}
+		return &Tool{Category: Category(3), Reason: "copies files and sets their attributes", Aliases: []string{"ginstall"}, ValueOptions: []string{"-m", "--mode", "-o", "--owner", "-g", "--group", "-t", "--target-directory", "-S", "--suffix", "--strip-program", "-Z", "--context"}, Writes: "into", WriteOptions: []string{"-t", "--target-directory"}}
 	case "gio-trash", "trash", "trash-put":
 		return &Tool{Category: Category(3), Reason: "moves files to the trash", Aliases: []string{"trash-put", "gio-trash"}, Writes: "args"}
 	case "git":
@@ -2992,13 +2992,13 @@ func generatedTool(name string) *Tool {
 			"auth": &Tool{Category: Category(4), When: []Condition{Condition{Flags: []string{"-t", "--show-token"}, Category: Category(6), Reason: "prints the GitLab token"}}},
 		}, When: []Condition{Condition{Args: []string{"delete"}, Category: Category(5), Reason: "deletes something on GitLab"}}}
 	case "gln", "ln":
-		return &Tool{Category: Category(3), Reason: "creates links", Aliases: []string{"gln"}, ValueOptions: []string{"-t", "--target-directory", "-S", "--suffix"}, Writes: "args", WriteOptions: []string{"-t", "--target-directory"}}
+		return &Tool{Category: Category(3), Reason: "creates links", Aliases: []string{"gln"}, ValueOptions: []string{"-t", "--target-directory", "-S", "--suffix"}, Writes: "args_into", WriteOptions: []string{"-t", "--target-directory"}}
 	case "gmkdir", "mkdir":
 		return &Tool{Category: Category(3), Reason: "creates directories", Aliases: []string{"gmkdir"}, ValueOptions: []string{"-m", "--mode", "-Z", "--context"}, Writes: "args"}
 	case "gmktemp", "mktemp":
 		return &Tool{Category: Category(3), Reason: "creates a temporary file or directory", Aliases: []string{"gmktemp"}, ValueOptions: []string{"-p", "--tmpdir", "--suffix"}}
 	case "gmv", "mv":
-		return &Tool{Category: Category(3), Reason: "moves or renames files", Aliases: []string{"gmv"}, ValueOptions: []string{"-t", "--target-directory", "-S", "--suffix"}, Writes: "args", WriteOptions: []string{"-t", "--target-directory"}}
+		return &Tool{Category: Category(3), Reason: "moves or renames files", Aliases: []string{"gmv"}, ValueOptions: []string{"-t", "--target-directory", "-S", "--suffix"}, Writes: "args_into", WriteOptions: []string{"-t", "--target-directory"}}
 	case "gnome-keyring-daemon", "keyring", "kwallet-query", "secret-tool":
 		return &Tool{Category: Category(6), Reason: "reads or changes the desktop keyring", Aliases: []string{"keyring", "kwallet-query", "gnome-keyring-daemon"}, Sub: map[string]*Tool{
 			"store": &Tool{Category: Category(3)},

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -53,6 +55,55 @@ func TestSinksAreNoWrites(t *testing.T) {
 		want := "writes " + tt.name + ", which opens again whatever file that descriptor of the command holds"
 		if v.Action != Ask || !slices.Contains(v.Reasons, want) {
 			t.Errorf("%q: %s %q, want ask with %q", tt.line, v.Action, v.Reasons, want)
+		}
+	}
+}
+
+// TestWritesOutsideAsk: with the home directory under /tmp (a fresh
+// HOME made for a try), copying or moving a file into /tmp asks (it was
+// denied: "destroys /tmp, which holds the home directory"); what lands in
+// the home directory or fills it, or destroys it, is still denied.
+func TestWritesOutsideAsk(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(os.TempDir(), "sluice-fresh-home")
+	p, err := Load(Options{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(home, "proj")
+	env := Env{Cwd: project, Home: home, Roots: []string{project}}
+	T := os.TempDir()
+	for _, line := range []string{
+		"cp file1.txt " + T + "/",
+		"mv file.txt " + T + "/",
+		"cp file1.txt " + T,
+		"cp -t " + T + " a.txt b.txt",
+		"mv -t " + T + " a.txt",
+		"cp notes.txt ~/",
+		"cp report.pdf ~/Documents/ && echo done > " + T + "/done.txt",
+		"ln -s " + project + "/bin/tool " + T + "/",
+	} {
+		v := p.Check(line, env)
+		if v.Action != Ask || v.Category != Mutating {
+			t.Errorf("%q: %s %s, want ask mutating: %s", line, v.Action, v.Category, explain(v))
+		}
+	}
+	for _, tt := range []struct{ line, reason string }{
+		{"cp .bashrc ~/", "writes " + home + "/.bashrc: "},
+		{"cp .bashrc " + home + "/", "writes " + home + "/.bashrc: "},
+		{"mv -t ~ .profile", "writes " + home + "/.profile: "},
+		{"cp -r dotfiles/. ~/", "destroys " + home + ","},
+		{"cp -rT dotfiles ~", "destroys " + home + ","},
+		{"mv -T build " + T, "destroys " + filepath.Clean(T) + ","},
+		{"cp -r sluice-fresh-home " + T + "/", "destroys " + filepath.Join(filepath.Clean(T), "sluice-fresh-home") + ","},
+		{`cp "$f" ` + T + "/", "under a name known only when the line runs"},
+		{"mv ~/.config " + T + "/cfg", "destroys " + home + "/.config,"},
+		{"cp id.pub ~/.ssh/", "writes " + home + "/.ssh"},
+	} {
+		v := p.Check(tt.line, env)
+		found := slices.ContainsFunc(v.Reasons, func(r string) bool { return strings.Contains(r, tt.reason) })
+		if v.Action != Deny || !found {
+			t.Errorf("%q: %s %q, want deny saying %q", tt.line, v.Action, v.Reasons, tt.reason)
 		}
 	}
 }
