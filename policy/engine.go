@@ -29,6 +29,7 @@ type PartVerdict struct {
 	Action   Action   `json:"action"`
 	Rule     string   `json:"rule"`
 	Reasons  []string `json:"reasons,omitempty"`
+	grants   []string
 }
 
 // Verdict is the policy's judgement of a command line (protocol section 4).
@@ -38,12 +39,18 @@ type Verdict struct {
 	Risk     Risk          `json:"risk"`
 	Reasons  []string      `json:"reasons"`
 	Commands []PartVerdict `json:"commands"`
+	// Grants are the paths outside the project the line writes that a
+	// person may allow (cp f /tmp/x/ names /tmp/x): a run a person
+	// approved may write them, that run only (exec.Options.Grants).
+	// Symlinks are resolved; a device, /proc, /sys, a path computed at
+	// run time or a pattern is never one.
+	Grants []string `json:"grants,omitempty"`
 }
 
 // Queue returns the verdict in the form results carry.
 func (v *Verdict) Queue() queue.Verdict {
 	qv := queue.Verdict{Action: queue.Action(v.Action.String()), Category: v.Category.String(), Risk: v.Risk.String(),
-		Reasons: v.Reasons, Profile: v.Profile()}
+		Reasons: v.Reasons, Profile: v.Profile(), Grants: v.Grants}
 	if len(v.Commands) > 0 {
 		qv.Parts = make([]queue.Part, len(v.Commands))
 		for i, c := range v.Commands {
@@ -139,12 +146,20 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 	}
 	for i := range j.parts {
 		pv, r := p.decide(&j.parts[i], env)
+		for _, g := range pv.grants {
+			if !slices.Contains(v.Grants, g) {
+				v.Grants = append(v.Grants, g)
+			}
+		}
 		v.Commands = append(v.Commands, pv)
 		v.Category = max(v.Category, pv.Category)
 		v.floor(pv.Action, r, pv.Reasons...)
 	}
 	if v.Action == AllowWithCheckpoint && !inProject(env.Cwd, env.Home) {
 		v.floor(Ask, Medium, "allow_with_checkpoint applies inside a project (a git repository other than your home): here its changes could reach anything")
+	}
+	if v.Action == Deny {
+		v.Grants = nil // nothing runs
 	}
 	return v
 }
@@ -386,6 +401,9 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 	}
 	for _, wr := range pt.writes {
 		a := check(wr, "write")
+		if g := grantFor(wr, a, env); g != "" && !slices.Contains(pv.grants, g) {
+			pv.grants = append(pv.grants, g)
+		}
 		if wr.w.dyn {
 			continue
 		}
@@ -479,6 +497,26 @@ func (p *Policy) landing(wr pathRef, dest Action, env Env) (Action, Risk, string
 		}
 	}
 	return act, risk, why
+}
+
+// grantFor is the path an approved run of the part may write outside the
+// project (Verdict.Grants) for its write wr, whose path verdict is a:
+// a literal path outside the roots that a person may allow (a is at most
+// ask), never a device, /proc or /sys, nor /. "" when there is none.
+func grantFor(wr pathRef, a Action, env Env) string {
+	if a > Ask || wr.w.dyn || strings.ContainsAny(wr.w.val, "*?[") {
+		return ""
+	}
+	abs, ok := resolve(wr.w.val, wr.cwd, env, true)
+	if !ok || inRoots(abs, env.Roots) || abs == "/" || selfPath(abs) {
+		return ""
+	}
+	for _, d := range []string{"/dev", "/proc", "/sys"} {
+		if under(abs, d) {
+			return ""
+		}
+	}
+	return abs
 }
 
 // commandRule finds the strictest user or default rule matching the part.
