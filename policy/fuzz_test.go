@@ -20,6 +20,7 @@ func FuzzCheck(f *testing.F) {
 		strings.Repeat("$(", 300) + "ls" + strings.Repeat(")", 300), strings.Repeat("ls | ", 2000) + "ls",
 		"eval \"$(ssh-agent)\"", "if true; then rm -rf x; elif false; then :; else ls; fi", "case $x in a) rm -rf y;; esac",
 		"cp f /tmp/", "mv -t ~ .profile", "cp -r src/. ~/", "echo x 1< f > /dev/stdout", "curl -so /dev/null https://x >& /dev/null",
+		"nmcli device wifi list", "nmcli -s c show x",
 	} {
 		f.Add(s)
 	}

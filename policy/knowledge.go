@@ -69,7 +69,9 @@ type ListForm struct {
 	// shared by aliases that differ (swapon --show, not zfs --show);
 	// empty for all.
 	Names []string `toml:"names"`
-	// Args are the operands, exactly and in order; none when empty.
+	// Args are the operands, exactly and in order; none when empty. An
+	// entry "a|b" is either word, "*" any one operand (nmcli device
+	// show IFNAME).
 	Args []string `toml:"args"`
 	// Flags are the only options the form may have; Require those it
 	// must have (crontab alone installs a table, crontab -l lists it).
@@ -100,7 +102,7 @@ func listing(lists []ListForm, prog string, ops []opword) bool {
 				have[name] = true
 				continue
 			}
-			if n >= len(f.Args) || f.Args[n] != o.w.val {
+			if n >= len(f.Args) || !listArg(f.Args[n], o.w.val) {
 				ok = false
 				break
 			}
@@ -110,6 +112,21 @@ func listing(lists []ListForm, prog string, ops []opword) bool {
 			ok = ok && have[r]
 		}
 		if ok && n == len(f.Args) {
+			return true
+		}
+	}
+	return false
+}
+
+// listArg reports whether operand v fits a list form's entry pat: "*"
+// (any operand but a bare --), or one of the words pat holds,
+// separated by '|'.
+func listArg(pat, v string) bool {
+	if pat == "*" {
+		return v != "--"
+	}
+	for _, w := range strings.Split(pat, "|") {
+		if w == v {
 			return true
 		}
 	}
