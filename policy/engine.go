@@ -507,6 +507,9 @@ func grantFor(wr pathRef, a Action, env Env) string {
 	if a > Ask || wr.w.dyn || strings.ContainsAny(wr.w.val, "*?[") {
 		return ""
 	}
+	if named, ok := resolve(wr.w.val, wr.cwd, env, false); !ok || a == Allow && inRoots(named, env.Roots) {
+		return "" // the project's own (most writes): no symlinks to resolve again
+	}
 	abs, ok := resolve(wr.w.val, wr.cwd, env, true)
 	if !ok || inRoots(abs, env.Roots) || abs == "/" || selfPath(abs) {
 		return ""
