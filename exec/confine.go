@@ -500,6 +500,9 @@ func (r *Runner) confine(dir, tty string, opt Options, c *Confine) *confinement 
 		}
 		writable = append(writable, c.Named...)
 	}
+	if opt.Approved && profile.Writes() {
+		writable = append(slices.Clip(writable), grantPaths(opt.Grants)...)
+	}
 	box, err := sandbox.Prepare(sandbox.Spec{Profile: profile, Roots: roots, Writable: writable,
 		Hidden: hidden, Closed: c.Closed, Readable: c.Readable, TmpDir: tmp, TTY: tty,
 		Protect: protect, Masked: masked, Box: c.Box})
@@ -508,6 +511,36 @@ func (r *Runner) confine(dir, tty string, opt Options, c *Confine) *confinement 
 		return &confinement{label: nonePrefix + err.Error()}
 	}
 	return &confinement{box: box, tmp: tmp, tmps: &r.tmps, label: string(profile), hidden: hidden, roots: roots, secrets: secrets, guarded: guarded}
+}
+
+// grantPaths are the places an approved run's grants open for writing:
+// each grant that exists as itself, else the nearest existing directory
+// above it (where the run creates it); never /, nor a relative path, nor
+// a path that leads through a symlink now: the verdict named grants with
+// their symlinks resolved, so one there now was put there since, and
+// would open what the person did not see.
+func grantPaths(grants []string) []string {
+	var out []string
+	for _, g := range grants {
+		if !filepath.IsAbs(g) {
+			continue
+		}
+		g = filepath.Clean(g)
+		for g != "/" {
+			if _, err := os.Lstat(g); err == nil {
+				break
+			}
+			g = filepath.Dir(g)
+		}
+		if g == "/" || slices.Contains(out, g) {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(g); err != nil || real != g {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
 }
 
 // close releases the sandbox and hands the private temporary directory

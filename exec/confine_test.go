@@ -11,11 +11,13 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -462,5 +464,70 @@ func TestNamedWritableWithProjectCaches(t *testing.T) {
 	o := f.run(t, cmd, map[string]string{"SHARED": shared, "NAMED": named}, Options{Profile: "mutating", Jail: []string{f.project}, Caches: caches})
 	if bytes.Contains(o.log, []byte("shared-written")) || !bytes.Contains(o.log, []byte("named-written")) {
 		t.Errorf("want the named place written and the shared cache not: %q", o.log)
+	}
+}
+
+// TestApprovedGrantsWritable: the verdict on "cp file.txt DIR/" names
+// DIR, outside the project, as a grant; an approved confined run may then
+// write there, and nowhere else outside the project: not a second
+// directory, not through a grant that is a symlink now, and not at all
+// when nobody approved the run.
+func TestApprovedGrantsWritable(t *testing.T) {
+	f := newConfineFixture(t)
+	granted, other := filepath.Join(f.outside, "x"), filepath.Join(f.outside, "y")
+	for _, d := range []string{granted, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := policy.Load(policy.Options{Home: f.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := p.Check("cp file.txt "+granted+"/", policy.Env{Cwd: f.project, Home: f.home, Roots: []string{f.project}})
+	if v.Action != policy.Ask || !slices.Equal(v.Grants, []string{granted}) || !slices.Equal(v.Queue().Grants, v.Grants) {
+		t.Fatalf("verdict %s, grants %q (queue %q): want ask, granting %s", v.Action, v.Grants, v.Queue().Grants, granted)
+	}
+	opt := Options{Profile: v.Profile(), Jail: []string{f.project}, Approved: true, Grants: v.Grants}
+	cmd := `cp file.txt "$G/" && echo copied-granted; cp file.txt "$O/" 2>/dev/null || echo refused-other; cp file.txt "$G/new.txt" && echo copied-new`
+	o := f.run(t, cmd, map[string]string{"G": granted, "O": other}, opt)
+	for _, want := range []string{"copied-granted", "refused-other", "copied-new"} {
+		if !bytes.Contains(o.log, []byte(want)) {
+			t.Errorf("want %s in the log:\n%s", want, o.log)
+		}
+	}
+	for p, want := range map[string]bool{filepath.Join(granted, "file.txt"): true, filepath.Join(granted, "new.txt"): true, filepath.Join(other, "file.txt"): false} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", p, err == nil, want)
+		}
+	}
+
+	// A grant not there yet opens the directory it is made in.
+	fresh := filepath.Join(f.outside, "fresh.txt")
+	o = f.run(t, `cp file.txt "$F" && echo copied-fresh`, map[string]string{"F": fresh}, Options{Profile: "mutating", Jail: []string{f.project}, Approved: true, Grants: []string{fresh}})
+	if !bytes.Contains(o.log, []byte("copied-fresh")) {
+		t.Errorf("a grant not there yet was not writable:\n%s", o.log)
+	}
+
+	// Nobody approved it: the grant opens nothing.
+	o = f.run(t, `cp file.txt "$O/" 2>/dev/null || echo refused-unapproved`, map[string]string{"O": other},
+		Options{Profile: "mutating", Jail: []string{f.project}, Grants: []string{other}})
+	if !bytes.Contains(o.log, []byte("refused-unapproved")) {
+		t.Errorf("a grant opened a run nobody approved:\n%s", o.log)
+	}
+
+	// A grant that leads through a symlink now (put there after the
+	// verdict, which names paths resolved) opens nothing.
+	link := filepath.Join(f.outside, "link")
+	if err := os.Symlink(other, link); err != nil {
+		t.Fatal(err)
+	}
+	o = f.run(t, `cp file.txt "$L/" 2>/dev/null || echo refused-link`, map[string]string{"L": link},
+		Options{Profile: "mutating", Jail: []string{f.project}, Approved: true, Grants: []string{link}})
+	if !bytes.Contains(o.log, []byte("refused-link")) {
+		t.Errorf("a grant through a symlink opened its target:\n%s", o.log)
+	}
+	if _, err := os.Stat(filepath.Join(other, "file.txt")); err == nil {
+		t.Errorf("%s was written", filepath.Join(other, "file.txt"))
 	}
 }

@@ -135,6 +135,14 @@ type Options struct {
 	// Approved says a person approved the run. A read_only run nobody
 	// approved does not read the project's secret files (ProjectSecrets).
 	Approved bool
+	// Grants are paths outside the jail that the verdict names as
+	// written (queue.Verdict.Grants: cp f /tmp/x/ names /tmp/x). A
+	// confined run that writes and that a person approved may write
+	// them, that run only: a path that exists as itself, one not there
+	// yet through the nearest directory above it that is (never /).
+	// Hidden and closed paths stay as they are. Ignored without
+	// Approved.
+	Grants []string
 }
 
 // Run runs req (kind exec) with /bin/sh -c req.Command in req.Cwd (the

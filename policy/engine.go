@@ -29,6 +29,7 @@ type PartVerdict struct {
 	Action   Action   `json:"action"`
 	Rule     string   `json:"rule"`
 	Reasons  []string `json:"reasons,omitempty"`
+	grants   []string
 }
 
 // Verdict is the policy's judgement of a command line (protocol section 4).
@@ -38,12 +39,18 @@ type Verdict struct {
 	Risk     Risk          `json:"risk"`
 	Reasons  []string      `json:"reasons"`
 	Commands []PartVerdict `json:"commands"`
+	// Grants are the paths outside the project the line writes that a
+	// person may allow (cp f /tmp/x/ names /tmp/x): a run a person
+	// approved may write them, that run only (exec.Options.Grants).
+	// Symlinks are resolved; a device, /proc, /sys, a path computed at
+	// run time or a pattern is never one.
+	Grants []string `json:"grants,omitempty"`
 }
 
 // Queue returns the verdict in the form results carry.
 func (v *Verdict) Queue() queue.Verdict {
 	qv := queue.Verdict{Action: queue.Action(v.Action.String()), Category: v.Category.String(), Risk: v.Risk.String(),
-		Reasons: v.Reasons, Profile: v.Profile()}
+		Reasons: v.Reasons, Profile: v.Profile(), Grants: v.Grants}
 	if len(v.Commands) > 0 {
 		qv.Parts = make([]queue.Part, len(v.Commands))
 		for i, c := range v.Commands {
@@ -121,6 +128,7 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 	w := &walker{line: line, cwd: word{val: env.Cwd, src: env.Cwd}}
 	w.stmts(f.Stmts, false)
 	j := &judge{k: p.tools, parse: p.parse}
+	j.readsFiles(w.out)
 	for i := range w.out {
 		j.simple(&w.out[i])
 	}
@@ -138,12 +146,20 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 	}
 	for i := range j.parts {
 		pv, r := p.decide(&j.parts[i], env)
+		for _, g := range pv.grants {
+			if !slices.Contains(v.Grants, g) {
+				v.Grants = append(v.Grants, g)
+			}
+		}
 		v.Commands = append(v.Commands, pv)
 		v.Category = max(v.Category, pv.Category)
 		v.floor(pv.Action, r, pv.Reasons...)
 	}
 	if v.Action == AllowWithCheckpoint && !inProject(env.Cwd, env.Home) {
 		v.floor(Ask, Medium, "allow_with_checkpoint applies inside a project (a git repository other than your home): here its changes could reach anything")
+	}
+	if v.Action == Deny {
+		v.Grants = nil // nothing runs
 	}
 	return v
 }
@@ -372,7 +388,7 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 		pv.Rule = "the line brings code of its own: " + strings.Join(carries, "; ")
 	}
 	risk := baseRisk(pv.Category)
-	check := func(ref pathRef, access string) {
+	check := func(ref pathRef, access string) Action {
 		a, r, why := p.pathVerdict(ref, access, env)
 		if a > act {
 			pv.Rule = why
@@ -381,13 +397,33 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 		if why != "" {
 			pv.Reasons = append(pv.Reasons, why)
 		}
+		return a
 	}
 	for _, wr := range pt.writes {
-		check(wr, "write")
-		if (pv.Category == Destructive || strings.Contains(wr.how, "operand") || strings.Contains(wr.how, "destination")) && !wr.w.dyn {
+		a := check(wr, "write")
+		if g := grantFor(wr, a, env); g != "" && !slices.Contains(pv.grants, g) {
+			pv.grants = append(pv.grants, g)
+		}
+		if wr.w.dyn {
+			continue
+		}
+		if wr.into != nil && pv.Category != Destructive {
+			// cp f DIR/: what lands in DIR is judged, not DIR as a
+			// whole: copying a file into /tmp does not destroy /tmp,
+			// though /tmp holds the home directory.
+			if la, lr, why := p.landing(wr, a, env); why != "" && (la > act || la == Deny) {
+				if la > act {
+					pv.Rule = why
+				}
+				act, risk = max(act, la), max(risk, lr)
+				pv.Reasons = append(pv.Reasons, why)
+			}
+			continue
+		}
+		if pv.Category == Destructive || strings.Contains(wr.how, "operand") || strings.Contains(wr.how, "destination") {
 			if abs, ok := resolve(wr.w.val, wr.cwd, env, false); ok && holdsProtected(abs, env.Home) {
 				act, risk = Deny, Critical
-				why := "destroys " + abs + ", which holds the home directory or the system"
+				why := destroys(abs)
 				pv.Rule = why
 				pv.Reasons = append(pv.Reasons, why)
 			}
@@ -411,6 +447,79 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 	}
 	pv.Action = act
 	return pv, risk
+}
+
+func destroys(abs string) string {
+	return "destroys " + abs + ", which holds the home directory or the system"
+}
+
+// landing judges what a copy, move or link puts into destination wr (cp
+// a b DIR/, mv -t DIR a): when the destination is a directory, each
+// operand lands in it under its own name, and that path is judged (cp
+// .bashrc ~/ writes ~/.bashrc; cp -r src/. ~ fills the home directory
+// itself). Otherwise the destination is the path itself, and one that
+// holds the home directory or the system is destroyed. dest is the
+// destination's own path verdict: a landing's verdict counts only where
+// it is stricter.
+func (p *Policy) landing(wr pathRef, dest Action, env Env) (Action, Risk, string) {
+	abs, ok := resolve(wr.w.val, wr.cwd, env, false)
+	if !ok {
+		return Allow, Low, ""
+	}
+	if !wr.dir {
+		fi, err := os.Stat(abs)
+		wr.dir = err == nil && fi.IsDir()
+	}
+	if !wr.dir {
+		if holdsProtected(abs, env.Home) {
+			return Deny, Critical, destroys(abs)
+		}
+		return Allow, Low, ""
+	}
+	act, risk, why := Allow, Low, ""
+	for _, src := range wr.into {
+		if src.dyn {
+			if holdsProtected(abs, env.Home) {
+				return Deny, Critical, "puts " + src.src + " into " + abs + ", which holds the home directory or the system, under a name known only when the line runs"
+			}
+			continue
+		}
+		name := src.val
+		if name == "~" || strings.HasPrefix(name, "~/") {
+			name = env.Home + name[1:]
+		}
+		l := filepath.Join(abs, filepath.Base(name))
+		if holdsProtected(l, env.Home) {
+			return Deny, Critical, destroys(l)
+		}
+		if a, r, w := p.pathVerdict(pathRef{w: word{val: l, src: l}, how: wr.how}, "write", env); a > max(act, dest) {
+			act, risk, why = a, r, w
+		}
+	}
+	return act, risk, why
+}
+
+// grantFor is the path an approved run of the part may write outside the
+// project (Verdict.Grants) for its write wr, whose path verdict is a:
+// a literal path outside the roots that a person may allow (a is at most
+// ask), never a device, /proc or /sys, nor /. "" when there is none.
+func grantFor(wr pathRef, a Action, env Env) string {
+	if a > Ask || wr.w.dyn || strings.ContainsAny(wr.w.val, "*?[") {
+		return ""
+	}
+	if named, ok := resolve(wr.w.val, wr.cwd, env, false); !ok || a == Allow && inRoots(named, env.Roots) {
+		return "" // the project's own (most writes): no symlinks to resolve again
+	}
+	abs, ok := resolve(wr.w.val, wr.cwd, env, true)
+	if !ok || inRoots(abs, env.Roots) || abs == "/" || selfPath(abs) {
+		return ""
+	}
+	for _, d := range []string{"/dev", "/proc", "/sys"} {
+		if under(abs, d) {
+			return ""
+		}
+	}
+	return abs
 }
 
 // commandRule finds the strictest user or default rule matching the part.
@@ -485,6 +594,11 @@ func (p *Policy) pathVerdict(ref pathRef, access string, env Env) (Action, Risk,
 	}
 	if a, r, why, matched := p.pathRule(abs, access, env); matched {
 		return a, r, why
+	}
+	if access == "write" && selfPath(abs) {
+		// Written, /dev/stdin or /dev/fd/3 opens again whatever file
+		// the descriptor holds (cmd <f >/dev/stdin overwrites f).
+		return Ask, High, fmt.Sprintf("writes %s, which opens again whatever file that descriptor of the command holds", abs)
 	}
 	if access == "write" && !inRoots(abs, env.Roots) {
 		if len(env.Roots) == 0 {
@@ -701,7 +815,9 @@ func resolve(p string, cwd word, env Env, follow bool) (string, bool) {
 		p = filepath.Join(dir, p)
 	}
 	p = filepath.Clean(p)
-	if follow {
+	if follow && !selfPath(p) {
+		// /dev/stdout, /proc/self/…: what they lead to is the running
+		// command's, not the judge's.
 		p = realPath(p)
 	}
 	return p, true

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -18,6 +19,8 @@ func FuzzCheck(f *testing.F) {
 		"awk '{system(\"rm x\")}'", "sed -n '1e id' f", "git show > ~/.ssh/id_rsa", "cd /etc && echo x > passwd",
 		strings.Repeat("$(", 300) + "ls" + strings.Repeat(")", 300), strings.Repeat("ls | ", 2000) + "ls",
 		"eval \"$(ssh-agent)\"", "if true; then rm -rf x; elif false; then :; else ls; fi", "case $x in a) rm -rf y;; esac",
+		"cp f /tmp/", "mv -t ~ .profile", "cp -r src/. ~/", "echo x 1< f > /dev/stdout", "curl -so /dev/null https://x >& /dev/null",
+		"nmcli device wifi list", "nmcli -s c show x",
 	} {
 		f.Add(s)
 	}
@@ -38,6 +41,15 @@ func FuzzCheck(f *testing.F) {
 		for _, c := range v.Commands {
 			if c.Action > v.Action || c.Category > v.Category {
 				t.Fatalf("a part is stricter than the line: %+v vs %s %s", c, v.Action, v.Category)
+			}
+		}
+		// A grant is a place outside the project a person may let an
+		// approved run write: never for a denied line, never a device,
+		// /proc, /sys or /, never inside the project.
+		for _, g := range v.Grants {
+			if v.Action == Deny || !filepath.IsAbs(g) || g != filepath.Clean(g) || g == "/" || inRoots(g, tableEnv.Roots) ||
+				under(g, "/dev") || under(g, "/proc") || under(g, "/sys") {
+				t.Fatalf("grant %q of a %s verdict", g, v.Action)
 			}
 		}
 	})

@@ -35,16 +35,24 @@ type pathRef struct {
 	w   word
 	cwd word
 	how string
+	// into are the operands a copy, move or link puts into this
+	// destination, each under its own name when it is a directory (cp a
+	// b DIR, mv -t DIR a); nil for a path written as itself.
+	into []word
+	// dir says the destination must be a directory: written DIR/, named
+	// by -t, or given several operands.
+	dir bool
 }
 
 // output records a file an option names for the program's output (time
 // -o FILE, sort -o FILE, tar --index-file=FILE): a write judged as a
-// redirection target is; "-" (standard output) and /dev/null are none.
-func (p *part) output(w word, cwd word, how string) {
-	if !w.dyn && (w.val == "-" || w.val == "" || isDevStream(w.val)) {
+// redirection target is; "-" (standard output) and the sinks (/dev/null,
+// the terminal, the command's own output streams) are none.
+func (j *judge) output(pt *part, w word, cwd word, how string) {
+	if !w.dyn && (w.val == "-" || w.val == "" || j.sink(w.val)) {
 		return
 	}
-	p.writes = append(p.writes, pathRef{w: w, cwd: cwd, how: how})
+	pt.writes = append(pt.writes, pathRef{w: w, cwd: cwd, how: how})
 }
 
 // carry records why the part runs code the line brings with it.
@@ -72,6 +80,25 @@ type judge struct {
 	// keyword: set -k was seen: assignment-like words anywhere in a
 	// command go into its environment.
 	keyword bool
+	// reopens: the line redirects a file into a descriptor to read it
+	// (cmd <f, 1<f, exec 3<f). Opening /dev/stdout or /dev/fd/1 for
+	// writing opens again whatever file the descriptor holds, for
+	// writing: "echo x 1<f >/dev/stdout" overwrites f. In such a line
+	// the output streams are no sinks.
+	reopens bool
+}
+
+// readsFiles notes that a line (or a shell string run by it) redirects a
+// file into a descriptor: its output streams are no sinks from then on.
+func (j *judge) readsFiles(cmds []simple) {
+	for _, s := range cmds {
+		for _, r := range s.redirs {
+			if r.op == syntax.RdrIn && !netRedirect(r.target) {
+				j.reopens = true
+				return
+			}
+		}
+	}
 }
 
 // systemDirs are where a path-qualified program is still the system tool.
@@ -107,7 +134,7 @@ func (j *judge) redirect(pt *part, r redirect, s *simple) {
 	switch r.op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll,
 		syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
-		if !r.target.dyn && isDevStream(r.target.val) {
+		if !r.target.dyn && j.sink(r.target.val) {
 			return
 		}
 		if netRedirect(r.target) {
@@ -118,7 +145,7 @@ func (j *judge) redirect(pt *part, r redirect, s *simple) {
 	case syntax.DplOut, syntax.DplIn:
 		// >&2, 2>&1, <&0, >&- duplicate descriptors; bash's ">& FILE"
 		// (a word that is not a descriptor) writes the file.
-		if r.target.dyn || !isFD(r.target.val) {
+		if r.target.dyn || !isFD(r.target.val) && !j.sink(r.target.val) {
 			pt.writes = append(pt.writes, pathRef{w: r.target, cwd: s.cwd, how: "redirection >&"})
 		}
 	case syntax.RdrIn:
@@ -136,10 +163,42 @@ func netRedirect(w word) bool {
 	return !w.dyn && (strings.HasPrefix(w.val, "/dev/tcp/") || strings.HasPrefix(w.val, "/dev/udp/"))
 }
 
-func isDevStream(p string) bool {
+// sink reports a path whose writing writes no file: the null device, the
+// terminal, and the command's own output streams (/dev/stdout,
+// /dev/fd/2, /proc/self/fd/1, …) unless the line redirects a file into a
+// descriptor (j.reopens). Standard input is none: written, it reaches
+// whatever the command reads from.
+func (j *judge) sink(p string) bool {
 	switch p {
-	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/stdin", "/dev/fd/1", "/dev/fd/2":
+	case "/dev/null", "/dev/tty":
 		return true
+	}
+	return !j.reopens && outputStream(p)
+}
+
+// outputStream reports the names of a command's standard output and
+// error.
+func outputStream(p string) bool {
+	switch p {
+	case "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/proc/self/fd/1", "/proc/self/fd/2",
+		"/proc/thread-self/fd/1", "/proc/thread-self/fd/2":
+		return true
+	}
+	return false
+}
+
+// selfPath reports a path that names something of the process that opens
+// it (/dev/stdin, /dev/fd/N, /proc/self/…): what it leads to is the
+// command's when it runs, never the judge's own.
+func selfPath(p string) bool {
+	switch p {
+	case "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd", "/proc/self", "/proc/thread-self":
+		return true
+	}
+	for _, d := range []string{"/dev/fd/", "/proc/self/", "/proc/thread-self/"} {
+		if strings.HasPrefix(p, d) {
+			return true
+		}
 	}
 	return false
 }
@@ -517,7 +576,7 @@ func (j *judge) known(prog string, args []word, pt *part) {
 		}
 	}
 	if pt.cat == ReadOnly {
-		hiddenWrites(t, ops, label, pt)
+		j.hiddenWrites(t, ops, label, pt)
 	}
 	codeFromStdin(ops, label, pt)
 	opnds := operands(ops)
@@ -525,30 +584,62 @@ func (j *judge) known(prog string, args []word, pt *part) {
 	if condWrites != "" {
 		writes = condWrites
 	}
-	switch writes {
-	case "args":
-		for _, o := range opnds {
-			pt.writes = append(pt.writes, pathRef{w: o, cwd: pt.cwd, how: label + " operand"})
-		}
-	case "last":
-		if len(opnds) >= 2 {
-			pt.writes = append(pt.writes, pathRef{w: opnds[len(opnds)-1], cwd: pt.cwd, how: label + " destination"})
-		}
-	}
+	into := writes == "into" || writes == "args_into"
+	// cp -T, mv --no-target-directory: the destination is the path
+	// itself, never a directory the others land in.
+	whole := into && slices.ContainsFunc(ops, func(o opword) bool {
+		return o.option && !o.w.dyn && (hasFlag(o.w.val, "-T") || hasFlag(o.w.val, "--no-target-directory"))
+	})
+	var outputs []pathRef // what the write options name, in order
+	targeted := false     // a write option names the directory (cp -t DIR)
 	for _, wo := range writeOpts {
 		for _, o := range ops {
 			if strings.HasSuffix(wo, "=") {
 				if !o.option && !o.w.dyn && strings.HasPrefix(o.w.val, wo) {
-					pt.output(word{val: o.w.val[len(wo):], src: o.w.src}, pt.cwd, label+" "+wo)
+					outputs = append(outputs, pathRef{w: word{val: o.w.val[len(wo):], src: o.w.src}, how: label + " " + wo})
 				}
 				continue
 			}
-			if o.option {
-				if v, ok := optionValue(o, wo); ok {
-					pt.output(v, pt.cwd, label+" "+wo)
+			if !o.option {
+				continue
+			}
+			if v, ok := optionValue(o, wo); ok {
+				out := pathRef{w: v, how: label + " " + wo}
+				if into && !whole {
+					targeted = true
+					out.into, out.dir = opnds, true
 				}
+				outputs = append(outputs, out)
 			}
 		}
+	}
+	switch {
+	case writes == "args", writes == "args_into" && (targeted || len(opnds) < 2):
+		for _, o := range opnds {
+			pt.writes = append(pt.writes, pathRef{w: o, cwd: pt.cwd, how: label + " operand"})
+		}
+	case writes == "args_into":
+		for _, o := range opnds[:len(opnds)-1] {
+			pt.writes = append(pt.writes, pathRef{w: o, cwd: pt.cwd, how: label + " operand"})
+		}
+		fallthrough
+	case writes == "last" || writes == "into" && !targeted:
+		if len(opnds) < 2 {
+			break
+		}
+		dest := pathRef{w: opnds[len(opnds)-1], cwd: pt.cwd, how: label + " destination"}
+		if into && !whole {
+			dest.into = opnds[:len(opnds)-1]
+			dest.dir = len(opnds) > 2 || !dest.w.dyn && strings.HasSuffix(dest.w.val, "/")
+		}
+		pt.writes = append(pt.writes, dest)
+	}
+	for _, o := range outputs {
+		if o.into != nil {
+			pt.writes = append(pt.writes, pathRef{w: o.w, cwd: pt.cwd, how: o.how + " destination", into: o.into, dir: true})
+			continue
+		}
+		j.output(pt, o.w, pt.cwd, o.how)
 	}
 	for _, o := range ops {
 		if !o.option {
@@ -719,7 +810,7 @@ func keywordMode(args []word) bool {
 // file (--output*, --save*, --*-file) and that the table does not know
 // writes the file: judged by its path, as a redirection is (git diff
 // --output=F).
-func hiddenWrites(t *Tool, ops []opword, label string, pt *part) {
+func (j *judge) hiddenWrites(t *Tool, ops []opword, label string, pt *part) {
 	known := func(name string) bool {
 		if slices.Contains(t.ValueOptions, name) || slices.Contains(t.WriteOptions, name) {
 			return true
@@ -743,11 +834,11 @@ func hiddenWrites(t *Tool, ops []opword, label string, pt *part) {
 		}
 		switch {
 		case hasVal:
-			pt.output(word{val: val, src: o.w.src}, pt.cwd, label+" "+name)
+			j.output(pt, word{val: val, src: o.w.src}, pt.cwd, label+" "+name)
 		case o.value != nil:
-			pt.output(*o.value, pt.cwd, label+" "+name)
+			j.output(pt, *o.value, pt.cwd, label+" "+name)
 		case i+1 < len(ops) && !ops[i+1].option:
-			pt.output(ops[i+1].w, pt.cwd, label+" "+name)
+			j.output(pt, ops[i+1].w, pt.cwd, label+" "+name)
 		}
 	}
 }

@@ -34,12 +34,17 @@ type Tool struct {
 	// When lists conditions that escalate the category.
 	When []Condition `toml:"when"`
 	// Writes says which operands are paths the program writes: "args"
-	// (every operand: rm, touch, mkdir), "last" (the last operand: cp, mv),
-	// or "" (none known).
+	// (every operand: rm, touch, mkdir), "last" (the last operand: uniq
+	// IN OUT), "into" (the last operand, where the others land under
+	// their own names when it is a directory: cp, install), "args_into"
+	// (every operand, the last as with "into": mv, ln), or "" (none
+	// known).
 	Writes string `toml:"writes"`
 	// WriteOptions are options whose value is a path the program writes
 	// (curl -o FILE, sort -o FILE); an entry ending in '=' is an operand
-	// prefix instead (dd of=FILE).
+	// prefix instead (dd of=FILE). For a program that writes "into" or
+	// "args_into", they name the directory every operand lands in (cp
+	// -t DIR).
 	WriteOptions []string `toml:"write_options"`
 	// CodeOptions are options whose value is code the program runs
 	// (make --eval TEXT): a line with one brings its own code, and is at
@@ -64,7 +69,9 @@ type ListForm struct {
 	// shared by aliases that differ (swapon --show, not zfs --show);
 	// empty for all.
 	Names []string `toml:"names"`
-	// Args are the operands, exactly and in order; none when empty.
+	// Args are the operands, exactly and in order; none when empty. An
+	// entry "a|b" is either word, "*" any one operand (nmcli device
+	// show IFNAME).
 	Args []string `toml:"args"`
 	// Flags are the only options the form may have; Require those it
 	// must have (crontab alone installs a table, crontab -l lists it).
@@ -95,7 +102,7 @@ func listing(lists []ListForm, prog string, ops []opword) bool {
 				have[name] = true
 				continue
 			}
-			if n >= len(f.Args) || f.Args[n] != o.w.val {
+			if n >= len(f.Args) || !listArg(f.Args[n], o.w.val) {
 				ok = false
 				break
 			}
@@ -105,6 +112,21 @@ func listing(lists []ListForm, prog string, ops []opword) bool {
 			ok = ok && have[r]
 		}
 		if ok && n == len(f.Args) {
+			return true
+		}
+	}
+	return false
+}
+
+// listArg reports whether operand v fits a list form's entry pat: "*"
+// (any operand but a bare --), or one of the words pat holds,
+// separated by '|'.
+func listArg(pat, v string) bool {
+	if pat == "*" {
+		return v != "--"
+	}
+	for _, w := range strings.Split(pat, "|") {
+		if w == v {
 			return true
 		}
 	}
@@ -228,9 +250,9 @@ func (t *Tool) check(path string) error {
 		return fmt.Errorf("command %s: no category", path)
 	}
 	switch t.Writes {
-	case "", "args", "last":
+	case "", "args", "last", "into", "args_into":
 	default:
-		return fmt.Errorf("command %s: writes = %q, want \"args\", \"last\" or nothing", path, t.Writes)
+		return fmt.Errorf("command %s: writes = %q, want \"args\", \"last\", \"into\", \"args_into\" or nothing", path, t.Writes)
 	}
 	for i, c := range t.When {
 		if c.Category == 0 {

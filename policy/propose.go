@@ -340,10 +340,11 @@ func (p *Policy) Matches(pattern, line string, env Env) bool {
 // line, as Check matches rules: every part the engine judges, those it
 // finds inside wrappers (sudo, timeout, sh -c, find -exec), substitutions
 // and lists included, with a system directory's program matched by its
-// base name. A line that Check does not judge part by part (it does not
-// parse, or nests too deep) matches nothing. The func is safe for
-// concurrent use. Returns an error if pattern is not a valid command
-// pattern.
+// base name. A line that does not parse is matched by the pieces Check
+// salvages from it (those between ;, &, | and the like that parse on
+// their own: a deny or ask rule there is what the line gets); one that
+// nests too deep matches nothing. The func is safe for concurrent use.
+// Returns an error if pattern is not a valid command pattern.
 func (p *Policy) Matcher(pattern string) (func(line string, env Env) bool, error) {
 	r := &Rule{Action: Allow, Command: pattern}
 	if err := p.compile(r); err != nil {
@@ -359,7 +360,8 @@ func (p *Policy) Matcher(pattern string) (func(line string, env Env) bool, error
 	if key != "*" {
 		fields = strings.Fields(stripQuoting(key))
 	}
-	return func(line string, env Env) bool {
+	var match func(line string, env Env) bool
+	match = func(line string, env Env) bool {
 		if !mayName(line, fields) {
 			return false
 		}
@@ -368,7 +370,7 @@ func (p *Policy) Matcher(pattern string) (func(line string, env Env) bool, error
 		}
 		f, err := p.parse(line)
 		if err != nil {
-			return false
+			return slices.ContainsFunc(p.salvagePieces(line), func(piece string) bool { return match(piece, env) })
 		}
 		w := &walker{line: line, cwd: word{val: env.Cwd, src: env.Cwd}}
 		w.stmts(f.Stmts, false)
@@ -382,7 +384,8 @@ func (p *Policy) Matcher(pattern string) (func(line string, env Env) bool, error
 			}
 		}
 		return false
-	}, nil
+	}
+	return match, nil
 }
 
 // mayName is a quick test that rules out most lines without parsing them:

@@ -219,7 +219,9 @@ func TestMatcher(t *testing.T) {
 		{"go test *", "gotest ./...", false},
 		{"go test *", "echo go test", false},
 		{"go test *", "# go test", false},
-		{"go test *", "go test (", false}, // does not parse: Check judges no part
+		{"go test *", "go test (", true}, // does not parse: Check judges the piece it salvages, go test
+		{"go test *", "go vet (", false},
+		{"go test *", "0\"&go vet", false},
 		{"go test *", "/usr/bin/go test ./...", true},
 		{"go test *", "./go test ./...", false}, // not the system go
 		{"go test *", "g'o' \"test\" ./...", true},

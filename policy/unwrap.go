@@ -142,7 +142,7 @@ func (j *judge) special(prog string, args []word, s *simple, pt *part, depth int
 		return true
 	case "tee":
 		for _, o := range operands(splitArgs(args[1:], nil)) {
-			if o.dyn || !isDevStream(o.val) {
+			if o.dyn || !j.sink(o.val) {
 				pt.writes = append(pt.writes, pathRef{w: o, cwd: s.cwd, how: "tee"})
 			}
 		}
@@ -278,7 +278,7 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 			}
 			for _, wo := range w.writeOpts {
 				if v, ok := optionValue(ow, wo); ok {
-					pt.output(v, s.cwd, prog+" "+wo)
+					j.output(pt, v, s.cwd, prog+" "+wo)
 				}
 			}
 			if takesValue(a.val, w.valueOpts) {
@@ -298,7 +298,7 @@ func (j *judge) wrapped(prog string, w wrapper, args []word, s *simple, pt *part
 	if w.lockFile && len(inner) > 0 && (inner[0].dyn || !isFD(inner[0].val)) {
 		// flock FILE cmd opens FILE for writing, creating it; flock FD
 		// locks a descriptor the shell opened.
-		pt.output(inner[0], s.cwd, prog+" lock file")
+		j.output(pt, inner[0], s.cwd, prog+" lock file")
 	}
 	if w.skip > 0 {
 		if len(inner) <= w.skip {
@@ -413,6 +413,7 @@ func (j *judge) shellString(src string, s *simple, depth int) {
 	w := &walker{line: src, cwd: s.cwd, funcs: s.funcs, depth: depth}
 	w.stmts(f.Stmts, false)
 	j.notes = append(j.notes, w.errs...)
+	j.readsFiles(w.out)
 	for i := range w.out {
 		j.simple(&w.out[i])
 	}

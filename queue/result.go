@@ -73,6 +73,10 @@ type Verdict struct {
 	// Profile is the confinement a run of the request gets: read_only,
 	// mutating or networked (the sandbox's profiles).
 	Profile string `json:"profile,omitempty"`
+	// Grants are the paths outside the project the command writes that
+	// a person may allow (policy.Verdict.Grants): a run a person
+	// approved may write them, that run only.
+	Grants []string `json:"grants,omitempty"`
 	// Parts are the simple commands (or paths) the verdict was made
 	// from, each with its own reading, for a person to see; not part of
 	// the result file.
