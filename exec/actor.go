@@ -258,7 +258,8 @@ func (a *Actor) run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 	logPath, output := ro.LogPath, ro.Output
 	if req.Kind == queue.KindExec {
 		opt := Options{LogPath: logPath, Output: output, Jail: jail,
-			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined, Pipe: !req.WantsTTY(), Approved: ro.Approved}
+			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined, Pipe: !req.WantsTTY(), Approved: ro.Approved,
+			Grants: ro.Verdict.Grants}
 		if ro.Verdict.Action == queue.ActionAllowWithCheckpoint {
 			opt.RequireConfined = true
 		}
