@@ -123,7 +123,11 @@ func checkCodex(opt Options) Finding {
 				continue
 			}
 			if !trusted {
-				f.add(Warning, fmt.Sprintf("%s is not read: Codex reads a project's .codex only where the project is trusted", d), "trust the project in Codex if you mean it to apply")
+				hooksPath := filepath.Join(d, "hooks.json")
+				if o, err := readSettingsFile(hooksPath, strictJSON); err == nil && o != nil && len(findHooks(hooksPath, "project", o, "PreToolUse", "codex", time.Second)) > 0 {
+					f.add(Warning, fmt.Sprintf("%s: sluice's hook there does not run: Codex reads a project's .codex only where the project is trusted", hooksPath),
+						install+" (for the user: every project), or trust the project in Codex")
+				}
 				continue
 			}
 			l := codexLayer{dir: d, scope: "project"}

@@ -107,7 +107,7 @@ func gemini(opt Options, install bool) (*Plan, error) {
 				s, _ := e.read().(string)
 				return s == geminiHookName || isSluiceHook(s, "gemini")
 			}) {
-				p.Notes = append(p.Notes, path+": sluice's hook is off hooksConfig.disabled")
+				p.Notes = append(p.Notes, path+": took sluice's hook off hooksConfig.disabled")
 			}
 		}
 	}
