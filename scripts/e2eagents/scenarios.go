@@ -172,7 +172,7 @@ func scenarios() []scenario {
 				e.note = ranUnasked(e, "doctor: FAIL-OPEN; install --yes took it out, then doctor clean")
 				return nil
 			}},
-		{name: "control: MCP added the old way", serve: true, only: "claude", noInstall: true,
+		{name: "control: claude mcp add", serve: true, only: "claude", noInstall: true,
 			setup: func(e *env, cli string) error {
 				// The old way: sluice's MCP server added with the real
 				// 'claude mcp add' (local scope: ~/.claude.json,
@@ -197,7 +197,7 @@ func scenarios() []scenario {
 				e.note = ranUnasked(e, "doctor: FAIL-OPEN")
 				return nil
 			}},
-		{name: "control: fallback ask headless", only: "gemini", limit: 30 * time.Second, mayHang: true,
+		{name: "control: fallback ask", only: "gemini", limit: 30 * time.Second, mayHang: true,
 			setup: func(e *env, cli string) error {
 				return editFile(filepath.Join(e.home, ".gemini", "settings.json"), func(s string) string {
 					return strings.Replace(s, " hook gemini --wait ", " hook gemini --fallback ask --wait ", 1)
