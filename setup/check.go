@@ -9,31 +9,73 @@ import (
 	"time"
 )
 
+// Severity is how much a problem matters.
+type Severity int
+
+const (
+	// Warning: worth fixing; no tool runs unasked for it.
+	Warning Severity = iota
+	// Broken: the agent does not start, or cannot be set up as it is.
+	Broken
+	// Hangs: the agent waits forever (until killed).
+	Hangs
+	// FailOpen: a tool can run that neither the policy nor a person
+	// allowed.
+	FailOpen
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Broken:
+		return "BROKEN"
+	case Hangs:
+		return "HANGS"
+	case FailOpen:
+		return "FAIL-OPEN"
+	}
+	return "warning"
+}
+
 // Problem is something in an agent's configuration that a person should
 // fix, and how.
 type Problem struct {
-	Agent string
-	// FailOpen: with it, a tool can run that neither the policy nor a
-	// person allowed (or an agent waits forever).
-	FailOpen bool
+	Agent    string
+	Severity Severity
 	What     string
 	Fix      string
 }
 
+// Fails reports whether the problem is more than a warning: doctor
+// exits 1 for it.
+func (p Problem) Fails() bool { return p.Severity != Warning }
+
 func (p Problem) String() string {
-	sev := "warning"
-	if p.FailOpen {
-		sev = "FAIL-OPEN"
-	}
-	return fmt.Sprintf("%s: %s: %s\n  fix: %s", p.Agent, sev, p.What, p.Fix)
+	return fmt.Sprintf("%s: %s: %s\n  fix: %s", p.Agent, p.Severity, p.What, p.Fix)
 }
 
 // Finding is what Check found for one agent.
 type Finding struct {
 	Agent      string
-	Configured bool     // a sluice hook is set up in some file
+	Configured bool     // a sluice hook or MCP server is set up in some file
 	Files      []string // the settings files read
 	Problems   []Problem
+	seen       map[string]bool
+}
+
+func (f *Finding) add(sev Severity, what, fix string) {
+	f.Problems = append(f.Problems, Problem{Agent: f.Agent, Severity: sev, What: what, Fix: fix})
+}
+
+// once reports whether key is new to f (a problem said once per agent).
+func (f *Finding) once(key string) bool {
+	if f.seen == nil {
+		f.seen = map[string]bool{}
+	}
+	if f.seen[key] {
+		return false
+	}
+	f.seen[key] = true
+	return true
 }
 
 // defaultWait is the hook's --wait when its command line gives none
@@ -44,18 +86,18 @@ const (
 	hookGrace   = 2 * time.Second
 )
 
-// Check reads each agent's configuration (the user's, and the project's
-// in opt.Project when set) and reports what would let a tool run unasked.
+// Check reads every place each agent reads its configuration from (the
+// user's, the system's and, in opt's working directory, the project's)
+// and reports what would let a tool run unasked or leave an agent
+// waiting forever.
 func Check(opt Options) []Finding {
 	return []Finding{checkClaude(opt), checkCodex(opt), checkGemini(opt)}
 }
 
 // checkHook checks one sluice hook entry: the program, the timeout
 // against the wait. agentTimeout is the agent's default hook timeout.
-func checkHook(f *Finding, h hookEntry, agentTimeout time.Duration, install string) {
-	fail := func(what, fix string) {
-		f.Problems = append(f.Problems, Problem{Agent: f.Agent, FailOpen: true, What: h.file + ": " + what, Fix: fix})
-	}
+func checkHook(f *Finding, opt Options, h hookEntry, agentTimeout time.Duration, install string) {
+	fail := func(what, fix string) { f.add(FailOpen, h.file+": "+what, fix) }
 	words := strings.Fields(h.command)
 	prog := strings.Trim(words[0], `'"`)
 	switch {
@@ -66,6 +108,8 @@ func checkHook(f *Finding, h hookEntry, agentTimeout time.Duration, install stri
 		if fi, err := os.Stat(prog); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 			fail(fmt.Sprintf("the hook runs %s, which is missing or not executable: the hook fails to start, and the agent runs the tool", prog),
 				install+" (from the sluice you mean to use)")
+		} else {
+			checkProgram(f, opt, h.file, prog, install)
 		}
 	}
 	wait := defaultWait
@@ -88,6 +132,47 @@ func checkHook(f *Finding, h hookEntry, agentTimeout time.Duration, install stri
 		fail(fmt.Sprintf("the agent kills the hook after %s, before sluice answers (it waits up to %s for a decision): the agent then runs the tool", timeout, wait+hookGrace),
 			install+fmt.Sprintf(" (it sets the timeout to the wait plus %s)", Margin))
 	}
+}
+
+// checkProgram tells when the sluice a hook runs is not the one on the
+// person's PATH: the console they start and the hook can then be
+// different builds, and a build inside a source clone goes away with a
+// 'make clean' (and the hook with it).
+func checkProgram(f *Finding, opt Options, file, prog, install string) {
+	real, err := filepath.EvalSymlinks(prog)
+	if err != nil {
+		real = prog
+	}
+	if !f.once("program " + real) {
+		return
+	}
+	clone := sourceClone(real)
+	switch {
+	case opt.PathSluice == "" && clone != "":
+		f.add(Warning, fmt.Sprintf("%s: the hook runs %s, a build inside the source clone %s, and no sluice is on your PATH: rebuilding or cleaning the clone changes or removes the program under the agent (a hook that fails to start lets the tool run)", file, prog, clone),
+			"put sluice on your PATH ('go install ./cmd/...' in the clone), then run "+install+" with it")
+	case opt.PathSluice != "" && !samePath(real, opt.PathSluice):
+		what := fmt.Sprintf("%s: the hook runs %s, but the sluice on your PATH is %s: the console you start and the hook may be different builds", file, prog, opt.PathSluice)
+		if clone != "" {
+			what += fmt.Sprintf(", and %s goes away with a 'make clean' of %s (a hook that fails to start lets the tool run)", prog, clone)
+		}
+		f.add(Warning, what, install+" (run with the sluice on your PATH, it writes its own path)")
+	}
+}
+
+// sourceClone is the sluice source clone whose bin/ holds prog, "" when
+// it is not in one.
+func sourceClone(prog string) string {
+	dir := filepath.Dir(prog)
+	if filepath.Base(dir) != "bin" {
+		return ""
+	}
+	clone := filepath.Dir(dir)
+	data, err := os.ReadFile(filepath.Join(clone, "go.mod"))
+	if err != nil || !strings.Contains(string(data), "module github.com/sluice-dev/sluice\n") {
+		return ""
+	}
+	return clone
 }
 
 // matchesAll reports whether a hook matcher (a tool name, names joined by
@@ -119,114 +204,35 @@ func matchesAll(matcher string, names ...string) (all, known bool) {
 	return true, true
 }
 
-// readObject reads a settings file as an object; nil when it is missing
-// or unreadable (the problem is added to f then).
-func readObject(f *Finding, path string) *object {
+// readSettings reads a settings file an agent reads as an object: nil
+// when it is missing, unreadable or invalid (then bad says what that
+// means for the agent, and it is added to f).
+func readSettings(f *Finding, path string, dl dialect, bad func(err error) (Severity, string, string)) *object {
 	data, existed, _, err := readFile(path)
 	if err != nil {
-		f.Problems = append(f.Problems, Problem{Agent: f.Agent, What: fmt.Sprintf("cannot read %s: %v", path, err), Fix: "make it readable"})
+		f.add(Warning, fmt.Sprintf("cannot read %s: %v", path, err), "make it readable")
 		return nil
 	}
 	if !existed {
 		return nil
 	}
 	f.Files = append(f.Files, path)
-	o, err := parseObject(data)
+	d, err := parseDoc(data, dl)
 	if err != nil {
-		f.Problems = append(f.Problems, Problem{Agent: f.Agent, FailOpen: true,
-			What: fmt.Sprintf("%s is not valid JSON (%v): the agent may ignore it, hooks and all", path, err), Fix: "fix the file by hand"})
+		sev, what, fix := bad(err)
+		f.add(sev, what, fix)
 		return nil
 	}
+	o, _ := d.top().read().(*object)
 	return o
 }
 
-func checkClaude(opt Options) Finding {
-	f := Finding{Agent: "claude"}
-	install := "sluice install claude"
-	paths := []string{filepath.Join(opt.Home, ".claude", "settings.json")}
-	if opt.Project != "" {
-		paths = append(paths, filepath.Join(opt.Project, ".claude", "settings.json"), filepath.Join(opt.Project, ".claude", "settings.local.json"))
+// notJSON is what an invalid settings file means to an agent that
+// skips it (sev FailOpen) or refuses to start (Broken).
+func notJSON(path string, sev Severity, consequence string) func(error) (Severity, string, string) {
+	return func(err error) (Severity, string, string) {
+		return sev, fmt.Sprintf("%s is not valid JSON (%v): %s", path, err, consequence), "fix the file by hand"
 	}
-	var hooks []hookEntry
-	allowed := map[string]bool{}
-	for _, p := range paths {
-		o := readObject(&f, p)
-		if o == nil {
-			continue
-		}
-		hooks = append(hooks, findHooks(p, o, "PreToolUse", "claude", time.Second)...)
-		if perms, ok := o.get("permissions"); ok {
-			if po, ok := perms.(*object); ok {
-				allow, _ := po.array("allow")
-				for _, a := range allow {
-					if s, ok := a.(string); ok {
-						allowed[s] = true
-					}
-				}
-			}
-		}
-	}
-	mcp := false
-	for _, p := range []string{filepath.Join(opt.Home, ".claude.json"), filepath.Join(opt.Project, ".mcp.json")} {
-		if p == ".mcp.json" && opt.Project == "" {
-			continue
-		}
-		data, existed, _, err := readFile(p)
-		if err != nil || !existed {
-			continue
-		}
-		if o, err := parseObject(data); err == nil {
-			if s, ok := o.get("mcpServers"); ok {
-				if so, ok := s.(*object); ok {
-					_, mcp = so.get("sluice")
-				}
-			}
-		}
-		if mcp {
-			break
-		}
-	}
-	f.Configured = len(hooks) > 0 || mcp
-	if !f.Configured {
-		return f
-	}
-	if len(hooks) == 0 {
-		f.Problems = append(f.Problems, Problem{Agent: "claude", FailOpen: true,
-			What: "sluice's MCP server is set up, but no sluice hook: Claude Code's own tools (Bash, Edit, Write) run without sluice",
-			Fix:  install + " --mcp"})
-	}
-	for _, h := range hooks {
-		checkHook(&f, h, 60*time.Second, install)
-		all, known := matchesAll(h.matcher, "Bash", "Edit", "MultiEdit", "Write")
-		switch {
-		case !known:
-			f.Problems = append(f.Problems, Problem{Agent: "claude", What: fmt.Sprintf("%s: the matcher %q cannot be checked here", h.file, h.matcher), Fix: install})
-		case !all:
-			f.Problems = append(f.Problems, Problem{Agent: "claude", FailOpen: true,
-				What: fmt.Sprintf("%s: the matcher %q leaves out some of Bash, Edit, MultiEdit and Write: those run without sluice", h.file, h.matcher), Fix: install})
-		}
-		if mcp && h.matcher != claudeMatcher {
-			if all, _ := matchesAll(h.matcher, "mcp__sluice__run_command"); all {
-				f.Problems = append(f.Problems, Problem{Agent: "claude",
-					What: fmt.Sprintf("%s: the hook's matcher %q also matches sluice's own MCP tools: each MCP call is asked about twice", h.file, h.matcher),
-					Fix:  install + " --mcp (its matcher skips mcp__sluice__*)"})
-			}
-		}
-	}
-	if len(hooks) > 1 {
-		f.Problems = append(f.Problems, Problem{Agent: "claude", What: fmt.Sprintf("%d sluice hooks are set up: each tool call is asked about %d times", len(hooks), len(hooks)), Fix: install + " (it keeps one)"})
-	}
-	if mcp {
-		for _, t := range claudeMCPTools {
-			if !allowed[t] && !allowed["mcp__sluice"] {
-				f.Problems = append(f.Problems, Problem{Agent: "claude",
-					What: fmt.Sprintf("sluice's MCP tool %s is not in permissions.allow: Claude Code asks its own question before sluice asks", t),
-					Fix:  install + " --mcp"})
-				break
-			}
-		}
-	}
-	return f
 }
 
 // fallbackOf is a hook command line's --fallback value, "" when not
@@ -242,4 +248,26 @@ func fallbackOf(command string) string {
 		}
 	}
 	return ""
+}
+
+// fallback is what a hook answers when nobody decides, and where that
+// was set: its --fallback, else SLUICE_HOOK_FALLBACK in the environment
+// the agent inherits.
+func fallback(opt Options, command string) (value, from string) {
+	if v := fallbackOf(command); v != "" {
+		return v, "the hook's --fallback " + v
+	}
+	if v := opt.env("SLUICE_HOOK_FALLBACK"); v != "" {
+		return v, "SLUICE_HOOK_FALLBACK=" + v + " (set here, and inherited by an agent started here)"
+	}
+	return "", ""
+}
+
+// truthy is how the agents read a boolean environment variable.
+func truthy(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }

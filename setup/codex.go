@@ -9,16 +9,26 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/BurntSushi/toml"
 )
 
-// Codex (0.16x) reads hooks from $CODEX_HOME/hooks.json (default
-// ~/.codex), in Claude Code's shape; a hook's timeout is in seconds
-// (default 600) and its matcher a Rust regular expression (no
-// lookahead). Codex runs a hook from the user's files only once the user
-// trusted it: config.toml holds
+// Codex (0.169) reads its configuration in layers, lowest precedence
+// first: /etc/codex (config.toml and hooks.json beside it), the user's
+// $CODEX_HOME (default ~/.codex), the selected profile ([profiles.NAME]
+// in the user's config.toml), each .codex/ from the project's root down
+// to the directory it starts in (only in a project the user trusts:
+// [projects."DIR"] trust_level = "trusted"), and the legacy
+// /etc/codex/managed_config.toml; /etc/codex/requirements.toml pins
+// what no layer may change. A layer's hooks are in its hooks.json and in
+// [hooks] of its config.toml, in Claude Code's shape; a hook's timeout
+// is in seconds (default 600) and its matcher a Rust regular expression
+// (no lookahead). [features] hooks = false (or its old name,
+// codex_hooks) turns every hook off; requirements.toml's
+// allow_managed_hooks_only = true runs only the hooks it sets itself.
+//
+// Codex runs a hook from the person's files only once they trusted it:
+// config.toml holds
 //
 //	[hooks.state."<hooks.json path>:pre_tool_use:<group>:<handler>"]
 //	trusted_hash = "sha256:<hex>"
@@ -27,9 +37,10 @@ import (
 // JSON with sorted keys: {"event_name":"pre_tool_use","hooks":[{"async":
 // false,"command":…,"timeout":…,"type":"command"}],"matcher":…} (absent
 // members left out). A hook not trusted, or changed since, is skipped
-// without a word, and the tool runs. MCP servers are [mcp_servers.NAME]
-// in config.toml; a server's process gets only a few environment
-// variables unless env_vars names more.
+// without a word, and the tool runs; so is a hooks.json Codex cannot
+// parse. MCP servers are [mcp_servers.NAME] in config.toml; a server's
+// process gets only a few environment variables unless env_vars names
+// more.
 
 // codexMatcher is Bash, apply_patch and every MCP tool but sluice's own
 // (mcp__sluice__*), written without lookahead.
@@ -39,7 +50,10 @@ const codexMatcher = `^(Bash|apply_patch)$|^mcp__([^s_]|s[^l]|sl[^u]|slu[^i]|slu
 // audit log, passed through to it by Codex.
 var codexEnvVars = []string{"SLUICE_SPOOL", "SLUICE_AUDIT", "SLUICE_CONFIG", "XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME"}
 
-// The block sluice owns in config.toml.
+// The block sluice owns in config.toml. Codex rewrites config.toml
+// itself (a trusted project, a trusted hook), keeping comments, and may
+// put a table of its own inside the block: sluice takes out its own
+// tables and the two marker lines, and leaves any other.
 const (
 	codexBegin = "# BEGIN sluice: written by 'sluice install codex'; 'sluice uninstall codex' takes it out"
 	codexEnd   = "# END sluice"
@@ -78,8 +92,8 @@ func CodexHookHash(matcher, command string, timeout int) string {
 }
 
 // codexKey is the hooks.state key of a PreToolUse hook.
-func codexKey(hooksJSON string, group, handler int) string {
-	return fmt.Sprintf("%s:pre_tool_use:%d:%d", hooksJSON, group, handler)
+func codexKey(source string, group, handler int) string {
+	return fmt.Sprintf("%s:pre_tool_use:%d:%d", source, group, handler)
 }
 
 func codex(opt Options, install bool) (*Plan, error) {
@@ -89,35 +103,33 @@ func codex(opt Options, install bool) (*Plan, error) {
 	p := &Plan{Agent: "codex"}
 	home := codexHome(opt)
 	hooksPath := filepath.Join(home, "hooks.json")
+	// The trust sluice recorded for its hook where it is now.
+	ours := map[string]bool{}
+	if o, err := readSettingsFile(hooksPath, strictJSON); err == nil && o != nil {
+		for _, h := range findHooks(hooksPath, "user", o, "PreToolUse", "codex", 0) {
+			ours[codexKey(hooksPath, h.group, h.handler)] = true
+		}
+	}
 	var key, hash string
-	err := editJSON(p, hooksPath, func(o *object) error {
-		hooks, err := o.child("hooks")
-		if err != nil {
-			return err
-		}
-		entries, err := hooks.array("PreToolUse")
-		if err != nil {
-			return fmt.Errorf("hooks: %w", err)
-		}
-		entries = dropHooks(entries, "codex")
+	err := editJSON(p, hooksPath, strictJSON, !install, func(d *doc) error {
+		var want *object
+		cmd := hookCommand(opt, "codex")
+		timeout := int((opt.Wait + Margin).Seconds())
 		if install {
-			cmd := hookCommand(opt, "codex")
-			timeout := int((opt.Wait + Margin).Seconds())
-			entries = append(entries, &object{members: []member{
+			want = &object{members: []member{
 				{"matcher", codexMatcher},
 				{"hooks", []any{&object{members: []member{
 					{"type", "command"},
 					{"command", cmd},
 					{"timeout", timeout},
 				}}}},
-			}})
-			key, hash = codexKey(hooksPath, len(entries)-1, 0), CodexHookHash(codexMatcher, cmd, timeout)
+			}}
 		}
-		setOrDrop(hooks, "PreToolUse", entries)
-		if len(hooks.members) == 0 {
-			o.del("hooks")
+		g, err := editHooks(d, d.top(), "PreToolUse", "codex", want)
+		if install {
+			key, hash = codexKey(hooksPath, g, 0), CodexHookHash(codexMatcher, cmd, timeout)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -127,7 +139,10 @@ func codex(opt Options, install bool) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	rest := withoutBlock(string(data))
+	rest, err := withoutOurs(string(data), hooksPath, ours)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w; fix it by hand, then run this again", configPath, err)
+	}
 	var parsed struct {
 		Hooks struct {
 			State map[string]toml.Primitive `toml:"state"`
@@ -163,10 +178,10 @@ func codex(opt Options, install bool) (*Plan, error) {
 	}
 	out := rest
 	if block.Len() > 0 {
-		if out != "" && !strings.HasSuffix(out, "\n") {
-			out += "\n"
-		}
-		if out != "" && !strings.HasSuffix(out, "\n\n") {
+		// One newline between the person's text and the block, always:
+		// a blank line after a final newline, a line break where there
+		// was none; uninstall takes exactly that one out.
+		if out != "" {
 			out += "\n"
 		}
 		out += codexBegin + "\n" + block.String() + codexEnd + "\n"
@@ -174,36 +189,86 @@ func codex(opt Options, install bool) (*Plan, error) {
 	if _, err := toml.Decode(out, new(map[string]any)); err != nil {
 		return nil, fmt.Errorf("%s would not be valid TOML (%v): fix it by hand, then run this again", configPath, err)
 	}
-	if existed || out != "" {
+	switch {
+	case existed && out == "" && !install:
+		p.remove(configPath, data, mode)
+	case existed || out != "":
 		p.change(configPath, data, existed, mode, []byte(out))
 	}
 	return p, nil
 }
 
-// withoutBlock is config.toml without sluice's block (and the blank line
-// before it).
-func withoutBlock(s string) string {
-	i := strings.Index(s, codexBegin)
-	if i < 0 {
-		return s
+// withoutOurs is config.toml without what sluice wrote: the marker
+// lines, the [hooks.state] tables of keys (anywhere), and inside the
+// block the tables sluice writes there (its hook's trust, first, and
+// [mcp_servers.sluice]); the newline install put before the block goes
+// when nothing else is left in it. A table is its header line and the
+// lines up to the next header or marker.
+func withoutOurs(s, hooksPath string, keys map[string]bool) (string, error) {
+	lines := strings.SplitAfter(s, "\n")
+	var before, after strings.Builder
+	out := &before
+	inBlock, seenBlock, removing, first, foreign := false, false, false, false, false
+	for _, ln := range lines {
+		t := strings.TrimSpace(ln)
+		switch {
+		case t == codexBegin && !seenBlock:
+			inBlock, seenBlock, removing, first = true, true, false, true
+			out = &after
+			continue
+		case t == codexEnd && inBlock:
+			inBlock, removing = false, false
+			continue
+		case strings.HasPrefix(t, "[["):
+			removing, first = false, false
+		case strings.HasPrefix(t, "["):
+			key := tableKey(t)
+			if key == nil {
+				break // a line of a value (an array over lines)
+			}
+			state := len(key) == 3 && key[0] == "hooks" && key[1] == "state"
+			removing = state && keys[key[2]] ||
+				inBlock && first && state && strings.HasPrefix(key[2], hooksPath+":pre_tool_use:") ||
+				inBlock && len(key) >= 2 && key[0] == "mcp_servers" && key[1] == "sluice"
+			first = false
+		}
+		if removing {
+			continue
+		}
+		if inBlock {
+			foreign = true
+		}
+		out.WriteString(ln)
 	}
-	j := strings.Index(s[i:], codexEnd)
-	if j < 0 {
-		return s // a block cut short: leave the file to a person
+	head, tail := before.String(), after.String()
+	if seenBlock && !foreign {
+		head = strings.TrimSuffix(head, "\n")
+		if tail != "" && head != "" && !strings.HasSuffix(head, "\n") {
+			head += "\n"
+		}
 	}
-	end := i + j + len(codexEnd)
-	if end < len(s) && s[end] == '\n' {
-		end++
+	res := head + tail
+	if _, err := toml.Decode(res, new(map[string]any)); err != nil {
+		return "", fmt.Errorf("without sluice's tables it would not be valid TOML (%v)", err)
 	}
-	head := strings.TrimRight(s[:i], "\n")
-	if head != "" {
-		head += "\n"
+	return res, nil
+}
+
+// tableKey is the key of a TOML table header line ([a.b."c"]), nil for
+// an array of tables or a line that is not a header.
+func tableKey(line string) []string {
+	if strings.HasPrefix(line, "[[") {
+		return nil
 	}
-	tail := s[end:]
-	if head != "" && tail != "" {
-		head += "\n"
+	md, err := toml.Decode(line+"\n", new(map[string]any))
+	if err != nil {
+		return nil
 	}
-	return head + strings.TrimLeft(tail, "\n")
+	keys := md.Keys()
+	if len(keys) == 0 {
+		return nil
+	}
+	return keys[len(keys)-1]
 }
 
 // tomlString is s as a TOML basic string.
@@ -213,142 +278,4 @@ func tomlString(s string) string {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
 	return strings.TrimSuffix(b.String(), "\n")
-}
-
-func checkCodex(opt Options) Finding {
-	f := Finding{Agent: "codex"}
-	install := "sluice install codex"
-	home := codexHome(opt)
-	hooksPath := filepath.Join(home, "hooks.json")
-	o := readObject(&f, hooksPath)
-	var config struct {
-		Hooks struct {
-			State map[string]struct {
-				TrustedHash string `toml:"trusted_hash"`
-				Enabled     *bool  `toml:"enabled"`
-			} `toml:"state"`
-		} `toml:"hooks"`
-		MCPServers map[string]struct {
-			Command string            `toml:"command"`
-			EnvVars []string          `toml:"env_vars"`
-			Env     map[string]string `toml:"env"`
-		} `toml:"mcp_servers"`
-	}
-	configPath := filepath.Join(home, "config.toml")
-	if data, existed, _, err := readFile(configPath); err == nil && existed {
-		f.Files = append(f.Files, configPath)
-		if _, err := toml.Decode(string(data), &config); err != nil {
-			f.Problems = append(f.Problems, Problem{Agent: "codex", FailOpen: true,
-				What: fmt.Sprintf("%s is not valid TOML (%v): Codex does not start", configPath, err), Fix: "fix the file by hand"})
-		}
-	}
-	mcpServer, mcp := config.MCPServers["sluice"]
-	type found struct {
-		hookEntry
-		group, handler int
-	}
-	var hooks []found
-	if o != nil {
-		if hv, ok := o.get("hooks"); ok {
-			if ho, ok := hv.(*object); ok {
-				entries, _ := ho.array("PreToolUse")
-				for gi, e := range entries {
-					eo, ok := e.(*object)
-					if !ok {
-						continue
-					}
-					hs, _ := eo.array("hooks")
-					for hi, h := range hs {
-						hobj, ok := h.(*object)
-						if !ok || !isSluiceHook(hobj.str("command"), "codex") {
-							continue
-						}
-						he := hookEntry{file: hooksPath, matcher: eo.str("matcher"), command: hobj.str("command")}
-						if t, ok := hobj.num("timeout"); ok {
-							he.timeout = time.Duration(t * float64(time.Second))
-						}
-						hooks = append(hooks, found{he, gi, hi})
-					}
-				}
-			}
-		}
-	}
-	f.Configured = len(hooks) > 0 || mcp
-	if !f.Configured {
-		return f
-	}
-	if len(hooks) == 0 {
-		f.Problems = append(f.Problems, Problem{Agent: "codex", FailOpen: true,
-			What: "sluice's MCP server is set up, but no sluice hook: Codex's own shell and apply_patch run without sluice",
-			Fix:  install + " --mcp"})
-	}
-	for _, h := range hooks {
-		checkHook(&f, h.hookEntry, 600*time.Second, install)
-		timeout := 600
-		if h.timeout > 0 {
-			timeout = int(h.timeout / time.Second)
-		}
-		key := codexKey(hooksPath, h.group, h.handler)
-		state, ok := config.Hooks.State[key]
-		want := CodexHookHash(h.matcher, h.command, timeout)
-		switch {
-		case !ok || state.TrustedHash == "":
-			f.Problems = append(f.Problems, Problem{Agent: "codex", FailOpen: true,
-				What: fmt.Sprintf("%s: Codex has not been told to trust sluice's hook (no [hooks.state.%s] in %s): it skips the hook, and the tool runs", hooksPath, tomlString(key), configPath),
-				Fix:  install + " (it records the trust as Codex's /hooks does)"})
-		case state.TrustedHash != want:
-			f.Problems = append(f.Problems, Problem{Agent: "codex", FailOpen: true,
-				What: fmt.Sprintf("%s: sluice's hook changed since it was trusted: Codex skips it, and the tool runs", hooksPath),
-				Fix:  install + " (it trusts the hook as it is now)"})
-		case state.Enabled != nil && !*state.Enabled:
-			f.Problems = append(f.Problems, Problem{Agent: "codex", FailOpen: true,
-				What: fmt.Sprintf("%s: sluice's hook is turned off (enabled = false in %s)", hooksPath, configPath),
-				Fix:  install})
-		}
-		all, known := matchesAll(h.matcher, "Bash", "apply_patch")
-		switch {
-		case !known:
-			f.Problems = append(f.Problems, Problem{Agent: "codex", FailOpen: true,
-				What: fmt.Sprintf("%s: the matcher %q is not a valid Rust regular expression: Codex skips the hook", hooksPath, h.matcher), Fix: install})
-		case !all:
-			f.Problems = append(f.Problems, Problem{Agent: "codex", FailOpen: true,
-				What: fmt.Sprintf("%s: the matcher %q leaves out Bash or apply_patch: those run without sluice", hooksPath, h.matcher), Fix: install})
-		}
-		if fallbackOf(h.command) == "ask" {
-			f.Problems = append(f.Problems, Problem{Agent: "codex", FailOpen: true,
-				What: fmt.Sprintf("%s: the hook answers ask when nobody decides, and Codex runs the tool on ask", hooksPath),
-				Fix:  install + " (Codex's default fallback is deny)"})
-		}
-		if mcp {
-			if all, _ := matchesAll(h.matcher, "mcp__sluice__run_command"); all {
-				f.Problems = append(f.Problems, Problem{Agent: "codex",
-					What: fmt.Sprintf("%s: the hook's matcher %q also matches sluice's own MCP tools: each MCP call is asked about twice", hooksPath, h.matcher),
-					Fix:  install + " --mcp (its matcher skips mcp__sluice__*)"})
-			}
-		}
-	}
-	if len(hooks) > 1 {
-		f.Problems = append(f.Problems, Problem{Agent: "codex", What: fmt.Sprintf("%d sluice hooks are set up: each tool call is asked about %d times", len(hooks), len(hooks)), Fix: install + " (it keeps one)"})
-	}
-	if mcp {
-		passed := map[string]bool{}
-		for _, v := range mcpServer.EnvVars {
-			passed[v] = true
-		}
-		for k := range mcpServer.Env {
-			passed[k] = true
-		}
-		var missing []string
-		for _, v := range codexEnvVars {
-			if !passed[v] {
-				missing = append(missing, v)
-			}
-		}
-		if len(missing) > 0 {
-			f.Problems = append(f.Problems, Problem{Agent: "codex",
-				What: fmt.Sprintf("[mcp_servers.sluice] in %s does not pass %s through: Codex starts MCP servers with a few variables only, so sluice-mcp may look for another spool than the console's, and its calls fail", configPath, strings.Join(missing, ", ")),
-				Fix:  install + " --mcp (it sets env_vars)"})
-		}
-	}
-	return f
 }

@@ -59,13 +59,13 @@ func codexFailOpen() []failOpenCase {
 		}
 	}
 	return []failOpenCase{
-		{"codex: hook never trusted", "codex", hooksJSON(codexMatcher, "SLUICE hook codex --wait 1m50s"), "has not been told to trust"},
+		{"codex: hook never trusted", "codex", hooksJSON(codexMatcher, "SLUICE hook codex --wait 1m50s"), "has not been told to trust", FailOpen},
 		{"codex: hook edited after it was trusted", "codex", func(t *testing.T, opt Options) {
 			trusted(codexMatcher, "SLUICE hook codex --wait 1m50s")(t, opt)
 			hooksJSON(codexMatcher, "SLUICE hook codex --wait 1m")(t, opt)
-		}, "changed since it was trusted"},
-		{"codex: fallback ask", "codex", trusted(codexMatcher, "SLUICE hook codex --wait 1m50s --fallback ask"), "Codex runs the tool on ask"},
-		{"codex: matcher leaves out apply_patch", "codex", trusted("^Bash$", "SLUICE hook codex --wait 1m50s"), "leaves out Bash or apply_patch"},
-		{"codex: timeout under the wait", "codex", trusted(codexMatcher, "SLUICE hook codex --wait 5m"), "the agent kills the hook after 2m0s"},
+		}, "changed since it was trusted", FailOpen},
+		{"codex: fallback ask", "codex", trusted(codexMatcher, "SLUICE hook codex --wait 1m50s --fallback ask"), "Codex runs the tool on ask", FailOpen},
+		{"codex: matcher leaves out apply_patch", "codex", trusted("^Bash$", "SLUICE hook codex --wait 1m50s"), "leaves out Bash or apply_patch", FailOpen},
+		{"codex: timeout under the wait", "codex", trusted(codexMatcher, "SLUICE hook codex --wait 5m"), "the agent kills the hook after 2m0s", FailOpen},
 	}
 }

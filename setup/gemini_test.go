@@ -15,10 +15,10 @@ func geminiFailOpen() []failOpenCase {
 		}
 	}
 	return []failOpenCase{
-		{"gemini: timeout in seconds, not milliseconds", "gemini", settings("", geminiMatcher, "SLUICE hook gemini", 120), "the agent kills the hook after 120ms"},
-		{"gemini: hooks turned off", "gemini", settings(`"hooksConfig":{"enabled":false},`, geminiMatcher, "SLUICE hook gemini", 120000), "hooksConfig.enabled is false"},
-		{"gemini: sluice's hook disabled by name", "gemini", settings(`"hooksConfig":{"disabled":["sluice"]},`, geminiMatcher, "SLUICE hook gemini", 120000), "hooksConfig.disabled lists"},
-		{"gemini: matcher leaves out the shell", "gemini", settings("", "write_file|replace", "SLUICE hook gemini", 120000), "leaves out some of run_shell_command"},
-		{"gemini: relative program", "gemini", settings("", ".*", "sluice hook gemini", 120000), "by a relative name"},
+		{"gemini: timeout in seconds, not milliseconds", "gemini", settings("", geminiMatcher, "SLUICE hook gemini", 120), "the agent kills the hook after 120ms", FailOpen},
+		{"gemini: hooks turned off", "gemini", settings(`"hooksConfig":{"enabled":false},`, geminiMatcher, "SLUICE hook gemini", 120000), "sets hooksConfig.enabled to false", FailOpen},
+		{"gemini: sluice's hook disabled by name", "gemini", settings(`"hooksConfig":{"disabled":["sluice"]},`, geminiMatcher, "SLUICE hook gemini", 120000), "hooksConfig.disabled lists", FailOpen},
+		{"gemini: matcher leaves out the shell", "gemini", settings("", "write_file|replace", "SLUICE hook gemini", 120000), "leaves out some of run_shell_command", FailOpen},
+		{"gemini: relative program", "gemini", settings("", ".*", "sluice hook gemini", 120000), "by a relative name", FailOpen},
 	}
 }

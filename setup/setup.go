@@ -8,6 +8,7 @@
 package setup
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -42,6 +43,48 @@ type Options struct {
 	Spool string
 	// CodexHome is Codex's directory ($CODEX_HOME); default ~/.codex.
 	CodexHome string
+	// Cwd is where the agents are started from (the current directory):
+	// the project settings each agent reads there are checked too, and
+	// install takes a switch that turns every hook off out of them.
+	Cwd string
+	// Getenv is the environment the agents inherit (nil: none): the
+	// agents' own variables that move their settings (CLAUDE_CONFIG_DIR,
+	// GEMINI_CLI_HOME, GEMINI_CLI_SYSTEM_SETTINGS_PATH, ...) or turn
+	// hooks off (CLAUDE_CODE_SAFE_MODE, GEMINI_CLI_TRUST_WORKSPACE), and
+	// SLUICE_HOOK_FALLBACK.
+	Getenv func(string) string
+	// SystemRoot is prefixed to the system-wide paths where an
+	// administrator manages the agents' settings (/etc/claude-code,
+	// /etc/codex, /etc/gemini-cli): "" on a real machine, a directory in
+	// tests.
+	SystemRoot string
+	// PathSluice is the sluice a person's shell finds on PATH ("" when
+	// none), to tell when a hook runs another.
+	PathSluice string
+}
+
+// env is the variable k of the agents' environment.
+func (o Options) env(k string) string {
+	if o.Getenv == nil {
+		return ""
+	}
+	return o.Getenv(k)
+}
+
+// cwd is where the agents are started: Cwd, else Project.
+func (o Options) cwd() string {
+	if o.Cwd != "" {
+		return o.Cwd
+	}
+	return o.Project
+}
+
+// system is a system-wide path under SystemRoot.
+func (o Options) system(path string) string {
+	if o.SystemRoot == "" {
+		return path
+	}
+	return filepath.Join(o.SystemRoot, path)
 }
 
 // Margin is how much longer the agent's hook timeout is than sluice's
@@ -56,16 +99,34 @@ type Change struct {
 	Path          string
 	Before, After []byte
 	Existed       bool
-	Mode          fs.FileMode
+	// Remove: the file goes (uninstall took out all there was in it).
+	Remove bool
+	Mode   fs.FileMode
 }
 
 // Plan is what Install or Uninstall would write.
 type Plan struct {
 	Agent   string
 	Changes []Change
+	// Asks are changes the plan makes to the person's own settings
+	// (not sluice's): a person agrees to them before the plan is
+	// applied.
+	Asks []Ask
 	// Notes are what a person should know: steps sluice cannot take.
 	Notes []string
 }
+
+// Ask is a setting of the person's that install changes: one that turns
+// sluice's hook off with every other.
+type Ask struct {
+	File     string
+	Setting  string // as it is written: "disableAllHooks": true
+	Why      string // what it does
+	Question string // what install asks: Take "disableAllHooks": true out of FILE?
+	Done     string // what install says it did: took out "disableAllHooks": true
+}
+
+func (a Ask) String() string { return fmt.Sprintf("%s sets %s: %s", a.File, a.Setting, a.Why) }
 
 // Empty reports whether the plan changes nothing: already set up (or
 // already removed).
@@ -75,11 +136,14 @@ func (p *Plan) Empty() bool { return len(p.Changes) == 0 }
 func (p *Plan) Diff() string {
 	var b strings.Builder
 	for _, c := range p.Changes {
-		from := c.Path
+		from, to := c.Path, c.Path
 		if !c.Existed {
 			from = "/dev/null"
 		}
-		b.WriteString(udiff.Unified(from, c.Path, string(c.Before), string(c.After)))
+		if c.Remove {
+			to = "/dev/null"
+		}
+		b.WriteString(udiff.Unified(from, to, string(c.Before), string(c.After)))
 	}
 	return b.String()
 }
@@ -87,13 +151,27 @@ func (p *Plan) Diff() string {
 // Apply writes the plan. Each file that existed is first copied to
 // PATH.sluice-backup-TIME (returned), and each is replaced atomically
 // (a temporary file renamed over it), so that an agent reading its
-// settings meanwhile sees the old file or the new one.
+// settings meanwhile sees the old file or the new one. A file the plan
+// removes held only what sluice wrote: it goes without a backup, and so
+// does the agent's directory it was in (.claude, .codex, .gemini) when
+// that leaves it empty.
 func (p *Plan) Apply(now time.Time) (backups []string, err error) {
 	stamp := now.UTC().Format("20060102T150405Z")
 	for _, c := range p.Changes {
 		mode := c.Mode
 		if mode == 0 {
 			mode = 0o600
+		}
+		if c.Remove {
+			// Nothing but sluice's was in it: no backup, and its
+			// directory goes too when that leaves it empty.
+			if err := os.Remove(c.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return backups, err
+			}
+			if dir := filepath.Dir(c.Path); slices.Contains([]string{".claude", ".codex", ".gemini"}, filepath.Base(dir)) {
+				_ = os.Remove(dir) // only when empty
+			}
+			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(c.Path), 0o700); err != nil {
 			return backups, err
@@ -200,6 +278,54 @@ func (p *Plan) change(path string, before []byte, existed bool, mode fs.FileMode
 		path = real
 	}
 	p.Changes = append(p.Changes, Change{Path: path, Before: before, After: after, Existed: existed, Mode: mode})
+}
+
+// remove adds the removal of path to the plan.
+func (p *Plan) remove(path string, before []byte, mode fs.FileMode) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	p.Changes = append(p.Changes, Change{Path: path, Before: before, Existed: true, Remove: true, Mode: mode})
+}
+
+// editJSON reads path (missing is empty) in its agent's dialect, lets
+// edit change it, and adds the result to the plan. A missing file is
+// made only when something is written in it; with removeEmpty (an
+// uninstall), a file left with nothing in it goes.
+func editJSON(p *Plan, path string, dl dialect, removeEmpty bool, edit func(*doc) error) error {
+	data, existed, mode, err := readFile(path)
+	if err != nil {
+		return err
+	}
+	d, err := parseDoc(data, dl)
+	if err != nil {
+		return fmt.Errorf("%s is not valid JSON (%v): fix it by hand, then run this again", path, err)
+	}
+	orig := d.bytes()
+	if err := edit(d); err != nil {
+		return fmt.Errorf("%s: %w; fix it by hand, then run this again", path, err)
+	}
+	after := d.bytes()
+	switch {
+	case bytes.Equal(after, orig): // nothing of sluice's to add or take out
+	case !existed && d.top().empty():
+	case existed && removeEmpty && d.top().empty() && !hasComment(after):
+		p.remove(path, data, mode)
+	default:
+		p.change(path, data, existed, mode, after)
+	}
+	return nil
+}
+
+// hasComment reports whether a settings file holds a comment.
+func hasComment(data []byte) bool {
+	d, err := parseDoc(data, jsonComments)
+	if err != nil {
+		return true
+	}
+	c := d.root.Clone()
+	c.Standardize()
+	return !bytes.Equal(c.Pack(), data)
 }
 
 // hookCommand is the command line an agent runs for its hook.

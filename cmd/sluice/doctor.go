@@ -14,17 +14,24 @@ const doctorHelp = `Check sluice and every agent configured to use it for what w
 tool run with nobody asked, or leave an agent waiting forever:
 
   each agent (Claude Code, Codex, Gemini CLI) with a sluice hook or MCP
-  server in its user settings (and the project's, in the current
-  directory): the hook's program is an absolute path that exists; the
-  agent's hook timeout is above sluice's wait; the matcher covers the
-  agent's tools and skips sluice's own MCP tools; Codex trusts the hook
-  (an untrusted or edited hook is skipped) and falls back to deny; the
-  MCP server gets the environment it needs
+  server anywhere it reads settings from: the user's files, the system's
+  (managed) files, and the project's in the current directory (Claude
+  Code's ~/.claude.json projects too): the hook's program is an absolute
+  path that exists (and is the sluice on your PATH); the agent's hook
+  timeout is above sluice's wait; the matcher covers the agent's tools
+  and skips sluice's own MCP tools; no setting turns hooks off (Claude
+  Code's disableAllHooks, managed allowManagedHooksOnly, Codex's
+  [features] hooks = false, Gemini CLI's hooksConfig); an MCP server has
+  a hook beside it; Codex trusts the hook (an untrusted or edited hook is
+  skipped) and falls back to deny; Gemini CLI's fallback is not ask
+  (headless, it would hang); the MCP server gets the environment it needs
   sluice itself: a console or 'sluice serve' on the spool; the spool an
   agent started from another environment would use; confinement
 
-Each problem is printed with the command that fixes it. Exit status: 1 if
-any problem would let a tool run unasked (FAIL-OPEN), else 0.
+Each problem is printed with what fixes it: FAIL-OPEN (a tool can run
+unasked), HANGS (an agent waits until killed), BROKEN (an agent does not
+start as it is set up), or a warning. Exit status: 1 if there is any
+problem but warnings, else 0.
 `
 
 func cmdDoctor(args []string, std stdio, g *globals) int {
@@ -41,39 +48,47 @@ func cmdDoctor(args []string, std stdio, g *globals) int {
 		fmt.Fprintf(std.err, "sluice doctor: %v\n", err)
 		return exitFail
 	}
-	if wd, err := os.Getwd(); err == nil {
-		opt.Project = wd
-	}
-	failOpen := false
+	worst := map[setup.Severity]bool{}
 	report := func(p setup.Problem) {
-		failOpen = failOpen || p.FailOpen
+		worst[p.Severity] = true
 		fmt.Fprintln(std.out, p.String())
 	}
 	for _, p := range sluiceProblems(g) {
 		report(p)
 	}
-	configured := 0
+	configured, unknown := 0, 0
 	for _, f := range setup.Check(opt) {
-		if !f.Configured {
-			fmt.Fprintf(std.out, "%s: not set up (sluice install %s)\n", f.Agent, f.Agent)
-			for _, p := range f.Problems {
-				report(p)
-			}
-			continue
+		if f.Configured {
+			configured++
+		} else if len(f.Problems) > 0 {
+			unknown++ // its problems say why it cannot tell
 		}
-		configured++
-		if len(f.Problems) == 0 {
+		switch {
+		case !f.Configured && len(f.Problems) == 0:
+			fmt.Fprintf(std.out, "%s: not set up (sluice install %s)\n", f.Agent, f.Agent)
+		case f.Configured && len(f.Problems) == 0:
 			fmt.Fprintf(std.out, "%s: ok\n", f.Agent)
 		}
 		for _, p := range f.Problems {
 			report(p)
 		}
 	}
-	if configured == 0 {
+	if configured == 0 && unknown == 0 {
 		fmt.Fprintln(std.out, "no agent is set up to use sluice: run 'sluice install claude' (or codex, gemini)")
 	}
-	if failOpen {
-		fmt.Fprintln(std.out, "some tool calls can run with nobody asked: fix the FAIL-OPEN problems above")
+	for _, s := range []struct {
+		sev  setup.Severity
+		what string
+	}{
+		{setup.FailOpen, "some tool calls can run with nobody asked"},
+		{setup.Hangs, "an agent can wait until it is killed"},
+		{setup.Broken, "an agent does not start as it is set up"},
+	} {
+		if worst[s.sev] {
+			fmt.Fprintf(std.out, "%s: fix the %s problems above\n", s.what, s.sev)
+		}
+	}
+	if worst[setup.FailOpen] || worst[setup.Hangs] || worst[setup.Broken] {
 		return exitFail
 	}
 	return exitOK
@@ -84,7 +99,11 @@ func cmdDoctor(args []string, std stdio, g *globals) int {
 func sluiceProblems(g *globals) []setup.Problem {
 	var ps []setup.Problem
 	add := func(failOpen bool, what, fix string) {
-		ps = append(ps, setup.Problem{Agent: "sluice", FailOpen: failOpen, What: what, Fix: fix})
+		sev := setup.Warning
+		if failOpen {
+			sev = setup.FailOpen
+		}
+		ps = append(ps, setup.Problem{Agent: "sluice", Severity: sev, What: what, Fix: fix})
 	}
 	sp, err := g.openSpool()
 	if err != nil {

@@ -31,10 +31,19 @@ project hooks). The hook runs this sluice by its absolute path, with
 (deny, or ask where the agent honours it) before the agent would kill the
 hook and run the tool.
 
+A setting of yours that turns every hook off, sluice's included, is
+taken out too, and sluice asks first: Claude Code's "disableAllHooks":
+true in the settings it reads here (user, project, local), Gemini CLI's
+hooksConfig.enabled false. Managed and system settings are not for
+install to change: it says what they decide.
+
 sluice shows the diff of each file and asks before writing (--yes does
-not ask; --dry-run only shows it). Each file is backed up first
-(FILE.sluice-backup-TIME). Running it again changes nothing; 'sluice
-uninstall AGENT' takes out what it wrote and leaves the rest.
+not ask, and says what it took out; --dry-run only shows it). Each file
+is backed up first (FILE.sluice-backup-TIME), and only sluice's own
+members are added or taken out: the rest of each file stays as it was,
+byte for byte. Running it again changes nothing; 'sluice uninstall
+AGENT' takes out what it wrote, removes a file it leaves empty, and
+creates none.
 
 Exit status: 0 when written, or nothing needed changing, or with --dry-run;
 1 when not confirmed or a file cannot be read or written; 2 for bad flags.
@@ -42,7 +51,8 @@ Exit status: 0 when written, or nothing needed changing, or with --dry-run;
 
 const uninstallHelp = `Take sluice's hook, MCP server and permissions out of an agent's
 configuration (see 'sluice install --help'), leaving everything else as it
-is. Shows the diff and asks first; each file is backed up.
+is, byte for byte; a file left with nothing in it is removed, and no file
+is created. Shows the diff and asks first; each file is backed up.
 `
 
 func cmdInstall(args []string, std stdio, g *globals) int {
@@ -101,13 +111,24 @@ func runInstall(name string, args []string, std stdio, g *globals) int {
 		return exitOK
 	}
 	fmt.Fprint(std.out, plan.Diff())
+	for _, a := range plan.Asks {
+		fmt.Fprintf(std.out, "your setting: %s\n", a)
+	}
 	if *dryRun {
 		printNotes(std, plan)
 		return exitOK
 	}
-	if !*yes && !confirm(std, fmt.Sprintf("Write %s? [y/N] ", changedFiles(plan))) {
-		fmt.Fprintln(std.err, "nothing written")
-		return exitFail
+	if !*yes {
+		for _, a := range plan.Asks {
+			if !confirm(std, a.Question+" [y/N] ") {
+				fmt.Fprintf(std.err, "nothing written: while %s sets %s, %s\n", a.File, a.Setting, a.Why)
+				return exitFail
+			}
+		}
+		if !confirm(std, fmt.Sprintf("Write %s? [y/N] ", changedFiles(plan))) {
+			fmt.Fprintln(std.err, "nothing written")
+			return exitFail
+		}
 	}
 	backups, err := plan.Apply(time.Now())
 	for _, b := range backups {
@@ -118,6 +139,9 @@ func runInstall(name string, args []string, std stdio, g *globals) int {
 		return exitFail
 	}
 	fmt.Fprintf(std.out, "%sed %s: %s\n", name, agent, changedFiles(plan))
+	for _, a := range plan.Asks {
+		fmt.Fprintf(std.out, "%s: %s (while it was there, %s)\n", a.File, a.Done, lowerFirst(a.Why))
+	}
 	printNotes(std, plan)
 	if name == "install" {
 		fmt.Fprintf(std.out, "check it with: sluice doctor\n")
@@ -140,8 +164,12 @@ func setupOptions(g *globals, project bool) (setup.Options, error) {
 		return opt, err
 	}
 	opt.Home, opt.Sluice, opt.Spool = home, self, g.spool
+	opt.Getenv, opt.PathSluice = os.Getenv, setup.LookPath(os.Getenv("PATH"))
 	if ch := os.Getenv("CODEX_HOME"); ch != "" && filepath.IsAbs(ch) {
 		opt.CodexHome = ch
+	}
+	if opt.Cwd, err = os.Getwd(); err != nil {
+		return opt, err
 	}
 	if opt.Spool != "" {
 		if opt.Spool, err = filepath.Abs(opt.Spool); err != nil {
@@ -149,9 +177,7 @@ func setupOptions(g *globals, project bool) (setup.Options, error) {
 		}
 	}
 	if project {
-		if opt.Project, err = os.Getwd(); err != nil {
-			return opt, err
-		}
+		opt.Project = opt.Cwd
 	}
 	return opt, nil
 }
@@ -159,9 +185,20 @@ func setupOptions(g *globals, project bool) (setup.Options, error) {
 func changedFiles(p *setup.Plan) string {
 	var names []string
 	for _, c := range p.Changes {
+		if c.Remove {
+			names = append(names, c.Path+" (removed: nothing else was in it)")
+			continue
+		}
 		names = append(names, c.Path)
 	}
 	return strings.Join(names, ", ")
+}
+
+func lowerFirst(s string) string {
+	if s == "" || strings.HasPrefix(s, "Claude") || strings.HasPrefix(s, "Gemini") || strings.HasPrefix(s, "Codex") {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
 }
 
 func printNotes(std stdio, p *setup.Plan) {

@@ -24,6 +24,7 @@ type env struct {
 	root, home, proj, spool, bin string
 	baseURL                      string // the scripted model's
 	note                         string // what a scenario wants reported
+	hung                         bool   // the agent was killed at the scenario's limit
 	stop                         []func()
 	serveLog                     bytes.Buffer
 	mu                           sync.Mutex

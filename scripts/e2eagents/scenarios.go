@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -23,6 +24,13 @@ type scenario struct {
 	only    string                        // run for this agent only
 	path    string                        // the agent's PATH, when set
 	old     bool                          // the old hand-written hook instead of 'sluice install'
+	// setup, when set, runs after 'sluice install' (or, with noInstall,
+	// instead of it): a person's own change to the agent's settings.
+	setup     func(e *env, cli string) error
+	noInstall bool
+	// mayHang: a run that outlives limit is killed and recorded
+	// (e.hung), not a failure; check then says what that means.
+	mayHang bool
 }
 
 // Markers: files a command leaves in the project when it ran.
@@ -137,6 +145,78 @@ func scenarios() []scenario {
 				}
 				return nil
 			}},
+		// What issue 29 found: a person's setting that turns every hook
+		// off, an MCP server added the old way and no hook, a fallback
+		// that hangs a headless agent. Each run records what the agent
+		// did; sluice doctor must catch each and exit 1, and for the
+		// first, install must take the setting out (--yes) and doctor
+		// be clean after.
+		{name: "control: disableAllHooks", serve: true, only: "claude", install: []string{"--wait", "5s"},
+			setup: func(e *env, cli string) error {
+				return editFile(filepath.Join(e.home, ".claude", "settings.json"), func(s string) string {
+					return strings.Replace(s, "{", "{\n  \"disableAllHooks\": true,", 1)
+				})
+			},
+			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markUnasked}} },
+			check: func(e *env, m *model) error {
+				out, err := e.sluice("doctor")
+				if err == nil || !strings.Contains(out, `settings.json sets "disableAllHooks": true: Claude Code runs no hook`) {
+					return fmt.Errorf("sluice doctor did not report disableAllHooks: %v\n%s", err, out)
+				}
+				if _, err := e.sluice("--spool", e.spool, "install", "claude", "--yes"); err != nil {
+					return err
+				}
+				if out, err := e.sluice("doctor"); err != nil || strings.Contains(out, "FAIL-OPEN") {
+					return fmt.Errorf("after 'sluice install claude --yes' doctor still fails: %v\n%s", err, out)
+				}
+				e.note = ranUnasked(e, "doctor: FAIL-OPEN; install --yes took it out, then doctor clean")
+				return nil
+			}},
+		{name: "control: claude mcp add", serve: true, only: "claude", noInstall: true,
+			setup: func(e *env, cli string) error {
+				// The old way: sluice's MCP server added with the real
+				// 'claude mcp add' (local scope: ~/.claude.json,
+				// projects.<dir>.mcpServers), and no hook.
+				cmd := exec.Command(cli, "mcp", "add", "sluice", "--", filepath.Join(e.bin, "sluice"), "--spool", e.spool, "mcp")
+				cmd.Env, cmd.Dir = e.environ("DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"), e.proj
+				if out, err := cmd.CombinedOutput(); err != nil {
+					return fmt.Errorf("claude mcp add: %v: %s", err, out)
+				}
+				data, err := os.ReadFile(filepath.Join(e.home, ".claude.json"))
+				if err != nil || !strings.Contains(string(data), `"mcpServers"`) {
+					return fmt.Errorf("claude mcp add wrote no MCP server in ~/.claude.json: %v\n%s", err, data)
+				}
+				return nil
+			},
+			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markUnasked}} },
+			check: func(e *env, m *model) error {
+				out, err := e.sluice("doctor")
+				if err == nil || !strings.Contains(out, "registers sluice's MCP server for the project ") {
+					return fmt.Errorf("sluice doctor did not report the MCP server without a hook: %v\n%s", err, out)
+				}
+				e.note = ranUnasked(e, "doctor: FAIL-OPEN")
+				return nil
+			}},
+		{name: "control: fallback ask", only: "gemini", limit: 30 * time.Second, mayHang: true,
+			setup: func(e *env, cli string) error {
+				return editFile(filepath.Join(e.home, ".gemini", "settings.json"), func(s string) string {
+					return strings.Replace(s, " hook gemini --wait ", " hook gemini --fallback ask --wait ", 1)
+				})
+			},
+			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markUnasked}} },
+			check: func(e *env, m *model) error {
+				out, err := e.sluice("doctor")
+				if err == nil || !strings.Contains(out, "gemini: HANGS: ") || !strings.Contains(out, "hangs until it is killed") {
+					return fmt.Errorf("sluice doctor did not fail the --fallback ask hook: %v\n%s", err, out)
+				}
+				switch {
+				case e.hung:
+					e.note = "gemini -p hung until killed (doctor: HANGS, exit 1)"
+				default:
+					e.note = ranUnasked(e, "gemini -p did not hang this time (doctor: HANGS, exit 1 all the same)")
+				}
+				return nil
+			}},
 		{name: "no engine running",
 			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markNoEngine}} },
 			check: func(e *env, m *model) error {
@@ -161,6 +241,28 @@ func scenarios() []scenario {
 				return resultHas(m, "Permission denied")
 			}},
 	}
+}
+
+// ranUnasked is the note of a control scenario: whether the agent ran
+// the tool nobody was asked about, and what sluice said.
+func ranUnasked(e *env, said string) string {
+	if e.exists(markUnasked) {
+		return "the agent ran the tool unasked (" + said + ")"
+	}
+	return "the agent did not run the tool (" + said + ")"
+}
+
+// editFile rewrites a file with f.
+func editFile(path string, f func(string) string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out := f(string(data))
+	if out == string(data) {
+		return fmt.Errorf("%s: the edit changed nothing", path)
+	}
+	return os.WriteFile(path, []byte(out), 0o600)
 }
 
 func all(errs ...error) error {
@@ -232,12 +334,21 @@ func runScenario(a *agent, sc scenario, cli, dir, bin string) (string, time.Dura
 	if err := a.prepare(e, base); err != nil {
 		return "", 0, fmt.Errorf("prepare: %w", err)
 	}
-	if sc.old {
+	switch {
+	case sc.old:
 		if err := a.oldHook(e); err != nil {
 			return "", 0, err
 		}
-	} else if err := e.install(a.name, sc.install...); err != nil {
-		return "", 0, err
+	case sc.noInstall:
+	default:
+		if err := e.install(a.name, sc.install...); err != nil {
+			return "", 0, err
+		}
+	}
+	if sc.setup != nil {
+		if err := sc.setup(e, cli); err != nil {
+			return "", 0, fmt.Errorf("setup: %w", err)
+		}
 	}
 	if sc.serve {
 		if err := e.serve(); err != nil {
@@ -266,7 +377,10 @@ func runScenario(a *agent, sc scenario, cli, dir, bin string) (string, time.Dura
 	}
 	out, took, err := run(cmd, limit)
 	if err != nil && strings.HasPrefix(err.Error(), "hung") {
-		return "", took, fmt.Errorf("%v\n%s", err, tail(out))
+		if !sc.mayHang {
+			return "", took, fmt.Errorf("%v\n%s", err, tail(out))
+		}
+		e.hung = true
 	}
 	if cerr := sc.check(e, m); cerr != nil {
 		return "", took, fmt.Errorf("%v\n--- agent output:\n%s\n--- serve:\n%s", cerr, tail(out), tail(e.serveLog.String()))
