@@ -519,6 +519,16 @@ func grantFor(wr pathRef, a Action, env Env) string {
 			return ""
 		}
 	}
+	if h := filepath.Clean(env.Home); env.Home != "" && h != "/" && under(abs, h) {
+		// The home's dot directories hold what other programs trust
+		// later, unconfined: caches (~/.cache/go-build), toolchains,
+		// settings, startup files. A write there is planting; no
+		// approval of a line opens it (the person can still run it
+		// unconfined, U, seeing that).
+		if rel, err := filepath.Rel(h, abs); err == nil && rel != "." && strings.HasPrefix(rel, ".") {
+			return ""
+		}
+	}
 	return abs
 }
 

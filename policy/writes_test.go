@@ -149,6 +149,10 @@ func TestGrants(t *testing.T) {
 		{"echo 1 > /proc/sys/kernel/x", nil},
 		{"cp f /", nil},
 		{"cp f " + out + "/ok/ && cp g ~/.ssh/", nil},
+		// Where code other programs trust later lives: asked, never
+		// granted (a grant would plant what a later unconfined build runs).
+		{"echo planted > ~/.cache/go-build/0.01", nil},
+		{"cp hook.sh ~/.config/git/hooks/", nil},
 	} {
 		v := p.Check(tt.line, tableEnv)
 		if !slices.Equal(v.Grants, tt.grants) || !slices.Equal(v.Queue().Grants, tt.grants) {

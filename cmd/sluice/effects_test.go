@@ -911,7 +911,34 @@ func (s *effSuite) runCase(t *testing.T, c effCase) {
 		s.runWrapped(t, c, r, cmd)
 		return
 	}
+	before := effNames(s.proj)
 	r.res, r.out = s.run(t, timeout, "", cmd)
+	if v := r.res.Verdict; v != nil && (effGranted(v.Grants, r.mark) || effGranted(v.Grants, r.keep)) {
+		// The verdict named the path outside the project as written, and
+		// a person approved it so: that run may write there (a grant), by
+		// consent, not by a gap. The same payload with the path known
+		// only when it runs is granted nothing, and confinement must stop
+		// it as before.
+		t.Logf("granted by name to the approved run: %q", v.Grants)
+		_ = os.RemoveAll(r.mark)
+		for name := range effNames(s.proj) {
+			if !before[name] {
+				_ = os.RemoveAll(filepath.Join(s.proj, name)) // what the first run made there (a link)
+			}
+		}
+		if r.keep != "" {
+			effWrite(t, r.keep, "keep "+c.name+"\n", 0o666)
+		}
+		for _, p := range []string{r.mark, r.keep} {
+			if p != "" {
+				cmd = strings.ReplaceAll(cmd, p, `"$(printf %s `+p+`)"`)
+			}
+		}
+		r.res, r.out = s.run(t, timeout, "", cmd)
+		if v := r.res.Verdict; v != nil && len(v.Grants) > 0 {
+			t.Fatalf("the payload with its path hidden still names grants %q: it tests nothing", v.Grants)
+		}
+	}
 
 	if r.res.Status != queue.StatusDone && r.res.Status != queue.StatusTimeout {
 		t.Fatalf("the payload did not run: status %s (%s), verdict %+v; it proves nothing\n%s",
@@ -1417,4 +1444,27 @@ func effTag(t *testing.T) string {
 	n, err := rand.Int(rand.Reader, big.NewInt(1e9))
 	effCheck(t, err)
 	return fmt.Sprintf("0.0%09d", n.Int64())
+}
+
+// effGranted says whether grants name path or a directory holding it.
+func effGranted(grants []string, path string) bool {
+	if path == "" {
+		return false
+	}
+	for _, g := range grants {
+		if g == path || strings.HasPrefix(path, strings.TrimSuffix(g, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// effNames are the names in dir.
+func effNames(dir string) map[string]bool {
+	out := map[string]bool{}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		out[e.Name()] = true
+	}
+	return out
 }
