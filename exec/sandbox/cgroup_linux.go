@@ -210,6 +210,13 @@ var sweepOnce = sync.OnceFunc(removeStale)
 // started).
 func SweepStale() { sweepOnce() }
 
+// KillOrphans is SweepStale each time it is called: a recovery calls it
+// before it answers a claim whose run started "stopped" (queue.Spool's
+// StopOrphans), since the actor that died (a sluice approve, a box's
+// bridge's child) may have had no successor that started since to sweep
+// its runs. It finds only the cgroups below this process's own.
+func KillOrphans() { removeStale() }
+
 // removeStale removes the run cgroups of sluice processes that are gone
 // (a crash or a SIGKILL leaves them behind): sluice-PID-N where PID is
 // not alive. What still runs in one, a process the run started that left

@@ -56,6 +56,16 @@ func servesAgain(t *testing.T, b *Box, approve func(id string)) {
 	}
 }
 
+// approver approves as a person at the box's terminal: 'sluice approve'.
+func approver(t *testing.T, b *Box) func(id string) {
+	return func(id string) {
+		t.Helper()
+		if code, out, errs := b.Sluice("approve", "--yes", id); code != 0 {
+			t.Errorf("sluice approve %s: exit %d\n%s%s", id, code, out, errs)
+		}
+	}
+}
+
 // needCgroup skips a case where runs get no cgroup: there nothing kills
 // what a dead engine's run left running (docs/reliability.md, known
 // limits).
@@ -89,6 +99,30 @@ func TestFaultServeKilled(t *testing.T) {
 	faultLines(t, b, before, "serve was killed mid-run")
 	b.Verify()
 	servesAgain(t, b, nil)
+}
+
+// TestFaultApproveKilled: the 'sluice approve' running a request a
+// person approved is killed with SIGKILL mid-run while sluice serve goes
+// on. serve (or the waiting agent) answers the orphaned claim stopped,
+// and what the run left running is killed by the engine still there.
+func TestFaultApproveKilled(t *testing.T) {
+	needCgroup(t)
+	b := NewBox(t, BoxOptions{Policy: AskAll})
+	b.Serve()
+	cmd := Loop("beat", "")
+	agent := b.Ask(cmd)
+	id := b.IDOf(cmd)
+	approve := b.Start("approve", "--yes", id)
+	b.WaitMarked(id)
+	before := b.AuditLines()
+
+	approve.Kill()
+	ans := agent.Answer(b)
+	b.CheckTold(id, ans)
+	b.NoOrphans(id, "beat")
+	faultLines(t, b, before, "sluice approve was killed mid-run")
+	b.Verify()
+	servesAgain(t, b, approver(t, b))
 }
 
 // fleet is a hub and one box "b1" bridged to it ('sluice serve --hub'),
