@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
@@ -170,6 +171,50 @@ func outcome(t *testing.T, h *Hub, id string) *hub.Outcome {
 		t.Fatalf("the outcome of b1/%s on the hub: %v", id, err)
 	}
 	return o
+}
+
+// TestFaultBridgeKilled: a box's bridge ('sluice-hub box', serve's
+// child) and the 'sluice approve' it runs for a decision made at the hub
+// are killed with SIGKILL mid-run; serve goes on, and starts the bridge
+// again. The agent is told stopped, the run's processes die, the
+// decision is not applied a second time, and the person who approved at
+// the hub is told the run stopped.
+func TestFaultBridgeKilled(t *testing.T) {
+	slow(t)
+	needCgroup(t)
+	h, b, serve := fleet(t)
+	cmd := Loop("beat", "")
+	agent := b.Ask(cmd)
+	id := b.IDOf(cmd)
+	h.WaitListed("b1", id)
+	person := h.StartSluice("hub", "approve", "b1/"+id, "--yes")
+	b.WaitMarked(id)
+	bridges := Children(serve.Pid(), "sluice-hub")
+	if len(bridges) != 1 {
+		t.Fatalf("serve %d has %d sluice-hub children, want its bridge", serve.Pid(), len(bridges))
+	}
+	approves := Children(bridges[0], "sluice")
+	if len(approves) != 1 {
+		t.Fatalf("the bridge %d has %d sluice children, want the 'sluice approve' running b1/%s", bridges[0], len(approves), id)
+	}
+	before := b.AuditLines()
+
+	for _, pid := range append(bridges, approves...) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	ans := agent.Answer(b)
+	b.NoOrphans(id, "beat")
+	// The bridge serve starts again finds the decision, with no outcome
+	// for it yet, for a request already answered: it says what happened,
+	// and does not apply it again.
+	person.Wait(t)
+	if errs := person.Stderr.String(); !strings.Contains(errs, "b1: stopped") {
+		t.Errorf("the person who approved at the hub was not told the run stopped:\n%s", errs)
+	}
+	b.CheckTold(id, ans)
+	faultLines(t, b, before, "the bridge and its sluice approve were killed mid-run")
+	b.Verify()
+	servesAgain(t, b, hubApprover(t, h))
 }
 
 // TestFaultHubKilled: the hub is killed with SIGKILL while a run it
