@@ -30,8 +30,10 @@ func (b *Box) AskText(command string) *Agent {
 
 // Answer is what an agent was told.
 type Answer struct {
-	Code           int     // sluice run's exit code
-	Result         *Result // the result printed (run --json), or nil
+	Code int // sluice run's exit code
+	// Result is the result printed (run --json), or what the exit code
+	// says without --json; nil when it says the request did not run.
+	Result         *Result
 	Stdout, Stderr string
 }
 
@@ -52,6 +54,19 @@ func (a *Agent) Answer(b *Box) Answer {
 		if json.Unmarshal([]byte(strings.TrimSpace(ans.Stdout)), &r) == nil && r.Status != "" {
 			ans.Result = &r
 		}
+		return ans
+	}
+	// Without --json the exit code is what the agent is told (protocol
+	// section 5): the command's own, or one of sluice run's.
+	switch ans.Code {
+	case ExitStopped:
+		ans.Result = &Result{Status: "stopped"}
+	case 124:
+		ans.Result = &Result{Status: "timeout"}
+	case ExitNotRun, 126, 130, 143, 2:
+	default:
+		code := ans.Code
+		ans.Result = &Result{Status: "done", ExitCode: &code}
 	}
 	return ans
 }
@@ -90,6 +105,7 @@ func (b *Box) CheckTold(id string, ans Answer) {
 		told += ", status " + ans.Result.Status
 	}
 	told += ", stderr " + strings.TrimSpace(ans.Stderr)
+	t.Logf("%s: the agent was told %s", id, told)
 	marks := b.Marks(id)
 	if marks > 1 {
 		t.Errorf("%s ran %d times (the marker holds it %d times)", id, marks, marks)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-dev/sluice/queue"
 )
 
 // A Box is one machine's sluice as a user has it: a home, a
@@ -107,6 +109,18 @@ func (b *Box) Serve(args ...string) *Proc {
 	p := b.Start(append([]string{"serve"}, args...)...)
 	p.WaitOutput(b.T, "sluice serve: watching ")
 	return p
+}
+
+// WaitServed waits until an engine marks itself present on the spool
+// (its serving.lock, which hooks and the MCP server look for before they
+// wait for a person).
+func (b *Box) WaitServed() {
+	b.T.Helper()
+	sp, err := queue.Open(b.Spool)
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	Until(b.T, "an engine serves "+b.Spool+" (holds its serving.lock)", sp.Serving)
 }
 
 // cleanup stops what the box started and kills what is left of it.

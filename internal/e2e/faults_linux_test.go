@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/hub"
@@ -54,6 +55,10 @@ func servesAgain(t *testing.T, b *Box, approve func(id string)) {
 	ans := a.Answer(b)
 	if ans.Code != 0 || !strings.Contains(ans.Stdout, word) {
 		t.Errorf("after the fault, a new request was not served: exit %d\nstdout: %s\nstderr: %s", ans.Code, ans.Stdout, ans.Stderr)
+	}
+	if strings.Contains(ans.Stderr, "nothing serves the spool") {
+		// Hooks and the MCP server withdraw what nobody serves.
+		t.Errorf("after the fault, the agent was told nothing serves the spool, while an engine serves it:\n%s", ans.Stderr)
 	}
 }
 
@@ -246,4 +251,230 @@ func TestFaultHubKilled(t *testing.T) {
 	faultLines(t, b, before, "the hub was killed mid-run")
 	b.Verify()
 	servesAgain(t, b, hubApprover(t, h))
+}
+
+// fullSpool is a box whose spool is on a small tmpfs of its own (the
+// audit log is not: a person's ~/.local/state and a /run/user spool are
+// two file systems), served by sluice serve.
+func fullSpool(t *testing.T, policy string) (fs string, b *Box, serve *Proc) {
+	t.Helper()
+	fs = Tmpfs(t, "1m")
+	b = NewBox(t, BoxOptions{Spool: fs + "/spool", Policy: policy})
+	return fs, b, b.Serve()
+}
+
+// TestFaultFullBeforeSubmit: the spool's file system is full before the
+// agent asks. The request cannot be written: the agent is told it was
+// not run (exit 125) and why, nothing runs, nothing is recorded, and once
+// there is space the next request is served.
+func TestFaultFullBeforeSubmit(t *testing.T) {
+	fs, b, _ := fullSpool(t, AllowAll)
+	before := b.AuditLines()
+	free := Fill(t, fs)
+	ans := b.Ask(`echo "$SLUICE_REQUEST_ID" >> mark`).Answer(b)
+	t.Logf("the agent was told exit %d, stderr %s", ans.Code, ans.Stderr)
+	if ans.Code != ExitNotRun || !strings.Contains(ans.Stderr, "no space left") {
+		t.Errorf("a request that could not be written: exit %d, want %d and why\nstderr: %s", ans.Code, ExitNotRun, ans.Stderr)
+	}
+	if data, _ := os.ReadFile(b.Project + "/mark"); len(data) > 0 {
+		t.Errorf("a request that could not be written ran: %q", data)
+	}
+	faultLines(t, b, before, "the spool was full")
+	free()
+	b.Verify()
+	servesAgain(t, b, nil)
+}
+
+// TestFaultFullWhileWaiting: the spool's file system fills while a
+// request waits; a person approves it; the command runs (its start and
+// end are in the audit log) and its result cannot be written. sluice
+// approve keeps the result and says once why it waits; the agent is
+// never told "not run": it keeps waiting, told why, and once there is
+// space again it gets the run's real end (exit 0, its output, whose log
+// could not be written, from the tail the engine kept). Meanwhile the
+// audit log does not grow.
+func TestFaultFullWhileWaiting(t *testing.T) {
+	fs, b, _ := fullSpool(t, AskAll)
+	cmd := `echo "$SLUICE_REQUEST_ID" >> mark; echo hello-from-the-run`
+	agent := b.AskText(cmd)
+	id := b.IDOf(cmd)
+	free := Fill(t, fs)
+	before := b.AuditLines()
+
+	// A person approves: the command runs, its result cannot be written
+	// yet; sluice approve keeps it, says why, and waits.
+	approve := b.Start("approve", id)
+	// Three of the engine's rescans (every 2 s) while the disk stays
+	// full: an answer now would be a false one, a line each would be a
+	// loop.
+	select {
+	case <-agent.Done():
+		t.Fatalf("the agent was answered while no result could be written: %v\nstdout %q\nstderr %q", agent.Cmd.ProcessState, agent.Stdout.String(), agent.Stderr.String())
+	case <-approve.Done():
+		t.Fatalf("sluice approve ended while its result could not be written: %v\n%s", approve.Cmd.ProcessState, approve.Stderr.String())
+	case <-time.After(6500 * time.Millisecond):
+	}
+	if n := strings.Count(approve.Stderr.String(), "cannot be written yet"); n != 1 {
+		t.Errorf("sluice approve said the fault %d times, want once:\n%s", n, approve.Stderr.String())
+	}
+	if !strings.Contains(approve.Stderr.String(), "free space") {
+		t.Errorf("sluice approve does not say what to do:\n%s", approve.Stderr.String())
+	}
+	if !strings.Contains(agent.Stderr.String(), "still waiting: the command ended; its result waits to be written: free space") {
+		t.Errorf("the agent's stderr does not say why it waits: %q", agent.Stderr.String())
+	}
+	faultLines(t, b, before, "the disk was full")
+
+	// Space again: the result is written, the agent gets the truth: the
+	// run's exit 0 and its output, from the tail the engine kept.
+	free()
+	if code := approve.Wait(t); code != 0 {
+		t.Errorf("sluice approve: exit %d\n%s", code, approve.Stderr.String())
+	}
+	ans := agent.Answer(b)
+	b.CheckTold(id, ans)
+	if !strings.Contains(ans.Stdout, "hello-from-the-run") {
+		t.Errorf("the agent did not get the run's output: %q", ans.Stdout)
+	}
+	b.NoOrphans(id, "")
+	b.Verify()
+	servesAgain(t, b, approver(t, b))
+}
+
+// TestFaultFullDuringRun: the spool fills while a command runs and
+// prints, and has space again before it ends. Its log could not hold
+// what it printed meanwhile; the agent still gets every line, from the
+// tail the engine kept, and the run's exit 0.
+func TestFaultFullDuringRun(t *testing.T) {
+	fs, b, _ := fullSpool(t, AllowAll)
+	// A kilobyte a line: the log's last page of the tmpfs (4 KiB) must
+	// not hold what it prints while the disk is full.
+	cmd := `echo "$SLUICE_REQUEST_ID" >> mark; while [ ! -e gate ]; do printf 'output line %01000d\n' 0; echo beat >> beat; sleep 0.05; done; echo end of the run`
+	agent := b.AskText(cmd)
+	id := b.IDOf(cmd)
+	b.WaitMarked(id)
+	Until(t, "the run's output reaches the agent", func() bool { return strings.Contains(agent.Stdout.String(), "output line") })
+	free := Fill(t, fs)
+	before := b.AuditLines()
+	beats := func() int {
+		data, _ := os.ReadFile(b.Project + "/beat")
+		return strings.Count(string(data), "\n")
+	}
+	full := beats()
+	Until(t, "the run prints on while the disk is full", func() bool { return beats() >= full+10 })
+	faultLines(t, b, before, "the disk was full")
+	free()
+	b.Open("gate")
+	ans := agent.Answer(b)
+	b.CheckTold(id, ans)
+	printed := beats()
+	if got := strings.Count(ans.Stdout, "output line"); got != printed || !strings.HasSuffix(ans.Stdout, "end of the run\n") {
+		t.Errorf("the run printed %d lines and its end; the agent got %d:\n%s", printed, got, ans.Stdout)
+	}
+	if fi, err := os.Stat(b.Spool + "/out/" + id + ".log"); err == nil && fi.Size() >= int64(printed*(len("output line \n")+1000)) {
+		t.Errorf("the run's log holds all of its output (%d bytes): the disk was not full while it printed", fi.Size())
+	}
+	b.NoOrphans(id, "beat")
+	b.Verify()
+	servesAgain(t, b, nil)
+}
+
+// TestFaultFullAtResult: the spool is full when a run ends, so its
+// result cannot be written. sluice serve keeps it and says once why;
+// the agent keeps waiting, told why, and gets the run's exit 0 once there
+// is space.
+func TestFaultFullAtResult(t *testing.T) {
+	fs, b, serve := fullSpool(t, AllowAll)
+	cmd := Loop("beat", "gate")
+	agent := b.Ask(cmd)
+	id := b.IDOf(cmd)
+	b.WaitMarked(id)
+	free := Fill(t, fs)
+	before := b.AuditLines()
+	b.Open("gate")
+	agent.WaitOutput(t, "still waiting: the command ended; its result waits to be written: free space")
+	serve.WaitOutput(t, "cannot be written yet")
+	faultLines(t, b, before, "the disk was full")
+	free()
+	ans := agent.Answer(b)
+	b.CheckTold(id, ans)
+	if n := strings.Count(serve.Stderr.String(), "cannot be written yet"); n != 1 {
+		t.Errorf("serve said the fault %d times, want once:\n%s", n, serve.Stderr.String())
+	}
+	b.NoOrphans(id, "beat")
+	b.Verify()
+	servesAgain(t, b, nil)
+}
+
+// TestFaultFullAtResultServeKilled: as TestFaultFullAtResult, and sluice
+// serve, holding the result it cannot write, is killed with SIGKILL. The
+// result is lost with it; the audit log is not: once there is space, the
+// next engine (or the waiting agent) answers from it, the run's real end
+// (done, exit 0), not "stopped" and never "not run".
+func TestFaultFullAtResultServeKilled(t *testing.T) {
+	fs, b, serve := fullSpool(t, AllowAll)
+	cmd := Loop("beat", "gate")
+	agent := b.Ask(cmd)
+	id := b.IDOf(cmd)
+	b.WaitMarked(id)
+	free := Fill(t, fs)
+	before := b.AuditLines()
+	b.Open("gate")
+	agent.WaitOutput(t, "still waiting: the command ended; its result waits to be written: free space")
+	serve.Kill()
+	free()
+	b.Serve()
+	ans := agent.Answer(b)
+	b.CheckTold(id, ans)
+	b.NoOrphans(id, "beat")
+	faultLines(t, b, before, "the disk was full and serve was killed")
+	b.Verify()
+	servesAgain(t, b, nil)
+}
+
+// TestFaultReadOnlyWhileWaiting: the file system of the spool and the
+// audit log is remounted read-only while a request waits. (The kernel
+// refuses that while a file on it is open for writing, as an engine's
+// audit log and serving.lock are: the engine is stopped first, as a
+// person remounting it would have to.) Nothing can be claimed nor
+// recorded: sluice approve and sluice serve refuse, saying why; an agent
+// asking now is told its request was not run; the waiting agent is told
+// nothing. Once it is read-write, the request is approved and runs once.
+func TestFaultReadOnlyWhileWaiting(t *testing.T) {
+	fs := Tmpfs(t, "4m")
+	b := NewBox(t, BoxOptions{Spool: fs + "/spool", Audit: fs + "/audit.jsonl", Policy: AskAll})
+	serve := b.Serve()
+	cmd := `echo "$SLUICE_REQUEST_ID" >> mark; echo ran-after-the-remount`
+	agent := b.AskText(cmd)
+	id := b.IDOf(cmd)
+	serve.Stop()
+	before := b.AuditLines()
+	if err := Remount(fs, true); err != nil {
+		t.Fatalf("remount read-only: %v", err)
+	}
+	if code, out, errs := b.Sluice("approve", "--yes", id); code == 0 || !strings.Contains(errs, "read-only file system") {
+		t.Errorf("sluice approve on a read-only spool: exit %d, want a failure saying why\n%s%s", code, out, errs)
+	}
+	if code, _, errs := b.Sluice("serve"); code != 1 || !strings.Contains(errs, "read-only file system") {
+		t.Errorf("sluice serve on a read-only audit log: exit %d, want 1 saying why\n%s", code, errs)
+	}
+	now := b.Ask(`echo "$SLUICE_REQUEST_ID" >> mark; echo asked-while-read-only`).Answer(b)
+	if now.Code != ExitNotRun || !strings.Contains(now.Stderr, "read-only file system") {
+		t.Errorf("an agent asking on a read-only spool: exit %d, want %d saying why\n%s", now.Code, ExitNotRun, now.Stderr)
+	}
+	if agent.Exited() {
+		t.Errorf("the waiting agent was answered while nothing could be decided: %v\n%s", agent.Cmd.ProcessState, agent.Stderr.String())
+	}
+	if b.Marks(id) != 0 {
+		t.Errorf("%s ran on a read-only spool", id)
+	}
+	if err := Remount(fs, false); err != nil {
+		t.Fatalf("remount read-write: %v", err)
+	}
+	faultLines(t, b, before, "the spool and the audit log were read-only")
+	b.Serve()
+	approver(t, b)(id)
+	b.CheckTold(id, agent.Answer(b))
+	b.Verify()
+	servesAgain(t, b, approver(t, b))
 }
