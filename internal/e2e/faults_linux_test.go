@@ -478,3 +478,45 @@ func TestFaultReadOnlyWhileWaiting(t *testing.T) {
 	b.Verify()
 	servesAgain(t, b, approver(t, b))
 }
+
+// TestFaultReadOnlySpool: sluice serve starts on a spool whose file
+// system is read-only (the audit log is elsewhere, writable). It says
+// so, with what to do, and serves on; a request that waited is not
+// claimed, an agent asking now is told it was not run. Once the spool is
+// read-write again, serve serves it as before, the waiting request runs
+// once, and an agent is not told that nothing serves the spool (hooks and
+// the MCP server withdraw what nobody serves).
+func TestFaultReadOnlySpool(t *testing.T) {
+	fs := Tmpfs(t, "4m")
+	b := NewBox(t, BoxOptions{Spool: fs + "/spool", Policy: AskAll})
+	serve := b.Serve()
+	cmd := `echo "$SLUICE_REQUEST_ID" >> mark; echo ran-after-the-remount`
+	agent := b.AskText(cmd)
+	id := b.IDOf(cmd)
+	serve.Stop()
+	before := b.AuditLines()
+	if err := Remount(fs, true); err != nil {
+		t.Fatalf("remount read-only: %v", err)
+	}
+	serve = b.Serve()
+	serve.WaitOutput(t, "is read-only; remount it read-write")
+	if code, out, errs := b.Sluice("approve", "--yes", id); code == 0 || !strings.Contains(errs, "read-only file system") {
+		t.Errorf("sluice approve on a read-only spool: exit %d, want a failure saying why\n%s%s", code, out, errs)
+	}
+	now := b.Ask(`echo "$SLUICE_REQUEST_ID" >> mark; echo asked-while-read-only`).Answer(b)
+	if now.Code != ExitNotRun || !strings.Contains(now.Stderr, "read-only file system") {
+		t.Errorf("an agent asking on a read-only spool: exit %d, want %d saying why\n%s", now.Code, ExitNotRun, now.Stderr)
+	}
+	if agent.Exited() || b.Marks(id) != 0 {
+		t.Errorf("the waiting request was answered (%v) or ran (%d) on a read-only spool", agent.Exited(), b.Marks(id))
+	}
+	if err := Remount(fs, false); err != nil {
+		t.Fatalf("remount read-write: %v", err)
+	}
+	faultLines(t, b, before, "the spool was read-only")
+	b.WaitServed()
+	approver(t, b)(id)
+	b.CheckTold(id, agent.Answer(b))
+	b.Verify()
+	servesAgain(t, b, approver(t, b))
+}
