@@ -22,10 +22,14 @@ import (
 //     stopped, exit 123);
 //   - nothing ran twice (the marker each run appends its id to);
 //   - no orphan survives (Box.NoOrphans: no process of the run in /proc
-//     once the next engine is there, its heartbeat still);
+//     when its agent is answered, its heartbeat still);
 //   - the audit chain verifies, and the log grows by at most 5 lines
 //     while the fault lasts;
 //   - the engine serves again once the fault is gone (servesAgain).
+//
+// 'go test' runs the quick cases (make test); -faults.full adds the slow
+// ones (make faults): TestFaultHubKilled, whose fleet takes a while to
+// catch up once the hub is back.
 
 // maxFaultLines bounds the audit lines a fault may cost.
 const maxFaultLines = 5
@@ -185,7 +189,6 @@ func outcome(t *testing.T, h *Hub, id string) *hub.Outcome {
 // decision is not applied a second time, and the person who approved at
 // the hub is told the run stopped.
 func TestFaultBridgeKilled(t *testing.T) {
-	slow(t)
 	needCgroup(t)
 	h, b, serve := fleet(t)
 	cmd := Loop("beat", "")
@@ -225,7 +228,9 @@ func TestFaultBridgeKilled(t *testing.T) {
 // TestFaultHubKilled: the hub is killed with SIGKILL while a run it
 // approved goes on on the box. The run ends on the box as it would have
 // (the agent is told exit 0), and once the hub is back its outcome is
-// there, the decision is not applied again, and the fleet serves again.
+// there (the person's 'sluice hub approve', which waited through the
+// outage, says so), the decision is not applied again, and the fleet
+// serves again.
 func TestFaultHubKilled(t *testing.T) {
 	slow(t)
 	h, b, _ := fleet(t)
@@ -246,7 +251,10 @@ func TestFaultHubKilled(t *testing.T) {
 	if o.Status != "done" || o.ExitCode == nil || *o.ExitCode != 0 || !o.Applied {
 		t.Errorf("the hub holds the outcome %+v, want applied, done, exit 0", o)
 	}
-	person.Stop()
+	// The person's 'sluice hub approve' waited through the outage.
+	if code := person.Wait(t); code != 0 || !strings.Contains(person.Stderr.String(), "b1: done, exit status 0") {
+		t.Errorf("the person who approved at the hub was not told the run's end: exit %d\n%s", code, person.Stderr.String())
+	}
 	b.CheckTold(id, ans)
 	faultLines(t, b, before, "the hub was killed mid-run")
 	b.Verify()
@@ -379,6 +387,25 @@ func TestFaultFullDuringRun(t *testing.T) {
 	servesAgain(t, b, nil)
 }
 
+// heldResult waits, once a run ended on a full spool, until its agent
+// hears why it still waits: the engine holds the result it cannot write.
+// An answer now (nothing can be written) or an audit log that grows
+// meanwhile (a loop) fails the test at once.
+func heldResult(t *testing.T, b *Box, agent *Agent, before int) {
+	t.Helper()
+	const why = "still waiting: the command ended; its result waits to be written: free space"
+	Until(t, "the agent hears why it waits", func() bool {
+		return strings.Contains(agent.Stderr.String(), why) || agent.Exited() || b.AuditLines()-before > maxFaultLines
+	})
+	if agent.Exited() {
+		t.Fatalf("the agent was answered while no result could be written: %v\n%s", agent.Cmd.ProcessState, agent.Stderr.String())
+	}
+	if !strings.Contains(agent.Stderr.String(), why) {
+		t.Fatalf("the audit log grew by %d lines while the disk was full (at most %d):%s", b.AuditLines()-before, maxFaultLines, b.Log(b.IDOf(agent.Command)))
+	}
+	faultLines(t, b, before, "the disk was full")
+}
+
 // TestFaultFullAtResult: the spool is full when a run ends, so its
 // result cannot be written. sluice serve keeps it and says once why;
 // the agent keeps waiting, told why, and gets the run's exit 0 once there
@@ -392,9 +419,8 @@ func TestFaultFullAtResult(t *testing.T) {
 	free := Fill(t, fs)
 	before := b.AuditLines()
 	b.Open("gate")
-	agent.WaitOutput(t, "still waiting: the command ended; its result waits to be written: free space")
+	heldResult(t, b, agent, before)
 	serve.WaitOutput(t, "cannot be written yet")
-	faultLines(t, b, before, "the disk was full")
 	free()
 	ans := agent.Answer(b)
 	b.CheckTold(id, ans)
@@ -420,7 +446,7 @@ func TestFaultFullAtResultServeKilled(t *testing.T) {
 	free := Fill(t, fs)
 	before := b.AuditLines()
 	b.Open("gate")
-	agent.WaitOutput(t, "still waiting: the command ended; its result waits to be written: free space")
+	heldResult(t, b, agent, before)
 	serve.Kill()
 	free()
 	b.Serve()
@@ -499,7 +525,11 @@ func TestFaultReadOnlySpool(t *testing.T) {
 		t.Fatalf("remount read-only: %v", err)
 	}
 	serve = b.Serve()
-	serve.WaitOutput(t, "is read-only; remount it read-write")
+	// Said as it starts, before it shows what waits.
+	serve.WaitOutput(t, "ask "+id)
+	if !strings.Contains(serve.Stderr.String(), "is read-only; remount it read-write") {
+		t.Errorf("sluice serve on a read-only spool does not say so:\n%s", serve.Stderr.String())
+	}
 	if code, out, errs := b.Sluice("approve", "--yes", id); code == 0 || !strings.Contains(errs, "read-only file system") {
 		t.Errorf("sluice approve on a read-only spool: exit %d, want a failure saying why\n%s%s", code, out, errs)
 	}
