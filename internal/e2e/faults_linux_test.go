@@ -89,8 +89,10 @@ func needCgroup(t *testing.T) {
 }
 
 // TestFaultServeKilled: sluice serve is killed with SIGKILL while a
-// command it runs loops. The next serve kills what the run left running
-// and answers from the audit log: stopped, exit 123, never "not run".
+// command it runs loops, and started again. Whoever answers the orphaned
+// claim (the new serve, or the waiting agent itself) kills what the run
+// left running first, and answers from the audit log: stopped, exit 123,
+// never "not run".
 func TestFaultServeKilled(t *testing.T) {
 	needCgroup(t)
 	b := NewBox(t, BoxOptions{Policy: AllowAll})
@@ -113,8 +115,9 @@ func TestFaultServeKilled(t *testing.T) {
 
 // TestFaultApproveKilled: the 'sluice approve' running a request a
 // person approved is killed with SIGKILL mid-run while sluice serve goes
-// on. serve (or the waiting agent) answers the orphaned claim stopped,
-// and what the run left running is killed by the engine still there.
+// on, and no sluice process starts. serve (or the waiting agent)
+// answers the orphaned claim stopped, and kills what the run left
+// running before it does.
 func TestFaultApproveKilled(t *testing.T) {
 	needCgroup(t)
 	b := NewBox(t, BoxOptions{Policy: AskAll})
