@@ -92,16 +92,22 @@ crash:
 crash-hub:
 	$(GO) run ./scripts/crashhub $(CRASHFLAGS)
 
-# The faults, each checking what the agent was told against what ran (all
-# in make test too; the tmpfs ones need root and skip without): the
-# spool's file system full under a waiting request (TestFaultFullDisk),
-# read-only and full at the console (TestWatchSpool*), serve SIGKILLed
-# mid-run (serve_crash.txtar: told stopped, its processes killed by the
-# next engine), two overlapping runs in one project
-# (TestOverlappingRunsTakeTurns), then both crash harnesses.
+# The faults of issue 28, each checking what the agent was told against
+# what ran: the fault suite (internal/e2e: the real programs built once,
+# under a full spool before, during and after a run, a read-only spool,
+# serve, sluice approve, a box's bridge and the hub SIGKILLed mid-run;
+# the tmpfs cases need root and skip without; make test runs its quick
+# form, this all of it with -faults.full), the console's header on a
+# read-only and a full spool (TestWatchSpool*), serve SIGKILLed mid-run
+# as a script (serve_crash.txtar), two overlapping runs in one project
+# (TestOverlappingRunsTakeTurns), the recovery's unit tests, then both
+# crash harnesses' quick runs. FAULTSFLAGS go to the fault suite (-v,
+# -run REGEXP).
+FAULTSFLAGS ?=
 faults:
-	$(GO) test -race -count=1 -run 'TestFault|TestWatchSpool|TestScripts/serve_crash' ./cmd/sluice
-	$(GO) test -race -count=1 -run 'TestOverlappingRunsTakeTurns|TestRecoverAnswersFromTheLog' ./exec ./queue
+	$(GO) test -race -count=1 ./internal/e2e -faults.full $(FAULTSFLAGS)
+	$(GO) test -race -count=1 -run 'TestWatchSpool|TestScripts/serve_crash' ./cmd/sluice
+	$(GO) test -race -count=1 -run 'TestOverlappingRunsTakeTurns|TestRecoverAnswersFromTheLog|TestRecoverStopsOrphansFirst|TestServePresentOnceItCan' ./exec ./queue
 	$(GO) run ./scripts/crash -quick
 	$(GO) run ./scripts/crashhub -quick
 

@@ -352,6 +352,10 @@ func (s *Spool) recoverOne(id string, patient bool) (bool, error) {
 			return s.answer(endedResult(last))
 		}
 	}
+	if status == StatusStopped && s.StopOrphans != nil {
+		// Stopped is true only once what the run left running is gone.
+		s.StopOrphans()
+	}
 	if err := s.note(EventInterrupted, req, status, reason); err != nil {
 		return false, err // unrecorded: left for the next recovery to try again
 	}

@@ -260,11 +260,7 @@ func (e *Engine) Serve(ctx context.Context) error {
 		e.logf("%v", err)
 	}
 	// Writers that must not wait in vain (agent hooks) look for this.
-	if release, err := e.Spool.Present(e.AuditPath); err != nil {
-		e.logf("%v", err)
-	} else {
-		defer release()
-	}
+	defer e.present(ctx)()
 	e.judgeMu.Lock()
 	e.queued, e.judging, e.goneWhile = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	e.judgeMu.Unlock()
@@ -320,6 +316,52 @@ func (e *Engine) Serve(ctx context.Context) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// presentRetry is how often an engine that could not mark itself
+// present (a read-only spool) tries again.
+const presentRetry = 2 * time.Second
+
+// present marks the engine present on the spool (Spool.Present) until
+// the returned function is called. Where it cannot yet (a read-only
+// spool), it says why once and tries again every presentRetry until it
+// can or ctx ends: an engine that serves a spool once it is writable
+// again, unseen, would have the hooks and the MCP server withdraw what it
+// would serve.
+func (e *Engine) present(ctx context.Context) (release func()) {
+	rel, err := e.Spool.Present(e.AuditPath)
+	if err == nil {
+		return rel
+	}
+	e.logf("%v", err)
+	var held func()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(presentRetry)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if rel, err := e.Spool.Present(e.AuditPath); err == nil {
+				held = rel
+				e.logf("serving %s again", e.Spool.Dir())
+				return
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		if held != nil {
+			held()
+		}
+	}
 }
 
 // denyReason is what the agent is told when the policy denies: the

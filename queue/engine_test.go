@@ -3,6 +3,9 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -303,5 +306,57 @@ func TestEngineAskSurvivesAuditFailure(t *testing.T) {
 	expectLine(t, obs.ch, map[string]bool{}, "pending "+ask.ID+" ask")
 	if _, ok := rec.find(ask.ID, EventQueued); !ok {
 		t.Error("shown without its queued line")
+	}
+}
+
+// TestServePresentOnceItCan: an engine that cannot mark itself present
+// on the spool as it starts (serving.lock cannot be opened: a read-only
+// spool, here a directory in its place) says why, serves anyway, and is
+// present once it can be: writers that must not wait in vain (hooks,
+// the MCP server) would otherwise withdraw what it serves.
+func TestServePresentOnceItCan(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	lock := filepath.Join(sp.Dir(), servingFile)
+	if err := os.Mkdir(lock, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var logged []string
+	e := &Engine{Spool: sp, Judge: wordJudge{}, Runner: blockRunner{}, Recorder: &memRecorder{},
+		Logf: func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			logged = append(logged, fmt.Sprintf(format, args...))
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	said := func(text string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range logged {
+			if strings.Contains(l, text) {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(10 * time.Second); !said("serving lock"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the engine did not say why it is not present: %q", logged)
+		}
+	}
+	if sp.Serving() {
+		t.Fatal("present with no serving.lock")
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !sp.Serving(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine never marked itself present once it could")
+		}
 	}
 }

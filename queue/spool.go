@@ -32,6 +32,13 @@ type Spool struct {
 	// before the spool is used, and do not change it afterwards.
 	Recorder Recorder
 
+	// StopOrphans, when set, kills what the runs of actors that died
+	// left running (sandbox.KillOrphans). A recovery calls it before it
+	// answers a run that started "stopped": an agent told so may run the
+	// command again, and must not find the first run still going. Set it
+	// before the spool is used.
+	StopOrphans func()
+
 	// localFIFOs: the spool's file system is one where a FIFO's readers
 	// are processes of this kernel (not NFS, SMB, 9p, virtiofs...), so a
 	// FIFO nobody reads means its writer is gone (WriterGone). Looked up

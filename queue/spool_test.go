@@ -956,6 +956,45 @@ func TestRecoverAnswersFromTheLog(t *testing.T) {
 	}
 }
 
+// TestRecoverStopsOrphansFirst: a recovery that answers a run that
+// started "stopped" first kills what the dead actor's runs left running
+// (StopOrphans), before the answer is recorded; one that answers a run
+// that never started, or one that ended, kills nothing.
+func TestRecoverStopsOrphansFirst(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	l := &ledger{}
+	sp.Recorder = l
+	var order []string
+	sp.StopOrphans = func() { order = append(order, fmt.Sprintf("kill after %d lines", len(l.events))) }
+	never, started, ended := execReq("make lint"), execReq("terraform apply"), execReq("go test ./...")
+	for _, r := range []*Request{never, started, ended} {
+		mustDo(t, sp.Submit(r))
+		c, err := sp.Claim(r.ID, time.Now())
+		mustDo(t, err)
+		c.Close() // its actor died
+	}
+	zero := 0
+	mustDo(t, l.Record(Event{ID: started.ID, Event: EventStarted}))
+	mustDo(t, l.Record(Event{ID: ended.ID, Event: EventStarted}))
+	mustDo(t, l.Record(Event{ID: ended.ID, Event: EventFinished, Status: StatusDone, ExitCode: &zero}))
+	for _, r := range []*Request{never, ended} {
+		if !sp.RecoverID(r.ID) {
+			t.Fatalf("%s not recovered", r.Command)
+		}
+	}
+	if len(order) != 0 {
+		t.Fatalf("recovering runs that never started or ended killed: %q", order)
+	}
+	before := len(l.events)
+	if !sp.RecoverID(started.ID) {
+		t.Fatal("the started run not recovered")
+	}
+	if want := fmt.Sprintf("kill after %d lines", before); !slices.Equal(order, []string{want}) || len(l.events) != before+1 {
+		t.Errorf("the started run's recovery: %q, %d lines after %d; want the kill once, before its line", order, len(l.events), before)
+	}
+}
+
 // TestTellWriter: an actor that cannot write a result yet tells the
 // waiting writer why through its FIFO (which needs no space), once, with
 // a newline in the text flattened; the FIFO stays for the wake that comes

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -174,6 +175,9 @@ func (g *globals) openSpool() (*queue.Spool, error) {
 	// orphaned claim) is audited like everything else; commands with an
 	// --audit flag replace this with their log.
 	sp.Recorder = &audit.Lazy{Path: func() (string, error) { return writerAudit(sp) }}
+	// Whoever answers a run whose actor died "stopped" (an engine, or
+	// the writer waiting for it) first kills what the run left running.
+	sp.StopOrphans = sandbox.KillOrphans
 	return sp, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/e2e"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -18,7 +19,7 @@ import (
 // told to the console at once, with what to do, and cleared by itself
 // once it is read-write again.
 func TestWatchSpoolWritable(t *testing.T) {
-	fs := smallTmpfs(t, "1m")
+	fs := e2e.Tmpfs(t, "1m")
 	sp, err := queue.Open(filepath.Join(fs, "spool"))
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestWatchSpoolWritable(t *testing.T) {
 // TestWatchSpoolFull: a full spool is told too (an empty file fits on a
 // full disk; a byte does not), and cleared once there is space.
 func TestWatchSpoolFull(t *testing.T) {
-	fs := smallTmpfs(t, "256k")
+	fs := e2e.Tmpfs(t, "256k")
 	sp, err := queue.Open(filepath.Join(fs, "spool"))
 	if err != nil {
 		t.Fatal(err)

@@ -7,12 +7,12 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluice-dev/sluice/internal/e2e"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -38,7 +38,7 @@ func TestMCPProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var serveLog, mcpLog syncBuffer
+	var serveLog, mcpLog e2e.Buffer
 	serve := osexec.Command(bin, "serve")
 	serve.Env, serve.Stderr = env, &serveLog
 	if err := serve.Start(); err != nil {
@@ -161,25 +161,6 @@ func processEnv(dir string) []string {
 		// Under -race a process otherwise sleeps a second at exit.
 		"GORACE=atexit_sleep_ms=0",
 	)
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's writes and the test's
-// reads at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // waitUntil polls cond for up to 10s.

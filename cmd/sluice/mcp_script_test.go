@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/sluice-dev/sluice/internal/e2e"
 )
 
 // cmdMCPCall implements "mcpcall TOOL ARGS": it starts 'sluice mcp' in
@@ -36,7 +38,7 @@ func cmdMCPCall(ts *testscript.TestScript, neg bool, args []string) {
 		"XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME"} {
 		cmd.Env = append(cmd.Env, name+"="+ts.Getenv(name))
 	}
-	var log syncBuffer
+	var log e2e.Buffer
 	cmd.Stderr = &log
 	// A hang guard, not a timing: the script's actor answers at once.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

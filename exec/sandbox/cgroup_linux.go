@@ -210,6 +210,13 @@ var sweepOnce = sync.OnceFunc(removeStale)
 // started).
 func SweepStale() { sweepOnce() }
 
+// KillOrphans is SweepStale each time it is called: a recovery calls it
+// before it answers a claim whose run started "stopped" (queue.Spool's
+// StopOrphans), since the actor that died (a sluice approve, a box's
+// bridge's child) may have had no successor that started since to sweep
+// its runs. It finds only the cgroups below this process's own.
+func KillOrphans() { removeStale() }
+
 // removeStale removes the run cgroups of sluice processes that are gone
 // (a crash or a SIGKILL leaves them behind): sluice-PID-N where PID is
 // not alive. What still runs in one, a process the run started that left
@@ -232,7 +239,12 @@ func removeStale() {
 			}
 			pidText, _, ok := strings.Cut(rest, "-")
 			pid, err := strconv.Atoi(pidText)
-			if !ok || err != nil || pid <= 0 || unix.Kill(pid, 0) == nil || errors.Is(unix.Kill(pid, 0), unix.EPERM) {
+			if !ok || err != nil || pid <= 0 {
+				continue
+			}
+			// A zombie is gone too: a sluice approve killed with the
+			// bridge that ran it waits, unreaped, for whatever adopts it.
+			if err := unix.Kill(pid, 0); (err == nil || errors.Is(err, unix.EPERM)) && !zombie(pidText) {
 				continue
 			}
 			dir := filepath.Join(parent, e.Name())
@@ -432,6 +444,17 @@ func live(pid string) bool {
 	}
 	s := data[i+2]
 	return s != 'Z' && s != 'X'
+}
+
+// zombie reports whether /proc/PID says the process is a zombie (dead,
+// not yet reaped); false when it cannot be read.
+func zombie(pid string) bool {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	return i >= 0 && i+2 < len(data) && (data[i+2] == 'Z' || data[i+2] == 'X')
 }
 
 // idle reports whether the cgroup holds no task at all, zombies

@@ -52,3 +52,6 @@ func (p *Cgroups) Close() error { return nil }
 
 // SweepStale does nothing: there are no cgroups here.
 func SweepStale() {}
+
+// KillOrphans does nothing: there are no cgroups here.
+func KillOrphans() {}

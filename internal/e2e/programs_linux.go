@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// BinEnv names a directory of programs built elsewhere (sluice,
+// sluice-hub, and sluice-box where that commit has it) for the suite to
+// run instead of this module's: an older commit's, to see a case fail
+// there.
+const BinEnv = "SLUICE_E2E_BIN"
+
+var built struct {
+	once sync.Once
+	dir  string // the programs
+	tmp  string // what Cleanup removes ("" with $SLUICE_E2E_BIN)
+	err  error
+}
+
+// Bin is the directory of the programs the suite runs: $SLUICE_E2E_BIN,
+// else this module's ./cmd/... built on first use (once per test
+// process, CGO_ENABLED=0 as 'make build' builds them). It fails the test
+// where they cannot be had.
+func Bin(t testing.TB) string {
+	t.Helper()
+	built.once.Do(func() {
+		if dir := os.Getenv(BinEnv); dir != "" {
+			built.dir, built.err = filepath.Abs(dir)
+			if built.err == nil {
+				if _, err := os.Stat(filepath.Join(built.dir, "sluice")); err != nil {
+					built.err = fmt.Errorf("$%s: %w", BinEnv, err)
+				}
+			}
+			return
+		}
+		built.tmp, built.err = os.MkdirTemp("", "sluice-e2e-bin-")
+		if built.err != nil {
+			return
+		}
+		built.dir = built.tmp
+		built.err = build(built.dir)
+	})
+	if built.err != nil {
+		t.Fatalf("the programs: %v", built.err)
+	}
+	return built.dir
+}
+
+// Cleanup removes the programs Bin built; TestMain calls it after the
+// tests ran.
+func Cleanup() {
+	if built.tmp != "" {
+		os.RemoveAll(built.tmp)
+	}
+}
+
+// build builds ./cmd/... of the module the test runs in into dir.
+func build(dir string) error {
+	gomod, err := osexec.Command("go", "env", "GOMOD").Output()
+	mod := strings.TrimSpace(string(gomod))
+	if err != nil || mod == "" || mod == os.DevNull {
+		return errors.New("not inside the sluice module (go env GOMOD)")
+	}
+	cmd := osexec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/...")
+	cmd.Dir = filepath.Dir(mod)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+	}
+	return nil
+}
