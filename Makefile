@@ -107,7 +107,7 @@ FAULTSFLAGS ?=
 faults:
 	$(GO) test -race -count=1 ./internal/e2e -faults.full $(FAULTSFLAGS)
 	$(GO) test -race -count=1 -run 'TestWatchSpool|TestScripts/serve_crash' ./cmd/sluice
-	$(GO) test -race -count=1 -run 'TestOverlappingRunsTakeTurns|TestRecoverAnswersFromTheLog|TestRecoverStopsOrphansFirst|TestServePresentOnceItCan' ./exec ./queue
+	$(GO) test -race -count=1 -run 'TestOverlappingRunsTakeTurns|TestGoAheadNamesEachOther|TestKillEndsTheWait|TestDeadHolderHoldsNothing|TestRecoverAnswersFromTheLog|TestRecoverStopsOrphansFirst|TestServePresentOnceItCan' ./exec ./queue
 	$(GO) run ./scripts/crash -quick
 	$(GO) run ./scripts/crashhub -quick
 
