@@ -528,3 +528,25 @@ func TestHostileHugeCommand(t *testing.T) {
 			"and makes the console unusable", small, 2*n, big, 8*n, took)
 	}
 }
+
+// TestBackslashShownAsTyped: printf '\rbuild' shows in the queue and the
+// detail as it runs, one backslash, not doubled; a real carriage return
+// in the same place shows as an escape (styled, and flagged), so the two
+// never look alike.
+func TestBackslashShownAsTyped(t *testing.T) {
+	f := newFixture(t)
+	f.update(tea.WindowSizeMsg{Width: 120, Height: 36})
+	f.submit(`printf '\rbuild'`)
+	out := ansi.Strip(f.m.render())
+	if strings.Contains(out, `\\rbuild`) || strings.Count(out, `printf '\rbuild'`) < 2 {
+		t.Errorf("the typed backslash is not shown as typed (queue row and detail):\n%s", out)
+	}
+	if it := f.m.current(); it == nil || it.hidden {
+		t.Error("a typed backslash flagged as hidden characters")
+	}
+	f.submit("printf '\rbuild'")
+	f.update(keyMsg("j"))
+	if it := f.m.current(); it == nil || !it.hidden {
+		t.Error("a real carriage return is not flagged")
+	}
+}

@@ -65,14 +65,9 @@ func styledText(s string, base, esc lipgloss.Style) (lines []string, hidden bool
 		}
 		for i := 0; i < len(line); {
 			r, n := utf8.DecodeRuneInString(line[i:])
-			if r == '\\' && queue.EscapeLike(line, i+1) {
-				// Doubled, as queue.Printable does everywhere else.
-				flush(i)
-				b.WriteString(base.Render(`\\`))
-				i += n
-				plain = i
-				continue
-			}
+			// A backslash is shown as it is: what the escapes below stand
+			// for is drawn in the Escaped style, so printf '\rbuild' reads
+			// as what runs, and a real carriage return cannot pass for it.
 			if r >= 0x20 && r < 0x7f {
 				i += n
 				continue
@@ -101,7 +96,14 @@ func styledText(s string, base, esc lipgloss.Style) (lines []string, hidden bool
 // notification): newlines escaped too.
 func plainText(s string) string {
 	s, dropped := clipRunes(s, maxShown)
-	out, _ := queue.Printable(s)
+	out, ok := queue.Printable(s)
+	if ok {
+		// Nothing in s needed escaping: show what runs as it is
+		// (printf '\rbuild', not '\\rbuild'). Where something did, the
+		// backslashes stay doubled, so that a real \r and a typed one
+		// differ in a place without styles, and the row is flagged.
+		out = s
+	}
 	if dropped > 0 {
 		out += fmt.Sprintf("… (%d more bytes)", dropped)
 	}
