@@ -162,7 +162,20 @@ typo=$!
 waitexit $typo
 [ "$rc" -eq 126 ] || fail "after a policy typo, printf exited $rc, want 126 (the start's policy denies it): $(cat "$work/typo.out")"
 waitfor "POLICY NOT RELOADED"
+
+# At 80x24, a one-line command whose verdict has several parts is
+# approved with a alone: the command shows before the breakdown, so the
+# approve keys need no End first.
+echo hello > "$work/other/notes.txt"
+(cd "$work/other" && "$sluice" run -- "sed -i s/hello/HELLO/ notes.txt && echo mutated") > "$work/sed.out" 2>&1 &
+sedrun=$!
+waitfor "sed -i s/hello/HELLO/ notes.txt && echo mutated"
+sleep 1 # the approve keys' grace period
+tm send-keys -t e2e a
+waitexit $sedrun
+[ "$rc" -eq 0 ] || fail "the one-line command at 80x24 was not approved with a: exit $rc: $(cat "$work/sed.out")"
+grep -q HELLO "$work/other/notes.txt" || fail "the approved sed did not run"
 tm send-keys -t e2e q
 waitfor "console-exited=0"
 "$sluice" audit verify >/dev/null || fail "audit chain does not verify after the restart"
-echo "e2e: ok (a policy typo before the first verdict shown at 80x24, auto-allow, approve with output, the run's terminal the pane's size, deny with reason, quit, audit verify, restart keeps History, approve from another terminal in History, policy edit without restart)"
+echo "e2e: ok (a policy typo before the first verdict shown at 80x24, a one-line command approved at 80x24 without End, auto-allow, approve with output, the run's terminal the pane's size, deny with reason, quit, audit verify, restart keeps History, approve from another terminal in History, policy edit without restart)"
