@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/checkpoint"
@@ -39,35 +36,6 @@ checkpointed. 'sluice checkpoints prune' drops old ones.
 Exit status: 0 undone (or nothing to undo); 1 refused (a conflict, not
 confirmed, no checkpoint); 2 usage.
 `
-
-// undoPlan is what undoing a run would do.
-type undoPlan struct {
-	id        string   // the run (or undo) being undone
-	cwd       string   // its cwd, for the undo's audit line
-	roots     []string // checkpointed roots
-	paths     []string // the files it changed, absolute
-	conflicts []string // of paths, those changed again since
-	diff      string   // what undoing applies (now → before the run)
-	conflict  string   // how the conflicts changed since the run
-	kept      []string // "created" by the run but there before it: left alone
-	// shared are those of paths that a run overlapping this one
-	// (Checkpoint.Overlapped) changed too, or may have (its changes are
-	// not known yet); with names those runs; sharedDiff is what undoing
-	// applies to them (diff covers the others).
-	shared     []string
-	with       []string
-	sharedDiff string
-}
-
-// without returns the plan minus its shared files: what undo restores
-// when the person keeps the other run's files.
-func (p *undoPlan) without() *undoPlan {
-	q := *p
-	q.paths = slices.DeleteFunc(slices.Clone(p.paths), func(s string) bool { return slices.Contains(p.shared, s) })
-	q.conflicts = slices.DeleteFunc(slices.Clone(p.conflicts), func(s string) bool { return slices.Contains(p.shared, s) })
-	q.shared, q.sharedDiff = nil, ""
-	return &q
-}
 
 // findRun reads the audit log for the last line that names what run id
 // changed (finished, timeout, killed or undone, with its checkpoint).
@@ -114,239 +82,47 @@ func findRun(logPath, id string) (*queue.Event, error) {
 	return ev, nil
 }
 
-// planUndo works out what undoing ev's run does now, taking the undo's
-// own "before" checkpoint (undoID/pre) on the way. The files come from the
-// checkpoints themselves, not from the log line (which names the roots
-// only): an edited log cannot make undo delete what the run did not
-// change. A file that was there before the run but ignored then (a run
-// that edited .gitignore) is not "created" by it and is left alone.
-// find looks up the runs ev overlapped (by id, as findRun does): a file
-// one of them changed too is shared, and so is every file when one of
-// them cannot be found (it still runs).
-func planUndo(ctx context.Context, st *checkpoint.Store, ev *queue.Event, undoID string, find func(id string) (*queue.Event, error)) (*undoPlan, map[string][3]checkpoint.Snapshot, error) {
-	p := &undoPlan{id: ev.ID, cwd: ev.Cwd}
-	others, err := overlapping(ctx, st, ev, find)
-	if err != nil {
-		return nil, nil, err
+// undoRun is the checkpointed run an audit line names, as undo needs it.
+func undoRun(ev *queue.Event) checkpoint.Run {
+	r := checkpoint.Run{ID: ev.ID, Cwd: ev.Cwd}
+	if ev.Checkpoint != nil {
+		r.Roots, r.Overlapped = ev.Checkpoint.Roots, ev.Checkpoint.Overlapped
 	}
-	snaps := map[string][3]checkpoint.Snapshot{} // root → pre, post, now
-	for _, root := range ev.Checkpoint.Roots {
-		if !filepath.IsAbs(root) || filepath.Clean(root) != root {
-			return nil, nil, fmt.Errorf("the log names %q as a checkpointed root, which is not a clean absolute path", root)
-		}
-		pre, err := st.Ref(ctx, root, ev.ID+"/pre")
+	return r
+}
+
+// runFinder looks runs up in the audit log at logPath, for the plan's
+// overlapping runs.
+func runFinder(logPath string) func(id string) (*checkpoint.Run, error) {
+	return func(id string) (*checkpoint.Run, error) {
+		ev, err := findRun(logPath, id)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		post, err := st.Ref(ctx, root, ev.ID+"/post")
-		if err != nil {
-			return nil, nil, err
-		}
-		changes, err := st.Changes(ctx, pre, post)
-		if err != nil {
-			return nil, nil, err
-		}
-		took, err := st.Time(ctx, pre)
-		if err != nil {
-			return nil, nil, err
-		}
-		var under []string
-		for _, c := range changes {
-			if slices.Contains(strings.Split(c.Path, string(filepath.Separator)), ".git") {
-				continue // never a repository's own files
-			}
-			if c.Change == checkpoint.Created {
-				if fi, err := os.Lstat(c.Path); err == nil && fi.ModTime().Before(took.Add(-time.Second)) {
-					p.kept = append(p.kept, c.Path) // there before the run, ignored then
-					continue
-				}
-			}
-			under = append(under, c.Path)
-		}
-		if len(under) == 0 {
-			continue
-		}
-		now, err := st.Take(ctx, root, undoID+"/pre")
-		if err != nil {
-			return nil, nil, err
-		}
-		snaps[root] = [3]checkpoint.Snapshot{pre, post, now}
-		p.roots = append(p.roots, root)
-		p.paths = append(p.paths, under...)
-		var own, shared []string
-		for _, path := range under {
-			if by := others.changed(path); len(by) > 0 {
-				shared = append(shared, path)
-				for _, id := range by {
-					if !slices.Contains(p.with, id) {
-						p.with = append(p.with, id)
-					}
-				}
-			} else {
-				own = append(own, path)
-			}
-		}
-		p.shared = append(p.shared, shared...)
-		if len(shared) > 0 {
-			d, err := st.Diff(ctx, now, pre, shared)
-			if err != nil {
-				return nil, nil, err
-			}
-			p.sharedDiff += d
-		}
-		conflicts, err := conflictsSince(ctx, st, post, now, under)
-		if err != nil {
-			return nil, nil, err
-		}
-		p.conflicts = append(p.conflicts, conflicts...)
-		if len(conflicts) > 0 {
-			d, err := st.Diff(ctx, post, now, conflicts)
-			if err != nil {
-				return nil, nil, err
-			}
-			p.conflict += d
-		}
-		if len(own) > 0 {
-			d, err := st.Diff(ctx, now, pre, own)
-			if err != nil {
-				return nil, nil, err
-			}
-			p.diff += d
-		}
+		r := undoRun(ev)
+		return &r, nil
 	}
-	slices.Sort(p.paths)
-	slices.Sort(p.shared)
-	slices.Sort(p.with)
-	return p, snaps, nil
 }
 
-// overlaps is what the runs one run overlapped changed: path → their ids;
-// unknown names the runs whose changes could not be read (every file
-// counts as theirs too).
-type overlaps struct {
-	by      map[string][]string
-	unknown []string
+// planUndo works out what undoing ev's run does now (checkpoint's
+// PlanUndo), its overlapping runs looked up in the audit log at logPath.
+func planUndo(ctx context.Context, st *checkpoint.Store, ev *queue.Event, undoID, logPath string) (*checkpoint.UndoPlan, error) {
+	return st.PlanUndo(ctx, undoRun(ev), undoID, runFinder(logPath))
 }
 
-func (o overlaps) changed(path string) []string {
-	return append(slices.Clone(o.by[path]), o.unknown...)
-}
-
-// overlapping reads what the runs ev names as overlapped changed, from
-// their own checkpoints.
-func overlapping(ctx context.Context, st *checkpoint.Store, ev *queue.Event, find func(id string) (*queue.Event, error)) (overlaps, error) {
-	o := overlaps{by: map[string][]string{}}
-	for _, id := range ev.Checkpoint.Overlapped {
-		if !queue.ValidID(id) {
-			return o, fmt.Errorf("the log names %q as a run %s overlapped, which is not a request id", id, ev.ID)
-		}
-		var other *queue.Event
-		var err error
-		if find != nil {
-			other, err = find(id)
-		}
-		if err != nil || other == nil || other.Checkpoint == nil {
-			o.unknown = append(o.unknown, id)
-			continue
-		}
-		for _, root := range other.Checkpoint.Roots {
-			pre, err := st.Ref(ctx, root, id+"/pre")
-			if err != nil {
-				o.unknown = append(o.unknown, id)
-				break
-			}
-			post, err := st.Ref(ctx, root, id+"/post")
-			if err != nil {
-				o.unknown = append(o.unknown, id)
-				break
-			}
-			changes, err := st.Changes(ctx, pre, post)
-			if err != nil {
-				return o, err
-			}
-			for _, c := range changes {
-				if !slices.Contains(o.by[c.Path], id) {
-					o.by[c.Path] = append(o.by[c.Path], id)
-				}
-			}
-		}
-	}
-	return o, nil
-}
-
-// conflictsSince are those of paths that changed between the run's end
-// (post) and now.
-func conflictsSince(ctx context.Context, st *checkpoint.Store, post, now checkpoint.Snapshot, paths []string) ([]string, error) {
-	since, err := st.Changes(ctx, post, now)
+// applyUndo carries plan out and records the undo in the audit log
+// (undoID, "undone"); it returns what the undo changed.
+func applyUndo(ctx context.Context, st *checkpoint.Store, rec queue.Recorder, plan *checkpoint.UndoPlan, undoID, actor string) ([]queue.FileChange, error) {
+	cs, roots, err := st.ApplyUndo(ctx, plan)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, c := range since {
-		if slices.Contains(paths, c.Path) {
-			out = append(out, c.Path)
-		}
+	changed := make([]queue.FileChange, 0, len(cs))
+	for _, c := range cs {
+		changed = append(changed, queue.FileChange{Path: c.Path, Change: c.Change})
 	}
-	return out, nil
-}
-
-// pathsUnder are the paths that lie under root.
-func pathsUnder(root string, paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		if strings.HasPrefix(p, strings.TrimSuffix(root, string(filepath.Separator))+string(filepath.Separator)) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// applyUndo restores plan's files, checkpoints the result (undoID/post)
-// and records the undo in the audit log; it returns what the undo changed.
-func applyUndo(ctx context.Context, st *checkpoint.Store, rec queue.Recorder, plan *undoPlan,
-	snaps map[string][3]checkpoint.Snapshot, undoID, actor string) ([]queue.FileChange, error) {
-	var changed []queue.FileChange
-	var roots []string
-	for _, root := range plan.roots {
-		s, ok := snaps[root]
-		if !ok {
-			continue
-		}
-		// What the person saw may be stale: look again now, and refuse
-		// files that changed since the plan unless they were conflicts
-		// already accepted (force).
-		again, err := st.Take(ctx, root, undoID+"/pre")
-		if err != nil {
-			return nil, err
-		}
-		moved, err := st.Changes(ctx, s[2], again)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range moved {
-			if slices.Contains(plan.paths, c.Path) {
-				return nil, fmt.Errorf("%s changed after the undo was shown; nothing was restored: look again", c.Path)
-			}
-		}
-		s[2] = again
-		if err := st.Restore(ctx, s[0], pathsUnder(root, plan.paths)); err != nil {
-			return nil, err
-		}
-		after, err := st.Take(ctx, root, undoID+"/post")
-		if err != nil {
-			return nil, err
-		}
-		cs, err := st.Changes(ctx, s[2], after)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range cs {
-			changed = append(changed, queue.FileChange{Path: c.Path, Change: c.Change})
-		}
-		roots = append(roots, root)
-	}
-	ev := queue.Event{ID: undoID, Event: queue.EventUndone, Actor: actor, Cwd: plan.cwd,
-		Status: queue.StatusDone, Reason: "undid " + plan.id, ChangedFiles: changed,
+	ev := queue.Event{ID: undoID, Event: queue.EventUndone, Actor: actor, Cwd: plan.Run.Cwd,
+		Status: queue.StatusDone, Reason: "undid " + plan.Run.ID, ChangedFiles: changed,
 		Checkpoint: &queue.Checkpoint{Roots: roots}}
 	if err := rec.Record(ev); err != nil {
 		return changed, fmt.Errorf("the files were restored, but the audit log did not take the undo: %w", err)
@@ -387,47 +163,47 @@ func cmdUndo(args []string, std stdio, g *globals) int {
 	}
 	ctx := context.Background()
 	undoID := queue.NewID()
-	plan, snaps, err := planUndo(ctx, st, ev, undoID, func(id string) (*queue.Event, error) { return findRun(logPath, id) })
+	plan, err := planUndo(ctx, st, ev, undoID, logPath)
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice undo: %s\n", show(err.Error()))
 		return exitFail
 	}
-	if len(plan.paths) == 0 {
+	if len(plan.Paths) == 0 {
 		fmt.Fprintf(std.out, "%s changed no files: nothing to undo\n", ev.ID)
 		return exitOK
 	}
-	if len(plan.shared) > 0 {
+	if len(plan.Shared) > 0 {
 		// Files a run that ran beside this one changed too: restoring
 		// them undoes that run's work as well, so it is asked apart.
-		with := strings.Join(plan.with, ", ")
-		fmt.Fprintf(std.err, "sluice undo: %d file(s) were also changed by %s, which ran at the same time in the same project:\n", len(plan.shared), with)
-		for _, c := range plan.shared {
+		with := strings.Join(plan.With, ", ")
+		fmt.Fprintf(std.err, "sluice undo: %d file(s) were also changed by %s, which ran at the same time in the same project:\n", len(plan.Shared), with)
+		for _, c := range plan.Shared {
 			fmt.Fprintf(std.err, "  %s\n", show(c))
 		}
-		printDiff(std.err, plan.sharedDiff)
+		printDiff(std.err, plan.SharedDiff)
 		include := *force || (!*yes && confirm(std, fmt.Sprintf("Restore these too, undoing what %s did to them? [y/N] ", with)))
 		if !include {
-			plan = plan.without()
+			plan = plan.Without()
 			fmt.Fprintf(std.err, "sluice undo: those are left as they are (answer y, or --force, to restore them too)\n")
 		}
-		if len(plan.paths) == 0 {
+		if len(plan.Paths) == 0 {
 			fmt.Fprintln(std.err, "nothing restored")
 			return exitFail
 		}
 	}
-	if len(plan.conflicts) > 0 {
-		fmt.Fprintf(std.err, "sluice undo: %d file(s) changed again since %s ran:\n", len(plan.conflicts), ev.ID)
-		for _, c := range plan.conflicts {
+	if len(plan.Conflicts) > 0 {
+		fmt.Fprintf(std.err, "sluice undo: %d file(s) changed again since %s ran:\n", len(plan.Conflicts), ev.ID)
+		for _, c := range plan.Conflicts {
 			fmt.Fprintf(std.err, "  %s\n", show(c))
 		}
-		printDiff(std.err, plan.conflict)
+		printDiff(std.err, plan.Since)
 		if !*force {
 			fmt.Fprintln(std.err, "sluice undo: refused; --force restores them too, losing those changes")
 			return exitFail
 		}
 	}
-	printDiff(std.out, plan.diff)
-	if !*yes && !confirm(std, fmt.Sprintf("Restore %d file(s) to before %s? [y/N] ", len(plan.paths), ev.ID)) {
+	printDiff(std.out, plan.Diff)
+	if !*yes && !confirm(std, fmt.Sprintf("Restore %d file(s) to before %s? [y/N] ", len(plan.Paths), ev.ID)) {
 		fmt.Fprintln(std.err, "nothing restored")
 		return exitFail
 	}
@@ -437,7 +213,7 @@ func cmdUndo(args []string, std stdio, g *globals) int {
 		return exitFail
 	}
 	defer log.Close()
-	changed, err := applyUndo(ctx, st, log, plan, snaps, undoID, loginName())
+	changed, err := applyUndo(ctx, st, log, plan, undoID, loginName())
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice undo: %s\n", show(err.Error()))
 		return exitFail
@@ -457,8 +233,7 @@ type consoleUndo struct {
 
 // undoToken is what ApplyUndo needs of a plan.
 type undoToken struct {
-	plan   *undoPlan
-	snaps  map[string][3]checkpoint.Snapshot
+	plan   *checkpoint.UndoPlan
 	undoID string
 }
 
@@ -468,13 +243,13 @@ func (u *consoleUndo) plan(id string) (*tui.UndoPlan, error) {
 		return nil, err
 	}
 	undoID := queue.NewID()
-	p, snaps, err := planUndo(context.Background(), u.st, ev, undoID, func(id string) (*queue.Event, error) { return findRun(u.logPath, id) })
+	p, err := planUndo(context.Background(), u.st, ev, undoID, u.logPath)
 	if err != nil {
 		return nil, err
 	}
-	return &tui.UndoPlan{ID: ev.ID, Files: p.paths, Diff: p.diff, Conflicts: p.conflicts, Since: p.conflict,
-		Shared: p.shared, SharedWith: p.with, SharedDiff: p.sharedDiff,
-		Token: undoToken{plan: p, snaps: snaps, undoID: undoID}}, nil
+	return &tui.UndoPlan{ID: ev.ID, Files: p.Paths, Diff: p.Diff, Conflicts: p.Conflicts, Since: p.Since,
+		Shared: p.Shared, SharedWith: p.With, SharedDiff: p.SharedDiff,
+		Token: undoToken{plan: p, undoID: undoID}}, nil
 }
 
 func (u *consoleUndo) apply(p *tui.UndoPlan, force bool) (string, error) {
@@ -484,15 +259,15 @@ func (u *consoleUndo) apply(p *tui.UndoPlan, force bool) (string, error) {
 	}
 	plan := tok.plan
 	if !force {
-		plan = plan.without() // another run's files only on F
+		plan = plan.Without() // another run's files only on F
 	}
-	if len(plan.paths) == 0 {
-		return "", fmt.Errorf("not undone: every file it changed was also changed by %s; F restores them", strings.Join(plan.with, ", "))
+	if len(plan.Paths) == 0 {
+		return "", fmt.Errorf("not undone: every file it changed was also changed by %s; F restores them", strings.Join(plan.With, ", "))
 	}
-	if len(plan.conflicts) > 0 && !force {
-		return "", fmt.Errorf("not undone: %d file(s) changed again since", len(plan.conflicts))
+	if len(plan.Conflicts) > 0 && !force {
+		return "", fmt.Errorf("not undone: %d file(s) changed again since", len(plan.Conflicts))
 	}
-	changed, err := applyUndo(context.Background(), u.st, u.rec, plan, tok.snaps, tok.undoID, u.actor)
+	changed, err := applyUndo(context.Background(), u.st, u.rec, plan, tok.undoID, u.actor)
 	if err != nil {
 		return "", err
 	}

@@ -84,14 +84,14 @@ func TestUndoOfUndo(t *testing.T) {
 			t.Fatal(err)
 		}
 		undoID := queue.NewID()
-		plan, snaps, err := planUndo(ctx, st, found, undoID, nil)
+		plan, err := planUndo(ctx, st, found, undoID, logPath)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(plan.conflicts) > 0 {
-			t.Fatalf("conflicts %v", plan.conflicts)
+		if len(plan.Conflicts) > 0 {
+			t.Fatalf("conflicts %v", plan.Conflicts)
 		}
-		if _, err := applyUndo(ctx, st, log, plan, snaps, undoID, "alice"); err != nil {
+		if _, err := applyUndo(ctx, st, log, plan, undoID, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		return undoID
