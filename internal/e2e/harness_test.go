@@ -19,3 +19,16 @@ func TestCrashQuick(t *testing.T) {
 		t.Errorf("%s\nfiles kept in %s:\n  %s", out.String(), work, strings.Join(failed, "\n  "))
 	}
 }
+
+// TestCrashHubQuick is make crash-hub's quick form (scripts/crashhub
+// -quick): the hub and two boxes SIGKILLed 8 times while agents ask and
+// consoles decide, every checker over each box and the hub's decisions.
+func TestCrashHubQuick(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	o := CrashHubDefaults().Quick()
+	o.Out = &out
+	if failed, work := CrashHub(o); len(failed) > 0 {
+		t.Errorf("%s\nfiles kept in %s:\n  %s", out.String(), work, strings.Join(failed, "\n  "))
+	}
+}
