@@ -24,11 +24,12 @@ install: build
 	install -m 0755 bin/sluice bin/sluice-box bin/sluice-mcp bin/sluice-hub "$(PREFIX)/bin/"
 	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on your PATH; add it (export PATH=\"$(PREFIX)/bin:\$$PATH\")";; esac
 
+# go test runs the crash harnesses' quick forms too (internal/e2e:
+# TestCrashQuick, TestCrashHubQuick).
 test:
 	$(GO) test -race ./...
 	./scripts/e2e.sh
 	./scripts/e2e-hub.sh
-	$(GO) run ./scripts/crashhub -quick
 
 # The console in a detached tmux session, driven by keys (needs tmux).
 e2e:
@@ -79,8 +80,9 @@ load:
 
 # sluice serve killed with SIGKILL at 200 random moments while writers
 # submit allowed, denied and approved requests: every request answered
-# once, nothing run twice, the audit log verifies (scripts/crash/main.go).
-# CRASHFLAGS=-quick for a 20-kill smoke run; -kills N, -seed N, -keep.
+# once, nothing run twice, the audit log verifies (internal/e2e/crash.go;
+# scripts/crash is its flags). CRASHFLAGS=-quick for a 20-kill smoke run
+# (in make test as TestCrashQuick); -kills N, -seed N, -keep.
 crash:
 	$(GO) run ./scripts/crash $(CRASHFLAGS)
 
@@ -88,7 +90,7 @@ crash:
 # (serve, its bridge and what the bridge runs) killed at 30 random moments
 # while agents ask and two consoles decide: nothing lost or run twice, every
 # decision as the hub holds it, both chains verify (-quick, 8 kills, is in
-# make test).
+# make test as internal/e2e's TestCrashHubQuick).
 crash-hub:
 	$(GO) run ./scripts/crashhub $(CRASHFLAGS)
 
@@ -100,16 +102,14 @@ crash-hub:
 # form, this all of it with -faults.full), the console's header on a
 # read-only and a full spool (TestWatchSpool*), serve SIGKILLed mid-run
 # as a script (serve_crash.txtar), two overlapping runs in one project
-# (TestOverlappingRunsTakeTurns), the recovery's unit tests, then both
-# crash harnesses' quick runs. FAULTSFLAGS go to the fault suite (-v,
-# -run REGEXP).
+# (TestOverlappingRunsTakeTurns), the recovery's unit tests; both crash
+# harnesses' quick runs are in internal/e2e. FAULTSFLAGS go to the fault
+# suite (-v, -run REGEXP).
 FAULTSFLAGS ?=
 faults:
 	$(GO) test -race -count=1 ./internal/e2e -faults.full $(FAULTSFLAGS)
 	$(GO) test -race -count=1 -run 'TestWatchSpool|TestScripts/serve_crash' ./cmd/sluice
 	$(GO) test -race -count=1 -run 'TestOverlappingRunsTakeTurns|TestGoAheadNamesEachOther|TestKillEndsTheWait|TestDeadHolderHoldsNothing|TestRecoverAnswersFromTheLog|TestRecoverStopsOrphansFirst|TestServePresentOnceItCan' ./exec ./queue
-	$(GO) run ./scripts/crash -quick
-	$(GO) run ./scripts/crashhub -quick
 
 # Every fuzz target in the module, FUZZTIME each (the corpora in
 # testdata/fuzz replay in 'make test').

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -25,6 +26,42 @@ type testBox struct {
 	log   *audit.Log
 	apply *spoolApplier
 	stop  func() // stops the bridge
+
+	mu   sync.Mutex
+	said []string // what its bridges logged
+}
+
+// waitSaid waits until the box's bridge has logged a line holding text:
+// an event to wait on instead of a sleep.
+func (tb *testBox) waitSaid(t *testing.T, text string) {
+	t.Helper()
+	waitFor(t, tb.name+"'s bridge says "+text, func() bool {
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		for _, l := range tb.said {
+			if strings.Contains(l, text) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// synced waits until the box's bridge has gone through its spool once
+// more since this call: two asks made one after the other, each waited
+// for on the hub. The second is in no listing made before the first was
+// published, and a box syncs one pass at a time, so once it is published,
+// a whole pass began after this call and ended: whatever that pass would
+// publish is published.
+func (tb *testBox) synced(t *testing.T, c *Client) {
+	t.Helper()
+	for i := range 2 {
+		req := tb.ask(t, fmt.Sprintf("make barrier-%d", i))
+		waitFor(t, "the barrier ask on the hub", func() bool {
+			_, ok := pendingKeys(t, c)[Key(tb.name, req.ID)]
+			return ok
+		})
+	}
 }
 
 // spoolApplier carries decisions out as an engine does, on the spool: the
@@ -115,7 +152,12 @@ func (tb *testBox) bridge(t *testing.T, url string, c *Creds) func() {
 		t.Fatal(err)
 	}
 	b := &Box{Name: c.Name, Spool: tb.spool, AuditPath: tb.log.Path(), Client: cl, Apply: tb.apply, Every: 50 * time.Millisecond,
-		Logf: func(f string, a ...any) { t.Logf(c.Name+": "+f, a...) }}
+		Logf: func(f string, a ...any) {
+			tb.mu.Lock()
+			tb.said = append(tb.said, fmt.Sprintf(f, a...))
+			tb.mu.Unlock()
+			t.Logf(c.Name+": "+f, a...)
+		}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); b.Run(ctx) }()
@@ -337,7 +379,8 @@ func TestBoxFindsDecisionWaiting(t *testing.T) {
 	if _, err := c1.Decide(ctxT(t), "b1", req.ID, Approve, "alice@c1", "", "", ""); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The bridge is stopped (stop returned once it ended): nothing can
+	// apply the decision, so there is nothing to wait for.
 	if n := len(b1.apply.runs()); n != 0 {
 		t.Fatalf("ran %d times with the bridge down", n)
 	}
@@ -351,7 +394,7 @@ func TestBoxFindsDecisionWaiting(t *testing.T) {
 	}
 	// A third start of the bridge does not apply it again.
 	b1.bridge(t, h.URL(), creds["b1"])
-	time.Sleep(300 * time.Millisecond)
+	b1.synced(t, c1)
 	if n := len(b1.apply.runs()); n != 1 {
 		t.Fatalf("ran %d times, want once", n)
 	}
@@ -371,7 +414,7 @@ func TestHubDownThenBack(t *testing.T) {
 	b1 := newTestBox(t, h.URL(), bc)
 	h.Shutdown()
 	req := b1.ask(t, "docker compose up -d")
-	time.Sleep(300 * time.Millisecond) // the bridge tries and fails meanwhile
+	b1.waitSaid(t, req.ID+" not published to the hub (retried)")
 	h2, err := StartHub(HubOptions{Listen: addr, Store: st})
 	if err != nil {
 		t.Fatal(err)
@@ -402,16 +445,23 @@ func TestForgedDecisionsIgnored(t *testing.T) {
 	if err := b1.spool.Submit(unshown); err != nil { // pending, never queued as an ask
 		t.Fatal(err)
 	}
-	for key, d := range map[string]Decision{
-		Key("b1", shown.ID):   {Decision: Approve, By: "mallory@c1", At: time.Now()},
-		Key("b1", unshown.ID): {Decision: Approve, By: "mallory@c1", Digest: unshownDigest(t, b1, unshown.ID), At: time.Now()},
+	// In this order: the bridge takes decisions one at a time, as the
+	// bucket holds them, so once it says it ignored the second, it has
+	// dealt with the first (a recent decision for a request it did not
+	// publish goes to look for a late outcome, which applies nothing).
+	for _, f := range []struct {
+		key string
+		d   Decision
+	}{
+		{Key("b1", unshown.ID), Decision{Decision: Approve, By: "mallory@c1", Digest: unshownDigest(t, b1, unshown.ID), At: time.Now()}},
+		{Key("b1", shown.ID), Decision{Decision: Approve, By: "mallory@c1", At: time.Now()}},
 	} {
-		data, _ := json.Marshal(d)
-		if _, err := c1.Decisions.Create(ctxT(t), key, data); err != nil {
+		data, _ := json.Marshal(f.d)
+		if _, err := c1.Decisions.Create(ctxT(t), f.key, data); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
+	b1.waitSaid(t, shown.ID+": an approval without the request's digest ignored")
 	if runs := b1.apply.runs(); len(runs) != 0 {
 		t.Fatalf("forged decisions ran %v", runs)
 	}

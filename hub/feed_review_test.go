@@ -120,8 +120,9 @@ func TestFeedRefusedRequestStaysOnBox(t *testing.T) {
 	tf.each(t, "the outcome and the withdrawal", is(FeedOutcome, "b1", req.ID), is(FeedGone, "b1", req.ID))
 	b1.stop()
 	b1.stop = b1.bridge(t, h.URL(), creds["b1"])
-	time.Sleep(time.Second)
-	if _, ok := pendingKeys(t, connect(t, h.URL(), creds["c1"]))[Key("b1", req.ID)]; ok {
+	c1 := connect(t, h.URL(), creds["c1"])
+	b1.synced(t, c1)
+	if _, ok := pendingKeys(t, c1)[Key("b1", req.ID)]; ok {
 		p2 := tf.next(t, "again", is(FeedPending, "b1", req.ID)).Pending
 		d := tf.send(t, FeedCommand{Op: Deny, Box: "b1", ID: req.ID, Digest: p2.Digest})
 		t.Fatalf("the refused request is pending on the hub again; deciding it: %q", d.Error)

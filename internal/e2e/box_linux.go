@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	osexec "os/exec"
@@ -150,36 +148,15 @@ func (b *Box) cleanup() {
 	}
 }
 
-// Event is an audit line, as much of it as the suite reads.
-type Event struct {
-	Seq      int64  `json:"seq"`
-	ID       string `json:"id"`
-	Event    string `json:"event"`
-	Actor    string `json:"actor"`
-	Command  string `json:"command"`
-	Status   string `json:"status"`
-	Reason   string `json:"reason"`
-	ExitCode *int   `json:"exit_code"`
-}
-
 // AuditLines counts the audit log's lines.
 func (b *Box) AuditLines() int {
 	data, _ := os.ReadFile(b.Audit)
 	return bytes.Count(data, []byte("\n"))
 }
 
-// Events reads the audit log.
+// Events reads the audit log (ReadAudit).
 func (b *Box) Events() []Event {
-	data, _ := os.ReadFile(b.Audit)
-	var evs []Event
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var ev Event
-		if json.Unmarshal(sc.Bytes(), &ev) == nil {
-			evs = append(evs, ev)
-		}
-	}
+	evs, _ := ReadAudit(b.Audit)
 	return evs
 }
 

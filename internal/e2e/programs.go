@@ -24,12 +24,22 @@ var built struct {
 	err  error
 }
 
-// Bin is the directory of the programs the suite runs: $SLUICE_E2E_BIN,
-// else this module's ./cmd/... built on first use (once per test
-// process, CGO_ENABLED=0 as 'make build' builds them). It fails the test
-// where they cannot be had.
+// Bin is the directory of the programs the suite runs (Programs); it
+// fails the test where they cannot be had.
 func Bin(t testing.TB) string {
 	t.Helper()
+	dir, err := Programs()
+	if err != nil {
+		t.Fatalf("the programs: %v", err)
+	}
+	return dir
+}
+
+// Programs is the directory of the programs the harness runs:
+// $SLUICE_E2E_BIN, else this module's ./cmd/... built on first use (once
+// per process, CGO_ENABLED=0 as 'make build' builds them, into a
+// temporary directory Cleanup removes).
+func Programs() (string, error) {
 	built.once.Do(func() {
 		if dir := os.Getenv(BinEnv); dir != "" {
 			built.dir, built.err = filepath.Abs(dir)
@@ -47,14 +57,11 @@ func Bin(t testing.TB) string {
 		built.dir = built.tmp
 		built.err = build(built.dir)
 	})
-	if built.err != nil {
-		t.Fatalf("the programs: %v", built.err)
-	}
-	return built.dir
+	return built.dir, built.err
 }
 
-// Cleanup removes the programs Bin built; TestMain calls it after the
-// tests ran.
+// Cleanup removes the programs Programs built; TestMain (and each
+// harness's main) calls it at its end.
 func Cleanup() {
 	if built.tmp != "" {
 		os.RemoveAll(built.tmp)

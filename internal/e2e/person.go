@@ -1,0 +1,123 @@
+//go:build unix
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Pending is a request 'sluice ls --json' lists as pending, as much of it
+// as a Person reads.
+type Pending struct {
+	ID      string
+	Command string
+	Note    string
+}
+
+// A Decision is one 'sluice approve' or 'sluice deny' a Person ran.
+type Decision struct {
+	ID     string
+	Args   []string // what it ran: approve ID, deny --reason R ID
+	Exit   int
+	Output string // stdout and stderr
+	Took   time.Duration
+}
+
+// Refused reports whether the decision was a deny.
+func (d Decision) Refused() bool { return len(d.Args) > 0 && d.Args[0] == "deny" }
+
+// A Person is the scripted person at a box: it polls 'sluice ls --json'
+// and, for each pending request it has not seen, runs the sluice
+// commands Decide gives (each in its own process, concurrently), the way
+// a person types 'sluice approve ID' in a terminal.
+type Person struct {
+	Sluice func(ctx context.Context, args ...string) *exec.Cmd // a sluice process of the box
+	Poll   time.Duration                                       // between polls that found nothing new
+	// Decide gives the commands for a pending request, asked once per
+	// request: none leaves it undecided, several run each (a duplicate
+	// approval).
+	Decide func(Pending) [][]string
+
+	mu        sync.Mutex
+	decisions []Decision
+	polls     int
+	failures  Failures
+}
+
+// lsEntry is the part of a 'sluice ls --json' entry a Person reads.
+type lsEntry struct {
+	ID      string `json:"id"`
+	State   string `json:"state"`
+	Request *struct {
+		Command string `json:"command"`
+		Note    string `json:"note"`
+	} `json:"request"`
+}
+
+// Run decides until ctx ends, then waits for the commands it started.
+func (p *Person) Run(ctx context.Context) {
+	seen := map[string]bool{}
+	var acts sync.WaitGroup
+	defer acts.Wait()
+	for ctx.Err() == nil {
+		out, err := p.Sluice(ctx, "ls", "--json").Output()
+		if ctx.Err() != nil {
+			return
+		}
+		var list []lsEntry
+		if err == nil {
+			err = json.Unmarshal(out, &list)
+		}
+		p.mu.Lock()
+		p.polls++
+		if err != nil {
+			p.failures.Addf("sluice ls --json: %v", err)
+		}
+		p.mu.Unlock()
+		fresh := 0
+		for _, e := range list {
+			if e.State != "pending" || e.Request == nil || seen[e.ID] {
+				continue
+			}
+			seen[e.ID] = true
+			fresh++
+			for _, args := range p.Decide(Pending{ID: e.ID, Command: e.Request.Command, Note: e.Request.Note}) {
+				acts.Go(func() { p.run(e.ID, args) })
+			}
+		}
+		if fresh == 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(p.Poll):
+			}
+		}
+	}
+}
+
+// run runs one decision to its end, whatever happens to the Person's
+// context: a decision once made is carried out.
+func (p *Person) run(id string, args []string) {
+	start := time.Now()
+	cmd := p.Sluice(context.Background(), args...)
+	out, _ := cmd.CombinedOutput()
+	d := Decision{ID: id, Args: args, Exit: -1, Output: strings.TrimSpace(string(out)), Took: time.Since(start)}
+	if cmd.ProcessState != nil {
+		d.Exit = cmd.ProcessState.ExitCode()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.decisions = append(p.decisions, d)
+}
+
+// Decisions are the decisions carried out so far, the polls made and
+// the polls that failed.
+func (p *Person) Decisions() ([]Decision, int, Failures) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Decision(nil), p.decisions...), p.polls, append(Failures(nil), p.failures...)
+}

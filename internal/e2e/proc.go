@@ -1,0 +1,160 @@
+//go:build unix
+
+package e2e
+
+import (
+	"fmt"
+	osexec "os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Guard bounds every wait of the suite: a hang guard, never a timing
+// assertion (machines are shared and noisy). What should happen at once
+// gets this long; a wait that runs out fails the test as a hang.
+const Guard = 90 * time.Second
+
+// Until polls cond every 20 ms until it holds, failing the test with
+// what after Guard.
+func Until(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(Guard)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s (a hang guard), still not: %s", Guard, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Proc is a program the suite started, in a process group of its own.
+type Proc struct {
+	Name           string
+	Cmd            *osexec.Cmd
+	Stdout, Stderr Buffer
+	Started        time.Time // when it was started
+	done           chan struct{}
+}
+
+// Start starts cmd as name; its output goes to p.Stdout and p.Stderr
+// unless cmd says otherwise.
+func Start(t testing.TB, name string, cmd *osexec.Cmd) *Proc {
+	t.Helper()
+	p, err := Launch(name, cmd)
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	return p
+}
+
+// Launch is Start outside a test: it starts cmd as name, in a process
+// group of its own (out of reach of a terminal's ^C), its output to
+// p.Stdout and p.Stderr unless cmd says otherwise.
+func Launch(name string, cmd *osexec.Cmd) (*Proc, error) {
+	p := &Proc{Name: name, Cmd: cmd, done: make(chan struct{})}
+	if cmd.Stdout == nil {
+		cmd.Stdout = &p.Stdout
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = &p.Stderr
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p.Started = time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+// Pid is the process's id.
+func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
+
+// Done is closed once the process ended and was reaped.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Exited reports whether the process ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits for the process to end (Guard) and returns its exit code.
+func (p *Proc) Wait(t testing.TB) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(Guard):
+		t.Fatalf("%s still runs after %s (a hang guard)\nstdout: %s\nstderr: %s", p.Name, Guard, p.Stdout.String(), p.Stderr.String())
+	}
+	return p.Cmd.ProcessState.ExitCode()
+}
+
+// Kill kills the process with SIGKILL (the process only, not its
+// children) and waits until it is reaped.
+func (p *Proc) Kill() {
+	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Stop asks the process to stop (SIGTERM), and kills its group after
+// Guard.
+func (p *Proc) Stop() {
+	if p.Exited() {
+		return
+	}
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(Guard):
+		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// WaitOutput waits until the process's stderr (or stdout) holds text, and
+// fails the test if it ends first.
+func (p *Proc) WaitOutput(t testing.TB, text string) {
+	t.Helper()
+	Until(t, fmt.Sprintf("%s says %q", p.Name, text), func() bool {
+		if strings.Contains(p.Stderr.String(), text) || strings.Contains(p.Stdout.String(), text) {
+			return true
+		}
+		if p.Exited() {
+			t.Fatalf("%s ended (%v) without saying %q\nstdout: %s\nstderr: %s", p.Name, p.Cmd.ProcessState, text, p.Stdout.String(), p.Stderr.String())
+		}
+		return false
+	})
+}
+
+// KillGroup kills the process's group with SIGKILL (the process and
+// what it started that stayed in its group), waits until it is reaped,
+// and returns the moment of the kill.
+func (p *Proc) KillGroup() time.Time {
+	at := time.Now()
+	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+	<-p.done
+	return at
+}
+
+// StopWithin asks the process to stop (SIGTERM) and kills its group if
+// it has not within d, saying so.
+func (p *Proc) StopWithin(d time.Duration) error {
+	if p.Exited() {
+		return nil
+	}
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(d):
+		p.KillGroup()
+		return fmt.Errorf("%s did not stop within %s of SIGTERM", p.Name, d)
+	}
+}
