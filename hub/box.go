@@ -12,7 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sluice-dev/sluice/audit"
-	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/hub/wire"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
@@ -488,7 +488,7 @@ func fileDiff(req *queue.Request) (diff, why string) {
 	default:
 		return "", ""
 	}
-	ch, err := exec.Plan(req, policy.Roots(req.Cwd))
+	ch, err := change.Plan(req, policy.Roots(req.Cwd))
 	if err != nil {
 		return "", err.Error()
 	}

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
@@ -139,7 +140,7 @@ func confirmFileChange(std stdio, sp *queue.Spool, id string) bool {
 			req.EffectiveMode() == queue.ModeDecide {
 			return true // a decide-mode change is the agent's to apply
 		}
-		ch, err := exec.Plan(req, policy.Roots(req.Cwd))
+		ch, err := change.Plan(req, policy.Roots(req.Cwd))
 		if err != nil {
 			fmt.Fprintf(std.err, "sluice approve: %s: %s\n", id, show(err.Error()))
 			return true // ApproveAs refuses it the same way, and answers the agent
