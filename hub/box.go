@@ -488,11 +488,11 @@ func fileDiff(req *queue.Request) (diff, why string) {
 	default:
 		return "", ""
 	}
-	ch, err := change.Plan(req, policy.Roots(req.Cwd))
+	d, err := change.Preview(req, policy.Roots(req.Cwd))
 	if err != nil {
 		return "", err.Error()
 	}
-	if d := ch.Diff(); len(d) <= maxDiff {
+	if len(d) <= maxDiff {
 		return d, ""
 	}
 	return "", fmt.Sprintf("the diff is larger than %d KiB: read it on the box ('sluice show ID')", maxDiff>>10)

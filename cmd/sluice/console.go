@@ -280,11 +280,7 @@ func previewer(a *exec.Actor) func(*queue.Request) (string, error) {
 		if a.Jail != nil && req.Cwd != "" {
 			jail = a.Jail(req.Cwd)
 		}
-		c, err := change.Plan(req, jail)
-		if err != nil {
-			return "", err
-		}
-		return c.Diff(), nil
+		return change.Preview(req, jail)
 	}
 }
 
