@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/checkpoint"
 	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/queue"
@@ -270,19 +271,19 @@ func (a *Actor) run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 	}
 	start := time.Now()
 	res := queue.Result{ID: req.ID, StartedAt: start.UTC(), Log: queue.LogRel(req.ID)}
-	change, err := Plan(req, jail)
+	ch, err := change.Plan(req, jail)
 	if err == nil {
-		err = change.Apply(jail)
+		err = ch.Apply(jail)
 	}
 	var summary string
 	switch {
-	case errors.Is(err, ErrChanged):
+	case errors.Is(err, change.ErrChanged):
 		res.Status, res.Reason = queue.StatusFailed, "a file changed since the change was judged; nothing was written"
 	case err != nil:
 		res.Status, res.Reason = queue.StatusFailed, err.Error()
 	default:
 		res.Status, res.ExitCode = queue.StatusDone, new(int)
-		summary = change.Diff()
+		summary = ch.Diff()
 	}
 	// The log holds the diff that was applied, for the agent and the audit.
 	if summary != "" {

@@ -17,13 +17,9 @@
 // not even what left its session; without a cgroup, the kill sweeps the
 // process group and tree.
 //
-// Plan and Apply carry out write, edit and patch requests: Plan computes
-// the change against the files as they are now (refusing a path that leads
-// out of the jail, through symlinks too, an edit whose old_string is not
-// unique, a patch whose context does not match); Apply writes all files or
-// none, each through a synced temporary file renamed into place, and
-// returns ErrChanged, writing nothing, if a file changed since the plan.
-// Actor is the queue.Runner over both halves.
+// Write, edit and patch requests are carried out through package change
+// (plan against the files as they are now, apply all or nothing within the
+// jail). Actor is the queue.Runner over both halves.
 //
 // Output is raw: the pty's output post-processing (OPOST, so ONLCR) is off,
 // so the log, the output tail and the SHA-256 are byte-for-byte what the

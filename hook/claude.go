@@ -228,7 +228,7 @@ func claudeFileEdit(req *queue.Request, in *hookInput, file string, edits []file
 	return req, nil
 }
 
-// plainEdit is what an edit request does to content (exec.Plan): replace
+// plainEdit is what an edit request does to content (change.Plan): replace
 // the one occurrence, or all with replace_all; false when it refuses.
 func plainEdit(content string, e fileEdit) (string, bool) {
 	n := strings.Count(content, e.OldString)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -30,12 +30,12 @@ func hookJSON(t *testing.T, event, cwd, tool string, input any) []byte {
 // planNew is the new content of the one file the console previews for req.
 func planNew(t *testing.T, req *queue.Request) string {
 	t.Helper()
-	ch, err := exec.Plan(req, nil)
+	ch, err := change.Plan(req, nil)
 	if err != nil {
-		t.Fatalf("exec.Plan(%s %s): %v", req.Kind, req.Path, err)
+		t.Fatalf("change.Plan(%s %s): %v", req.Kind, req.Path, err)
 	}
 	if len(ch.Files) != 1 {
-		t.Fatalf("exec.Plan: %d files, want 1", len(ch.Files))
+		t.Fatalf("change.Plan: %d files, want 1", len(ch.Files))
 	}
 	return string(ch.Files[0].New)
 }

@@ -12,9 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sluice-dev/sluice/audit"
-	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/hub/wire"
-	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -37,6 +36,10 @@ type Box struct {
 	Client    *Client
 	Apply     Applier
 	Logf      func(string, ...any)
+	// Roots is the directories a file request in cwd may change (policy's
+	// decision; sluice-hub passes policy.Roots): its diff is made within
+	// them. nil limits no path here (the box's sluice still does).
+	Roots func(cwd string) []string
 	// Every is how often the box compares its spool with what it
 	// published; 500 ms if zero.
 	Every time.Duration
@@ -219,7 +222,7 @@ func (b *Box) sync(ctx context.Context) {
 			b.mu.Unlock()
 			continue
 		}
-		p.Diff, p.DiffErr = fileDiff(reqs[i])
+		p.Diff, p.DiffErr = b.fileDiff(reqs[i])
 		data, _ := json.Marshal(p)
 		_, err := b.Client.Pending.Put(cctx, Key(b.Name, p.ID), data)
 		cancel()
@@ -476,23 +479,27 @@ func (b *Box) diffHolds(id, shown string) bool {
 	default:
 		return true
 	}
-	diff, derr := fileDiff(req)
+	diff, derr := b.fileDiff(req)
 	return shown != "" && wire.DiffDigest(diff, derr) == shown
 }
 
 // fileDiff is the diff a file request would apply now, or why there is
 // none to show; nothing for other requests.
-func fileDiff(req *queue.Request) (diff, why string) {
+func (b *Box) fileDiff(req *queue.Request) (diff, why string) {
 	switch req.Kind {
 	case queue.KindWrite, queue.KindEdit, queue.KindPatch:
 	default:
 		return "", ""
 	}
-	ch, err := exec.Plan(req, policy.Roots(req.Cwd))
+	var roots []string
+	if b.Roots != nil {
+		roots = b.Roots(req.Cwd)
+	}
+	d, err := change.Preview(req, roots)
 	if err != nil {
 		return "", err.Error()
 	}
-	if d := ch.Diff(); len(d) <= maxDiff {
+	if len(d) <= maxDiff {
 		return d, ""
 	}
 	return "", fmt.Sprintf("the diff is larger than %d KiB: read it on the box ('sluice show ID')", maxDiff>>10)

@@ -59,8 +59,9 @@ add-box and add-console (copy them to the box or console, mode 600).
 Exit status: 0 done; 1 failed (no hub, refused, already decided); 2 usage.
 `
 
-// Main is sluice-hub's command line.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// Main is sluice-hub's command line. roots is Box.Roots for 'box'
+// (cmd/sluice-hub passes policy.Roots).
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, roots func(cwd string) []string) int {
 	if len(args) > 0 && args[0] == "hub" {
 		args = args[1:]
 	}
@@ -89,7 +90,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "init":
 		return cmdInit(rest, stdout, stderr)
 	case "box":
-		return cmdBox(rest, stdout, stderr)
+		return cmdBox(rest, stdout, stderr, roots)
 	case "ls":
 		return cmdLs(rest, stdout, stderr)
 	case "feed":
@@ -349,7 +350,7 @@ func dial(ctx context.Context, url, credsPath string, opts ...nats.Option) (*Cli
 	return Connect(cctx, url, c, opts...)
 }
 
-func cmdBox(args []string, stdout, stderr io.Writer) int {
+func cmdBox(args []string, stdout, stderr io.Writer, roots func(cwd string) []string) int {
 	fs := flags("box", "[--hub URL] [--hub-creds FILE] [--spool DIR] [--audit FILE]", "Bridge this box to the hub: each request the box's engine leaves for a person\nis published with its verdict; a decision made at a console is applied here\nwith 'sluice approve --digest' or 'sluice deny' (the claim, the confinement and\nthe audit line are this box's, the person at the console named as actor).\nRuns until interrupted; a hub that is down is retried, and what waits is\npublished when it is back.", stdout, stderr)
 	url, credsPath := clientFlags(fs)
 	spoolDir := fs.String("spool", os.Getenv("SLUICE_SPOOL"), "the spool `DIR` (env SLUICE_SPOOL)")
@@ -414,7 +415,7 @@ func cmdBox(args []string, stdout, stderr io.Writer) int {
 	}
 	defer cl.Close()
 	logf("bridging spool %s (audit log %s) to %s", sp.Dir(), *auditFile, cl.NC.ConnectedUrlRedacted())
-	b := &Box{Name: c.Name, Spool: sp, AuditPath: *auditFile, Client: cl, Logf: logf,
+	b := &Box{Name: c.Name, Spool: sp, AuditPath: *auditFile, Client: cl, Logf: logf, Roots: roots,
 		Apply: &ExecApplier{Sluice: sluice, Args: []string{"--spool", sp.Dir()}, Audit: *auditFile}}
 	if err := b.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "sluice hub box: %v\n", err)

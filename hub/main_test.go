@@ -14,7 +14,7 @@ import (
 
 func runMain(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := Main(args, strings.NewReader(""), &out, &errb)
+	code := Main(args, strings.NewReader(""), &out, &errb, nil)
 	return code, out.String(), errb.String()
 }
 

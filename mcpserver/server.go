@@ -17,7 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluice-dev/sluice/audit"
-	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -70,9 +69,10 @@ const defaultMCPWait = 10 * time.Minute
 var Version = "dev"
 
 // Main is the whole sluice-mcp program: flags, the spool, the server on
-// stdin and stdout until the client closes them or a signal comes. It
-// returns the exit status: 0, 1 on a failure, 2 on a usage error.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// stdin and stdout until the client closes them or a signal comes. roots
+// is Server.Roots (cmd/sluice-mcp passes policy.Roots). It returns the
+// exit status: 0, 1 on a failure, 2 on a usage error.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, roots func(cwd string) []string) int {
 	// 'sluice mcp' passes its own name first.
 	if len(args) > 0 && args[0] == "mcp" {
 		args = args[1:]
@@ -149,7 +149,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// SLUICE_AUDIT) holds it; not the default log: it is not the record
 	// of an engine that did not say so.
 	m := &Server{Spool: sp, Wait: *wait, Cwd: cwd, Agent: *agent, Session: os.Getenv("SLUICE_SESSION"),
-		Logf: logf, Base: ctx, Actor: audit.Login(),
+		Logf: logf, Base: ctx, Actor: audit.Login(), Roots: roots,
 		Verify: audit.Verifier{Path: os.Getenv("SLUICE_AUDIT"), Spool: sp}}
 	if !sp.Serving() {
 		logf("no console or serve is running on %s yet; tool calls fail until one is", sp.Dir())
@@ -184,7 +184,12 @@ type Server struct {
 	// before a tool reports it (queue.SendOptions.Verify): one it does
 	// not back is a tool error saying the result could not be verified.
 	Verify queue.Verifier
-	Logf   func(format string, args ...any)
+	// Roots is the directories a request in cwd may change, as the
+	// engine's actor limits them (policy's decision; the caller passes
+	// policy.Roots): write_file and edit_file are previewed within them.
+	// nil limits no path here (the engine's actor still does).
+	Roots func(cwd string) []string
+	Logf  func(format string, args ...any)
 	// Base ends when the server stops: calls in flight withdraw their
 	// requests (the SDK waits for them, without cancelling them).
 	Base context.Context
@@ -227,9 +232,13 @@ func (m *Server) MCP(logTo io.Writer) *mcp.Server {
 	return s
 }
 
-// jail is the directories a request in cwd may change, as the engine's
-// actor limits them.
-func (m *Server) jail(cwd string) []string { return policy.Roots(cwd) }
+// jail is the directories a request in cwd may change (Roots).
+func (m *Server) jail(cwd string) []string {
+	if m.Roots == nil {
+		return nil
+	}
+	return m.Roots(cwd)
+}
 
 // readCloser makes r an io.ReadCloser for the transport; closing a reader
 // that is not one does nothing.

@@ -66,7 +66,7 @@ func newMCPEnv(t *testing.T, serve bool) *mcpEnv {
 	ssp.Recorder = alog
 	// It believes an allow as 'sluice mcp' does: when the log the engine
 	// publishes holds it.
-	e.srv = &Server{Spool: ssp, Wait: time.Minute, Cwd: e.dir, Logf: safeLogf(t), Base: ctx, Actor: "tester",
+	e.srv = &Server{Spool: ssp, Wait: time.Minute, Cwd: e.dir, Logf: safeLogf(t), Base: ctx, Actor: "tester", Roots: policy.Roots,
 		Verify: audit.Verifier{Spool: ssp}}
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := e.srv.MCP(io.Discard).Connect(ctx, st, nil)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -120,7 +120,7 @@ func (m *Server) change(ctx context.Context, req *queue.Request) (*mcp.CallToolR
 	if strings.TrimSpace(req.Path) == "" {
 		return nil, fileOut{}, errors.New("path is empty")
 	}
-	plan, err := exec.Plan(req, m.jail(req.Cwd))
+	plan, err := change.Plan(req, m.jail(req.Cwd))
 	if err != nil {
 		return nil, fileOut{}, fmt.Errorf("not queued: %s", strings.TrimPrefix(err.Error(), "exec: "))
 	}

@@ -9,8 +9,10 @@ import (
 	"os"
 
 	"github.com/sluice-dev/sluice/hub"
+	"github.com/sluice-dev/sluice/policy"
 )
 
 func main() {
-	os.Exit(hub.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// Which directories a file change may touch is policy's decision.
+	os.Exit(hub.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, policy.Roots))
 }

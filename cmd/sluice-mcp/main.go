@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 
 	"github.com/sluice-dev/sluice/mcpserver"
+	"github.com/sluice-dev/sluice/policy"
 )
 
 // version is set at build time: -ldflags "-X main.version=v1.2.3".
@@ -27,5 +28,6 @@ func main() {
 		}
 	}
 	mcpserver.Version = fmt.Sprintf("%s (%s %s/%s)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	os.Exit(mcpserver.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// Which directories a file change may touch is policy's decision.
+	os.Exit(mcpserver.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, policy.Roots))
 }

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
@@ -139,12 +140,12 @@ func confirmFileChange(std stdio, sp *queue.Spool, id string) bool {
 			req.EffectiveMode() == queue.ModeDecide {
 			return true // a decide-mode change is the agent's to apply
 		}
-		ch, err := exec.Plan(req, policy.Roots(req.Cwd))
+		diff, err := change.Preview(req, policy.Roots(req.Cwd))
 		if err != nil {
 			fmt.Fprintf(std.err, "sluice approve: %s: %s\n", id, show(err.Error()))
 			return true // ApproveAs refuses it the same way, and answers the agent
 		}
-		printDiff(std.out, ch.Diff())
+		printDiff(std.out, diff)
 		return confirm(std, fmt.Sprintf("Apply this %s to %s? [y/N] ", req.Kind, show(req.Path)))
 	}
 	return true

@@ -14,6 +14,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
 
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/checkpoint"
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/policy"
@@ -279,11 +280,7 @@ func previewer(a *exec.Actor) func(*queue.Request) (string, error) {
 		if a.Jail != nil && req.Cwd != "" {
 			jail = a.Jail(req.Cwd)
 		}
-		c, err := exec.Plan(req, jail)
-		if err != nil {
-			return "", err
-		}
-		return c.Diff(), nil
+		return change.Preview(req, jail)
 	}
 }
 

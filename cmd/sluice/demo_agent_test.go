@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -153,7 +153,7 @@ func TestDemoAgent(t *testing.T) {
 		switch r.Kind {
 		case queue.KindEdit, queue.KindWrite:
 			// The change applies to the project as demoProject made it.
-			c, err := exec.Plan(r, policy.Roots(dir))
+			c, err := change.Plan(r, policy.Roots(dir))
 			if err != nil {
 				t.Errorf("%s: %v", r.Summary(), err)
 				continue

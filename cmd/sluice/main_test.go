@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/mcpserver"
+	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 		"sluice": func() { os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})) },
 		"exits":  exitsMain,
 		// cmd/sluice-mcp, which 'sluice mcp' finds beside itself.
-		"sluice-mcp": func() { os.Exit(mcpserver.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"sluice-mcp": func() { os.Exit(mcpserver.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, policy.Roots)) },
 		// cmd/sluice-box, which sluice finds beside its executable (this
 		// binary): the link made below.
 		"sluice-box": func() { sandbox.BoxExit(os.Args[1:]) },

@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
@@ -134,13 +134,13 @@ func showRequest(std stdio, ent *queue.Entry, pf policyFlags) {
 	}
 	switch req.Kind {
 	case queue.KindWrite, queue.KindEdit, queue.KindPatch:
-		ch, err := exec.Plan(req, policy.Roots(req.Cwd))
+		diff, err := change.Preview(req, policy.Roots(req.Cwd))
 		switch {
 		case err != nil:
 			fmt.Fprintf(w, "diff      cannot be made: %s\n", show(err.Error()))
 		default:
 			fmt.Fprintln(w, "diff:")
-			for _, l := range strings.Split(strings.TrimRight(ch.Diff(), "\n"), "\n") {
+			for _, l := range strings.Split(strings.TrimRight(diff, "\n"), "\n") {
 				fmt.Fprintf(w, "  %s\n", show(strings.ReplaceAll(l, "\t", "    ")))
 			}
 		}
