@@ -25,11 +25,11 @@ func (m *Model) previewCmd(req *queue.Request) tea.Cmd {
 }
 
 // recheckCmd recomputes a file request's diff right before approving.
-func (m *Model) recheckCmd(req *queue.Request, rule string) tea.Cmd {
+func (m *Model) recheckCmd(req *queue.Request, rule string, scope RuleScope) tea.Cmd {
 	preview := m.d.opt.Preview
 	return func() tea.Msg {
 		diff, err := preview(req)
-		return recheckedMsg{id: req.ID, diff: diff, err: err, rule: rule}
+		return recheckedMsg{id: req.ID, diff: diff, err: err, rule: rule, scope: scope}
 	}
 }
 

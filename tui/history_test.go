@@ -185,8 +185,8 @@ func TestUndoKey(t *testing.T) {
 		t.Fatalf("the entry does not list what it changed:\n%s", v)
 	}
 	f.run(f.press(f.m.keys.Undo))
-	if f.m.mode != modeConfirmUndo {
-		t.Fatalf("u: mode %s, status %q", f.m.mode, f.m.status)
+	if !isOpen[*undoDialog](f.m) {
+		t.Fatalf("u: mode %s, status %q", state(f.m), f.m.status)
 	}
 	v := ansi.Strip(f.m.View().Content)
 	for _, want := range []string{"restore 1 file(s)", "-ONE two", "+one two", "y: undo"} {
@@ -243,7 +243,7 @@ func TestTrustKey(t *testing.T) {
 	f.clock.add(time.Second)
 	f.run(f.press(f.m.keys.Trust))
 	// A dialog first, on the narrowest pattern: nothing is granted yet.
-	if v := ansi.Strip(f.m.render()); f.m.mode != modeConfirmTrust || len(granted) != 0 || !strings.Contains(v, "trust it for this agent session") {
+	if v := ansi.Strip(f.m.render()); !dialogOf[*ruleDialog](f.m).trust || len(granted) != 0 || !strings.Contains(v, "trust it for this agent session") {
 		t.Fatalf("T: mode %s, granted %v:\n%s", f.m.mode, granted, v)
 	}
 	f.update(keyMsg("esc"))

@@ -380,7 +380,7 @@ func TestHostileDialogs(t *testing.T) {
 			n := 0
 			frame := func(what string) {
 				t.Helper()
-				cleanLines(t, what, strings.Split(m.dialog(), "\n"), sz.w)
+				cleanLines(t, what, strings.Split(m.dialogBox(), "\n"), sz.w)
 				cleanLines(t, what, []string{m.header(), m.statusLine()}, sz.w)
 				if n++; n%7 == 0 {
 					cleanFrame(t, m.render(), sz.w, sz.h)
@@ -414,8 +414,8 @@ func TestHostileDialogs(t *testing.T) {
 				press(m.keys.Bottom)
 				frame(x.name + "/scrolled to the end")
 				press(m.keys.Edit)
-				if m.mode != modeEdit {
-					t.Fatalf("edit did not open (mode %s, status %q)", m.mode, m.status)
+				if !isOpen[*editDialog](m) {
+					t.Fatalf("edit did not open (mode %s, status %q)", state(m), m.status)
 				}
 				m.Update(tea.PasteMsg{Content: s})
 				m.Update(tea.KeyPressMsg{Code: tea.KeyHome})
@@ -424,8 +424,8 @@ func TestHostileDialogs(t *testing.T) {
 				if _, cmd := m.Update(keyMsg(m.keys.Submit.Keys()[0])); cmd != nil {
 					m.Update(cmd())
 				}
-				if m.mode != modeConfirmEdit {
-					t.Fatalf("the edit was not checked (mode %s)", m.mode)
+				if !isOpen[*confirmEditDialog](m) {
+					t.Fatalf("the edit was not checked (mode %s)", state(m))
 				}
 				frame(x.name + "/confirm edit")
 				m.Update(tea.KeyPressMsg{Code: tea.KeyEscape})
@@ -437,10 +437,9 @@ func TestHostileDialogs(t *testing.T) {
 				frame(x.name + "/filtered")
 				m.filter = ""
 
-				m.rule = ruleProposedMsg{id: m.current().req.ID, patterns: []string{"echo " + s, "echo " + s + " *"}, matches: []int{1, 3}}
-				m.mode = modeConfirmRule
+				m.open(&ruleDialog{rule: ruleProposedMsg{id: m.current().req.ID, patterns: []string{"echo " + s, "echo " + s + " *"}, matches: []int{1, 3}}})
 				frame(x.name + "/rule")
-				m.mode = modeNormal
+				m.dlg = nil
 
 				m.Update(errMsg{err: errors.New("failed: " + s)})
 				frame(x.name + "/status")

@@ -153,27 +153,18 @@ func (f focus) String() string {
 	return [...]string{"queue", "history", "output"}[f]
 }
 
-// mode is what the keys mean right now: the panes, or a dialog.
+// mode is what the keys mean when no dialog is open: the panes, the
+// filter's input, or the help.
 type mode int
 
 const (
 	modeNormal mode = iota
-	modeDenyReason
-	modeEdit
-	modeConfirmEdit
-	modeConfirmRule
-	modeConfirmQuit
 	modeFilter
 	modeHelp
-	modeConfirmUnconfined
-	modeConfirmKill
-	modeConfirmUndo
-	modeConfirmBatch
-	modeConfirmTrust
 )
 
 func (m mode) String() string {
-	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help", "confirm-unconfined", "confirm-kill", "confirm-undo", "confirm-batch", "confirm-trust"}[m]
+	return [...]string{"normal", "filter", "help"}[m]
 }
 
 // item is a pending request as the queue shows it.
@@ -223,14 +214,12 @@ type Model struct {
 	histSel  int              // index into history, from the newest (0 = newest)
 	byID     map[string]*run
 
-	filter      string
-	input       lineInput
-	editVerdict queue.Verdict // the edited command's, for modeConfirmEdit
-	rule        ruleProposedMsg
-	ruleScope   RuleScope
-	killID      string    // the run modeConfirmKill asks about
-	dialogID    string    // the request a deny, edit or unconfined dialog is about
-	undo        *UndoPlan // the plan modeConfirmUndo asks about
+	filter string
+	input  lineInput // the filter's
+	dlg    dialog    // the open dialog, or nil
+	// judging is the edited command whose verdict the console waits
+	// for, to ask whether to run it ("" once anything else opened).
+	judging string
 
 	graceFrom, graceUntil time.Time
 	lastChange            time.Time // the last arrival or selection change

@@ -83,10 +83,11 @@ type actedMsg struct {
 // recheckedMsg carries a file request's diff recomputed right before
 // approving, to compare with what the person saw.
 type recheckedMsg struct {
-	id   string
-	diff string
-	err  error
-	rule string // the rule pattern to add on approve, if any
+	id    string
+	diff  string
+	err   error
+	rule  string    // the rule pattern to add on approve, if any
+	scope RuleScope // where the rule applies
 }
 
 // ruleProposedMsg carries a proposed rule and how many past requests it

@@ -55,8 +55,8 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setErr(msg.err)
 		case len(msg.plan.Files) == 0:
 			m.setStatus(shortID(msg.plan.ID) + " changed no files: nothing to undo")
-		case m.mode == modeNormal:
-			m.undo, m.mode = msg.plan, modeConfirmUndo
+		case m.mode == modeNormal && m.dlg == nil:
+			m.open(&undoDialog{plan: msg.plan})
 		}
 		return m, nil
 	case undoneMsg:
@@ -69,9 +69,8 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case editJudgedMsg:
 		// The person may have moved on while it was judged: the dialog
 		// opens only on the request and the text it was judged for.
-		if it := m.current(); it != nil && it.req.ID == msg.id && m.mode == modeNormal && m.input.Value() == msg.command {
-			m.editVerdict = msg.verdict
-			m.mode, m.dialogID = modeConfirmEdit, msg.id
+		if it := m.current(); it != nil && it.req.ID == msg.id && m.mode == modeNormal && m.dlg == nil && m.judging == msg.command {
+			m.open(&confirmEditDialog{id: msg.id, command: msg.command, verdict: msg.verdict})
 			m.status = ""
 		}
 		return m, nil
@@ -112,8 +111,15 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setErr(msg.err)
 		return m, nil
 	}
-	if paste, ok := msg.(tea.PasteMsg); ok && (m.mode == modeDenyReason || m.mode == modeEdit || m.mode == modeFilter) {
-		m.input.Update(paste)
+	if paste, ok := msg.(tea.PasteMsg); ok {
+		switch d := m.dlg.(type) {
+		case interface{ paste(tea.PasteMsg) }:
+			d.paste(paste)
+		case nil:
+			if m.mode == modeFilter {
+				m.input.Update(paste)
+			}
+		}
 	}
 	return m, nil
 }

@@ -166,7 +166,7 @@ func (m *Model) render() string {
 		body = lipgloss.JoinVertical(lipgloss.Left, parts...)
 	}
 	screen := lipgloss.JoinVertical(lipgloss.Left, m.header(), body, m.statusLine(), m.helpLine())
-	if d := m.dialog(); d != "" {
+	if d := m.dialogBox(); d != "" {
 		screen = m.overlay(screen, d)
 	}
 	return clip(screen, m.width, m.height)
@@ -280,7 +280,7 @@ func (m *Model) problems() []string {
 
 func (m *Model) statusLine() string {
 	if m.status == "" {
-		if m.d.opt.Demo && m.mode == modeNormal {
+		if m.d.opt.Demo && m.mode == modeNormal && m.dlg == nil {
 			return fit(m.st.App.Subtle.Render(m.demoHint()), m.width)
 		}
 		return fit("", m.width)
