@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -207,6 +208,25 @@ func (m *Model) trustCmd(req *queue.Request, pattern string) tea.Cmd {
 		text, err := trust(req, pattern)
 		return trustedMsg{id: req.ID, text: text, err: err}
 	}
+}
+
+// trustsEvery is how often the header's trusts are read again: they count
+// down in seconds, and another process (sluice trust) may add or end one.
+const trustsEvery = time.Second
+
+// readTrusts reads the trusts in force after a while (none: now), off the
+// UI goroutine: they live in a file, and View reads only the model. With
+// again, it reads them again every trustsEvery.
+func (m *Model) readTrusts(after time.Duration, again bool) tea.Cmd {
+	trusts := m.d.opt.Trusts
+	if trusts == nil {
+		return nil
+	}
+	read := func() tea.Msg { return trustsReadMsg{trusts: trusts(), again: again} }
+	if after <= 0 {
+		return read
+	}
+	return tea.Tick(after, func(time.Time) tea.Msg { return read() })
 }
 
 // logTail is how much of a finished run's log is read back for its pane.

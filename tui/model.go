@@ -215,6 +215,7 @@ type Model struct {
 	byID     map[string]*run
 
 	filter string
+	trusts []string  // the trusts in force, as last read (readTrusts)
 	input  lineInput // the filter's
 	dlg    dialog    // the open dialog, or nil
 	// judging is the edited command whose verdict the console waits
@@ -384,7 +385,7 @@ func (m *Model) Running() int {
 
 // Init implements tea.Model.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(m.feed.next, tea.RequestBackgroundColor)
+	return tea.Batch(m.feed.next, tea.RequestBackgroundColor, m.readTrusts(0, true))
 }
 
 // PaneSize is the output pane's inner size, for the pty of a new run. It

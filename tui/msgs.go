@@ -80,6 +80,13 @@ type actedMsg struct {
 	fleet bool // sent to the hub: res is empty, the box acts on it
 }
 
+// trustsReadMsg carries the trusts in force, read off the UI goroutine;
+// again: read them again in a while.
+type trustsReadMsg struct {
+	trusts []string
+	again  bool
+}
+
 // recheckedMsg carries a file request's diff recomputed right before
 // approving, to compare with what the person saw.
 type recheckedMsg struct {

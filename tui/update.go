@@ -80,6 +80,12 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.afterAct(msg)
 	case ruleProposedMsg:
 		return m, m.afterPropose(msg)
+	case trustsReadMsg:
+		m.trusts = msg.trusts
+		if msg.again {
+			return m, m.readTrusts(trustsEvery, true)
+		}
+		return m, nil
 	case trustedMsg:
 		if msg.err != nil {
 			m.setErr(fmt.Errorf("not trusted: %w", msg.err))
@@ -88,7 +94,8 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 			return m, nil
 		}
-		return m, m.approveAs(msg.id, queue.Approval{}, "approved, "+msg.text+",")
+		// The header shows the new trust now, not at the next read.
+		return m, tea.Batch(m.approveAs(msg.id, queue.Approval{}, "approved, "+msg.text+","), m.readTrusts(0, false))
 	case ruleAddedMsg:
 		if msg.err != nil {
 			m.setErr(fmt.Errorf("rule not added: %w", msg.err))

@@ -213,14 +213,12 @@ func (m *Model) header() string {
 	for _, p := range m.problems() {
 		s += "  " + m.st.App.Error.Render(plainText(p))
 	}
-	if f := m.d.opt.Trusts; f != nil {
-		if ts := f(); len(ts) > 0 {
-			t := "  · trusted: " + plainText(ts[0])
-			if len(ts) > 1 {
-				t += fmt.Sprintf(" (+%d more: sluice trust ls)", len(ts)-1)
-			}
-			s += m.st.App.Flag.Render(t)
+	if ts := m.trusts; len(ts) > 0 {
+		t := "  · trusted: " + plainText(ts[0])
+		if len(ts) > 1 {
+			t += fmt.Sprintf(" (+%d more: sluice trust ls)", len(ts)-1)
 		}
+		s += m.st.App.Flag.Render(t)
 	}
 	if m.filter != "" {
 		s += m.st.App.Subtle.Render("  filter: ") + plainText(m.filter)
