@@ -21,3 +21,9 @@ func state(m *Model) string {
 	}
 	return m.mode.String()
 }
+
+// resizeFunc is a Terminal that takes sizes only.
+type resizeFunc func(id string, rows, cols uint16)
+
+func (resizeFunc) Input(string, []byte)                  {}
+func (f resizeFunc) Resize(id string, rows, cols uint16) { f(id, rows, cols) }

@@ -160,8 +160,8 @@ func (d *ruleDialog) Render(m *Model, _ int) (string, []string) {
 		return "Approve, and trust it for this agent session for a while:", body
 	}
 	text := ""
-	if it := m.find(r.id); it != nil && m.d.opt.RuleText != nil {
-		text = m.d.opt.RuleText(it.req, r.pattern(), d.scope)
+	if it := m.find(r.id); it != nil && m.d.opt.Rules != nil {
+		text = m.d.opt.Rules.RuleText(it.req, r.pattern(), d.scope)
 	}
 	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		body = append(body, m.st.Detail.Rule.Render("  "+plainText(l)))

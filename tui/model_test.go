@@ -524,11 +524,11 @@ func TestFileChangedSinceShownAsksAgain(t *testing.T) {
 	f := newFixture(t)
 	diff := "--- a/NOTES.md\n+++ b/NOTES.md\n@@ -0,0 +1 @@\n+hello\n"
 	var mu sync.Mutex
-	f.m.d.opt.Preview = func(*queue.Request) (string, error) {
+	f.m.d.opt.Preview = PreviewFunc(func(*queue.Request) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return diff, nil
-	}
+	})
 	req := &queue.Request{Kind: queue.KindWrite, Path: "/home/me/app/NOTES.md", Content: "hello\n", Cwd: "/home/me/app", Agent: "claude-code"}
 	if err := f.sp.Submit(req); err != nil {
 		t.Fatal(err)
@@ -566,20 +566,22 @@ func TestApproveAndRememberRule(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	var added []string
-	f.m.d.opt.ProposeRule = func(cmd string) ([]string, int) {
+	var rules RuleFuncs
+	rules.Propose = func(cmd string) ([]string, int) {
 		if cmd != "make lint" {
 			return nil, 0
 		}
 		return []string{"make lint", "make lint *"}, 0
 	}
-	f.m.d.opt.CountMatches = func(p string) (int, error) { return len(p), nil }
-	f.m.d.opt.RuleText = func(req *queue.Request, pattern string, scope RuleScope) string {
+	rules.Count = func(p string) (int, error) { return len(p), nil }
+	rules.Text = func(req *queue.Request, pattern string, scope RuleScope) string {
 		return "[[rule]]\naction = \"allow\"\ncommand = \"" + pattern + "\"\n# " + scope.String()
 	}
-	f.m.d.opt.AddRule = func(req *queue.Request, pattern string, scope RuleScope) (string, error) {
+	rules.Add = func(req *queue.Request, pattern string, scope RuleScope) (string, error) {
 		added = append(added, pattern+" <- "+req.Command+" @ "+scope.String())
 		return "~/.config/sluice/policy.toml", nil
 	}
+	f.m.d.opt.Rules = rules
 	req := f.submit("make lint")
 	f.clock.add(time.Second)
 	f.run(f.press(f.m.keys.ApproveRule))

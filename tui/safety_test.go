@@ -242,11 +242,11 @@ func TestPtyFollowsThePane(t *testing.T) {
 	f := newFixture(t)
 	var mu sync.Mutex
 	sizes := map[string][2]uint16{}
-	f.m.d.opt.Resize = func(id string, rows, cols uint16) {
+	f.m.d.opt.Terminal = resizeFunc(func(id string, rows, cols uint16) {
 		mu.Lock()
 		sizes[id] = [2]uint16{rows, cols}
 		mu.Unlock()
-	}
+	})
 	req := &queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: "npm run watch", Cwd: "/home/me/app"}
 	f.m.feed.Started(req, queue.Verdict{Action: "ask", Profile: "mutating"}, queue.ByHuman)
 	f.drain()

@@ -182,13 +182,13 @@ func (m *Model) resized() tea.Cmd {
 			ids = append(ids, r.req.ID)
 		}
 	}
-	if len(ids) == 0 || m.d.opt.Resize == nil {
+	if len(ids) == 0 || m.d.opt.Terminal == nil {
 		return nil
 	}
-	resize := m.d.opt.Resize
+	term := m.d.opt.Terminal
 	return func() tea.Msg {
 		for _, id := range ids {
-			resize(id, uint16(rows), uint16(cols))
+			term.Resize(id, uint16(rows), uint16(cols))
 		}
 		return nil
 	}

@@ -86,7 +86,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		switch {
 		case m.focus == focusQueue || r == nil:
 			m.setErr(fmt.Errorf("select a run in History (tab) to undo what it changed"))
-		case m.d.opt.PlanUndo == nil:
+		case m.d.opt.Undo == nil:
 			m.setErr(fmt.Errorf("undo is not available here"))
 		case r.running():
 			m.setErr(fmt.Errorf("%s is still running", shortID(r.req.ID)))
@@ -202,7 +202,7 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		m.open(&unconfinedDialog{id: it.req.ID})
 	case key.Matches(msg, k.ApproveRule):
-		if it.req.Kind != queue.KindExec || m.d.opt.ProposeRule == nil {
+		if it.req.Kind != queue.KindExec || m.d.opt.Rules == nil {
 			m.setErr(fmt.Errorf("rules can be proposed only for commands"))
 			return nil
 		}
@@ -210,7 +210,7 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.proposeCmd(it.req.ID, it.req.Command, false)
 	case key.Matches(msg, k.Trust):
 		switch {
-		case it.req.Kind != queue.KindExec || m.d.opt.TrustRule == nil || m.d.opt.ProposeRule == nil:
+		case it.req.Kind != queue.KindExec || m.d.opt.Trusts == nil || m.d.opt.Rules == nil:
 			m.setErr(fmt.Errorf("only commands can be trusted"))
 			return nil
 		case it.req.Session == "":

@@ -258,8 +258,8 @@ func (m *Model) problems() []string {
 			out = append(out, "HUB UNREACHABLE: "+text)
 		}
 	}
-	if f := m.d.opt.PolicyProblem; f != nil {
-		if p := f(); p != "" {
+	if r := m.d.opt.Rules; r != nil {
+		if p := r.PolicyProblem(); p != "" {
 			word := "POLICY NOT RELOADED: "
 			if !strings.Contains(p, "last good policy") {
 				word = "POLICY DOES NOT LOAD: "

@@ -329,11 +329,14 @@ func TestViewScreens(t *testing.T) {
 	for _, sz := range goldenSizes {
 		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
 			m := New(Options{Styles: themes.Mono(), Now: func() time.Time { return at }, Actor: "alice", Spool: "~/.local/state/sluice/spool",
-				ProposeRule: func(string) ([]string, int) { return []string{"sed -i s/hello/HELLO/ notes.txt", "sed -i *"}, 1 },
-				TrustRule:   func(*queue.Request, string) (string, error) { return "", nil },
-				RuleText: func(_ *queue.Request, p string, s RuleScope) string {
-					return "[[rule]]\naction = \"allow\"\ncommand = \"" + p + "\"\nproject = \"/home/alice/src/notes\""
-				}})
+				Rules: RuleFuncs{
+					Propose: func(string) ([]string, int) { return []string{"sed -i s/hello/HELLO/ notes.txt", "sed -i *"}, 1 },
+					Text: func(_ *queue.Request, p string, s RuleScope) string {
+						return "[[rule]]\naction = \"allow\"\ncommand = \"" + p + "\"\nproject = \"/home/alice/src/notes\""
+					},
+				},
+				Trusts: TrustFuncs{Trust: func(*queue.Request, string) (string, error) { return "", nil }},
+			})
 			m.Update(tea.WindowSizeMsg{Width: sz.w, Height: sz.h})
 			watch := &run{req: &queue.Request{ID: "01JD0000000000000000000020", Kind: queue.KindExec, Command: "npm run watch", Cwd: "/home/alice/src/web"},
 				verdict: queue.Verdict{Action: "ask", Profile: "mutating"}, by: queue.ByHuman, started: at.Add(-time.Minute), screen: screen.New(40, 6, nil)}
