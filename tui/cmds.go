@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -19,17 +20,17 @@ func (m *Model) previewCmd(req *queue.Request) tea.Cmd {
 		return nil
 	}
 	return func() tea.Msg {
-		diff, err := preview(req)
+		diff, err := preview.Preview(req)
 		return previewedMsg{id: req.ID, diff: diff, err: err}
 	}
 }
 
 // recheckCmd recomputes a file request's diff right before approving.
-func (m *Model) recheckCmd(req *queue.Request, rule string) tea.Cmd {
+func (m *Model) recheckCmd(req *queue.Request, rule string, scope RuleScope) tea.Cmd {
 	preview := m.d.opt.Preview
 	return func() tea.Msg {
-		diff, err := preview(req)
-		return recheckedMsg{id: req.ID, diff: diff, err: err, rule: rule}
+		diff, err := preview.Preview(req)
+		return recheckedMsg{id: req.ID, diff: diff, err: err, rule: rule, scope: scope}
 	}
 }
 
@@ -45,20 +46,20 @@ func (m *Model) approveCmd(id, command string) tea.Cmd {
 
 // planUndoCmd works out, off the UI goroutine, what undoing run id does.
 func (m *Model) planUndoCmd(id string) tea.Cmd {
-	plan := m.d.opt.PlanUndo
+	undo := m.d.opt.Undo
 	return func() tea.Msg {
-		p, err := plan(id)
+		p, err := undo.PlanUndo(id)
 		return undoPlannedMsg{plan: p, err: err}
 	}
 }
 
 // applyUndoCmd carries an undo out.
 func (m *Model) applyUndoCmd(p *UndoPlan, force bool) tea.Cmd {
-	apply := m.d.opt.ApplyUndo
+	undo := m.d.opt.Undo
 	m.d.wg.Add(1)
 	return func() tea.Msg {
 		defer m.d.wg.Done()
-		text, err := apply(p, force)
+		text, err := undo.ApplyUndo(p, force)
 		return undoneMsg{text: text, err: err}
 	}
 }
@@ -168,9 +169,9 @@ func (m *Model) goAheadCmd(id string) tea.Cmd {
 // proposeCmd works out the patterns a rule (or, with trust, a trust) for
 // command could have; the dialog opens on the narrowest.
 func (m *Model) proposeCmd(id, command string, trust bool) tea.Cmd {
-	propose, count := m.d.opt.ProposeRule, m.d.opt.CountMatches
+	rules := m.d.opt.Rules
 	return func() tea.Msg {
-		patterns, _ := propose(command)
+		patterns, _ := rules.ProposeRule(command)
 		if len(patterns) == 0 {
 			what := "rule to propose"
 			if trust {
@@ -180,10 +181,8 @@ func (m *Model) proposeCmd(id, command string, trust bool) tea.Cmd {
 		}
 		msg := ruleProposedMsg{id: id, patterns: patterns, matches: make([]int, len(patterns)), trust: trust}
 		for i, p := range patterns {
-			if count != nil {
-				if msg.matches[i], msg.err = count(p); msg.err != nil {
-					break
-				}
+			if msg.matches[i], msg.err = rules.CountMatches(p); msg.err != nil {
+				break
 			}
 		}
 		return msg
@@ -191,9 +190,9 @@ func (m *Model) proposeCmd(id, command string, trust bool) tea.Cmd {
 }
 
 func (m *Model) addRuleCmd(req *queue.Request, pattern string, scope RuleScope) tea.Cmd {
-	add := m.d.opt.AddRule
+	rules := m.d.opt.Rules
 	return func() tea.Msg {
-		where, err := add(req, pattern, scope)
+		where, err := rules.AddRule(req, pattern, scope)
 		return ruleAddedMsg{id: req.ID, where: where, err: err}
 	}
 }
@@ -202,11 +201,30 @@ func (m *Model) addRuleCmd(req *queue.Request, pattern string, scope RuleScope) 
 // then the approval follows.
 // trustCmd trusts pattern for req's agent session, then approves req.
 func (m *Model) trustCmd(req *queue.Request, pattern string) tea.Cmd {
-	trust := m.d.opt.TrustRule
+	trusts := m.d.opt.Trusts
 	return func() tea.Msg {
-		text, err := trust(req, pattern)
+		text, err := trusts.TrustRule(req, pattern)
 		return trustedMsg{id: req.ID, text: text, err: err}
 	}
+}
+
+// trustsEvery is how often the header's trusts are read again: they count
+// down in seconds, and another process (sluice trust) may add or end one.
+const trustsEvery = time.Second
+
+// readTrusts reads the trusts in force after a while (none: now), off the
+// UI goroutine: they live in a file, and View reads only the model. With
+// again, it reads them again every trustsEvery.
+func (m *Model) readTrusts(after time.Duration, again bool) tea.Cmd {
+	trusts := m.d.opt.Trusts
+	if trusts == nil {
+		return nil
+	}
+	read := func() tea.Msg { return trustsReadMsg{trusts: trusts.Trusts(), again: again} }
+	if after <= 0 {
+		return read
+	}
+	return tea.Tick(after, func(time.Time) tea.Msg { return read() })
 }
 
 // logTail is how much of a finished run's log is read back for its pane.

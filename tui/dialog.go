@@ -4,181 +4,43 @@ import (
 	"fmt"
 	"strings"
 
+	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
-
-	"github.com/sluice-dev/sluice/queue"
 )
 
-// dialog is the open dialog's box, or "".
-func (m *Model) dialog() string {
+// dialog is a box over the panes that takes every key while it is open.
+// The root holds at most one (Model.dlg), draws it over the panes and
+// hands it every key; the help and the filter are modes of the root.
+type dialog interface {
+	// Render is the box's title and body, inner columns wide; m is the
+	// console it is drawn over (its styles, the queue as it is now).
+	Render(m *Model, inner int) (title string, body []string)
+	// HandleKey acts on a key: it returns the dialog open after it (the
+	// same, or nil when the key closed it) and what to run.
+	HandleKey(m *Model, msg tea.KeyPressMsg) (dialog, tea.Cmd)
+}
+
+// open makes d the open dialog, in place of the help or the filter.
+func (m *Model) open(d dialog) {
+	m.dlg, m.mode, m.judging = d, modeNormal, ""
+}
+
+// dialogBox is the open dialog's box (the help's, the filter's), or "".
+func (m *Model) dialogBox() string {
 	ds := m.st.Dialog
 	w := min(max(m.width-4, 20), 90)
 	inner := w - ds.Box.GetHorizontalFrameSize()
 	var title string
 	var body []string
-	no := ds.ButtonFocused.Render("Esc: no")
-	switch m.mode {
-	case modeDenyReason:
-		title = "Deny " + m.selectedSummary()
-		body = []string{m.input.View(), "", ds.Button.Render("Enter: deny") + "  " + no}
-	case modeEdit:
-		title = "Edit the command, then Enter to check it"
-		body = []string{m.input.View(), "", ds.Button.Render("Enter: check") + "  " + no}
-	case modeFilter:
+	switch {
+	case m.dlg != nil:
+		title, body = m.dlg.Render(m, inner)
+	case m.mode == modeFilter:
 		title = "Filter the queue"
 		body = []string{m.input.View()}
-	case modeConfirmEdit:
-		title = "Run the edited command?"
-		lines, _ := styledText(m.input.Value(), m.st.Detail.Command, m.st.Detail.Escaped)
-		body = append(body, wrap(lines, inner)...)
-		ev := m.editVerdict
-		line := fmt.Sprintf("%s (%s, risk %s)", strings.ToUpper(string(ev.Action)), ev.Category, ev.Risk)
-		if len(ev.Reasons) > 0 {
-			line += ": " + strings.Join(ev.Reasons, "; ")
-		}
-		body = append(body, "", ds.Text.Render("verdict: "+plainText(line)))
-		for _, p := range ev.Parts {
-			body = append(body, "  "+m.st.BadgeFor(string(p.Action)).Render(string(p.Action))+" "+plainText(p.Command)+" "+m.st.Detail.Rule.Render(plainText(p.Rule)))
-		}
-		if ev.Action == queue.ActionDeny {
-			body = append(body, "", m.st.App.Error.Render("the policy denies it: it cannot run"), no)
-		} else {
-			body = append(body, "", ds.Button.Render("y: run it")+"  "+no)
-		}
-	case modeConfirmRule:
-		title = "Approve, and allow from now on (" + m.ruleScope.String() + "):"
-		r := m.rule
-		text := ""
-		if it := m.find(r.id); it != nil && m.d.opt.RuleText != nil {
-			text = m.d.opt.RuleText(it.req, r.pattern(), m.ruleScope)
-		}
-		for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-			body = append(body, m.st.Detail.Rule.Render("  "+plainText(l)))
-		}
-		var choices []string
-		for i, p := range r.patterns {
-			c := plainText(p)
-			if i == r.choice {
-				c = ds.ButtonFocused.Render(c)
-			}
-			choices = append(choices, c)
-		}
-		body = append(body, "",
-			ds.Text.Render("← narrower · wider →   ")+strings.Join(choices, "  "),
-			ds.Text.Render(fmt.Sprintf("%q would have matched %d past request(s) in the audit log.", plainText(r.pattern()), r.matches[r.choice])),
-			ds.Text.Render("s: scope: everywhere, this project, this agent session"),
-		)
-		if m.ruleScope != ScopeSession {
-			body = append(body, ds.Text.Render(policyFileText(m.d.opt.PolicyFile)))
-		}
-		body = append(body, "", ds.Button.Render("y: approve and keep the rule")+"  "+no)
-	case modeConfirmTrust:
-		title = "Approve, and trust it for this agent session for a while:"
-		r := m.rule
-		if it := m.find(r.id); it != nil {
-			body = append(body, ds.Text.Render("agent session "+plainText(it.req.Agent+" "+it.req.Session)))
-		}
-		var choices []string
-		for i, p := range r.patterns {
-			c := plainText(p)
-			if i == r.choice {
-				c = ds.ButtonFocused.Render(c)
-			}
-			choices = append(choices, c)
-		}
-		body = append(body, "",
-			ds.Text.Render("← narrower · wider →   ")+strings.Join(choices, "  "),
-			ds.Text.Render(fmt.Sprintf("%q would have matched %d past request(s) in the audit log.", plainText(r.pattern()), r.matches[r.choice])),
-			ds.Text.Render("Commands that match run without asking while the trust lasts (trust_minutes); the header counts down; 'sluice trust revoke' ends it."),
-			"", ds.Button.Render("y: approve and trust")+"  "+no)
-	case modeConfirmUnconfined:
-		title = "Run UNCONFINED? " + m.selectedSummary()
-		body = []string{
-			m.st.App.Error.Render("No kernel confinement for this one run: it can read your secrets (~/.ssh, tokens),"),
-			m.st.App.Error.Render("write anywhere you can, and use the network. The audit log records it as unconfined."),
-			ds.Text.Render("To run it confined instead, press Esc and use a."),
-			"", ds.Button.Render("y: run it unconfined") + "  " + no,
-		}
-	case modeConfirmUndo:
-		p := m.undo
-		title = fmt.Sprintf("Undo %s: restore %d file(s) to before it ran?", shortID(p.ID), len(p.Files)-len(p.Shared))
-		rows := max(3, m.height-ds.Box.GetVerticalFrameSize()-8)
-		if len(p.Conflicts) > 0 {
-			body = append(body, m.st.App.Error.Render(fmt.Sprintf("%d file(s) changed again since; undoing overwrites those changes:", len(p.Conflicts))))
-			for _, c := range p.Conflicts {
-				body = append(body, "  "+plainText(c))
-			}
-			body = append(body, "")
-		}
-		if len(p.Shared) > 0 {
-			body = append(body, m.st.App.Error.Render(fmt.Sprintf("%d file(s) were also changed by %s, which ran at the same time; y leaves them, F restores them too:",
-				len(p.Shared), strings.Join(p.SharedWith, ", "))))
-			for _, c := range p.Shared {
-				body = append(body, "  "+plainText(c))
-			}
-			body = append(body, "")
-		}
-		body = append(body, m.undoDiff(p.Diff+p.SharedDiff, rows-len(body), inner)...)
-		switch {
-		case len(p.Conflicts) > 0:
-			body = append(body, "", ds.Button.Render("F: overwrite and undo")+"  "+no)
-		case len(p.Shared) == len(p.Files):
-			body = append(body, "", ds.Button.Render("F: restore them too")+"  "+no)
-		case len(p.Shared) > 0:
-			body = append(body, "", ds.Button.Render("y: undo its own")+"  "+ds.Button.Render("F: all")+"  "+no)
-		default:
-			body = append(body, "", ds.Button.Render("y: undo")+"  "+no)
-		}
-	case modeConfirmBatch:
-		title = fmt.Sprintf("Approve these %d together? (no rule is kept)", m.markedCount())
-		if m.markedCount() == 1 {
-			title = "Approve the one marked? (no rule is kept)"
-		}
-		for _, it := range m.pending {
-			if !it.marked {
-				continue
-			}
-			row := fmt.Sprintf("%-9s %-9s %-10s %s", shortID(it.req.ID), strings.ToUpper(string(it.verdict.Action)),
-				orNone(it.verdict.Profile), plainText(shortSummary(it.req)))
-			body = append(body, ansi.Truncate(ds.Text.Render(row), inner, "…"))
-		}
-		body = append(body, "", ds.Button.Render(fmt.Sprintf("y: approve all %d", m.markedCount()))+"  "+no)
-	case modeConfirmKill:
-		title = "Kill " + shortID(m.killID) + "?"
-		what := ""
-		if r := m.byID[m.killID]; r != nil {
-			what = plainText(r.req.Summary())
-		}
-		body = []string{ds.Text.Render(what),
-			ds.Text.Render("It gets SIGTERM, then SIGKILL if it has not exited; the agent is told it was killed."),
-			"", ds.Button.Render("y: kill it") + "  " + no}
-	case modeConfirmQuit:
-		title = "Quit?"
-		body = []string{ds.Text.Render(fmt.Sprintf("%d command(s) still running: quitting kills them.", m.Running())),
-			"", ds.Button.Render("y: quit and kill") + "  " + no}
-	case modeHelp:
-		title = "Keys"
-		rows := max(1, m.height-ds.Box.GetVerticalFrameSize()-1)
-		// What the header and the status line had to cut, whole.
-		for _, p := range m.problems() {
-			body = append(body, m.st.App.Error.Render(plainText(p)))
-		}
-		if m.status != "" && ansi.StringWidth(m.status) > m.width {
-			st := ds.Text
-			if m.statusErr {
-				st = m.st.App.Error
-			}
-			body = append(body, st.Render(plainText(m.status)))
-		}
-		if len(body) > 0 {
-			body = append(body, "")
-		}
-		body = append(body, m.keyGrid(inner, min(rows-1-len(body), 10))...)
-		body = append(body, ds.Text.Render("any key closes this"))
-		if len(body)+3 <= rows { // the sentence may wrap to two lines
-			body = append(body, "", ds.Text.Render("approve keys pause after the selection changes or a request arrives"))
-		}
+	case m.mode == modeHelp:
+		title, body = m.helpBox(inner)
 	default:
 		return ""
 	}
@@ -190,6 +52,33 @@ func (m *Model) dialog() string {
 		lines[i] = fit(l, inner)
 	}
 	return ds.Box.Render(strings.Join(lines, "\n"))
+}
+
+// helpBox is the help's title and body: every key, and what the header
+// and the status line had to cut, whole.
+func (m *Model) helpBox(inner int) (string, []string) {
+	ds := m.st.Dialog
+	var body []string
+	rows := max(1, m.height-ds.Box.GetVerticalFrameSize()-1)
+	for _, p := range m.problems() {
+		body = append(body, m.st.App.Error.Render(plainText(p)))
+	}
+	if m.status != "" && ansi.StringWidth(m.status) > m.width {
+		st := ds.Text
+		if m.statusErr {
+			st = m.st.App.Error
+		}
+		body = append(body, st.Render(plainText(m.status)))
+	}
+	if len(body) > 0 {
+		body = append(body, "")
+	}
+	body = append(body, m.keyGrid(inner, min(rows-1-len(body), 10))...)
+	body = append(body, ds.Text.Render("any key closes this"))
+	if len(body)+3 <= rows { // the sentence may wrap to two lines
+		body = append(body, "", ds.Text.Render("approve keys pause after the selection changes or a request arrives"))
+	}
+	return "Keys", body
 }
 
 // undoDiff is a diff for the undo dialog, coloured, at most rows lines
@@ -265,8 +154,10 @@ func (m *Model) keyGrid(width, rows int) []string {
 	}
 }
 
-func (m *Model) selectedSummary() string {
-	it := m.find(m.dialogID)
+// summaryOf names request id for a dialog's title (the selected one if
+// id left the queue).
+func (m *Model) summaryOf(id string) string {
+	it := m.find(id)
 	if it == nil {
 		it = m.current()
 	}

@@ -63,8 +63,8 @@ func (f *feed) Pending(req *queue.Request, v queue.Verdict) {
 		at = c
 	}
 	note := ""
-	if f.deps.opt.CheckpointNote != nil {
-		note = f.deps.opt.CheckpointNote(req, v)
+	if u := f.deps.opt.Undo; u != nil {
+		note = u.CheckpointNote(req, v)
 	}
 	f.push(requestPending{req: req, verdict: v, at: at, checkpt: note})
 }

@@ -137,8 +137,8 @@ func TestFleetLocalOnlyKeys(t *testing.T) {
 		k    string
 	}{{"edit", f.m.keys.Edit.Keys()[0]}, {"rule", f.m.keys.ApproveRule.Keys()[0]}, {"trust", f.m.keys.Trust.Keys()[0]}, {"unconfined", f.m.keys.ApproveUnconfined.Keys()[0]}} {
 		f.run(f.update(keyMsg(b.k)))
-		if f.m.mode != modeNormal || !strings.Contains(f.m.status, "made on b1 itself") {
-			t.Errorf("%s: mode %v, status %q", b.name, f.m.mode, f.m.status)
+		if f.m.mode != modeNormal || f.m.dlg != nil || !strings.Contains(f.m.status, "made on b1 itself") {
+			t.Errorf("%s: mode %v, status %q", b.name, state(f.m), f.m.status)
 		}
 	}
 	if len(fl.sent) != 0 {
@@ -156,7 +156,7 @@ func TestFleetLocalOnlyKeys(t *testing.T) {
 	if !strings.Contains(f.m.status, "runs on b1: stop it there") {
 		t.Errorf("kill: status %q", f.m.status)
 	}
-	if cmd := f.press(f.m.keys.Quit); cmd == nil || f.m.mode == modeConfirmQuit {
+	if cmd := f.press(f.m.keys.Quit); cmd == nil || isOpen[quitDialog](f.m) {
 		t.Error("quitting a fleet console asked to kill runs it does not hold")
 	}
 }
@@ -203,8 +203,8 @@ func TestFleetBatch(t *testing.T) {
 	f.clock.add(time.Second)
 	f.run(f.press(f.m.keys.Mark))
 	f.run(f.press(f.m.keys.Approve))
-	if f.m.mode != modeConfirmBatch {
-		t.Fatalf("mode %v, want the batch confirmation", f.m.mode)
+	if !isOpen[batchDialog](f.m) {
+		t.Fatalf("mode %v, want the batch confirmation", state(f.m))
 	}
 	f.run(f.press(f.m.keys.Yes))
 	fl.mu.Lock()

@@ -165,14 +165,16 @@ func TestUndoKey(t *testing.T) {
 	f := newFixture(t)
 	var applied []bool
 	conflicts := []string{}
-	f.m.d.opt.PlanUndo = func(id string) (*UndoPlan, error) {
+	undo := UndoFuncs{}
+	undo.Plan = func(id string) (*UndoPlan, error) {
 		return &UndoPlan{ID: id, Files: []string{"/home/me/app/a.txt"}, Conflicts: conflicts,
 			Diff: "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-ONE two\n+one two\n"}, nil
 	}
-	f.m.d.opt.ApplyUndo = func(p *UndoPlan, force bool) (string, error) {
+	undo.Apply = func(p *UndoPlan, force bool) (string, error) {
 		applied = append(applied, force)
 		return "undone " + p.ID, nil
 	}
+	f.m.d.opt.Undo = undo
 	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
 	f.m.Logged(logged("01JDUNDO000000000000000001", "sed -i s/one/ONE/ a.txt", at,
 		queue.Event{Event: queue.EventApproved, Actor: "bob"},
@@ -185,8 +187,8 @@ func TestUndoKey(t *testing.T) {
 		t.Fatalf("the entry does not list what it changed:\n%s", v)
 	}
 	f.run(f.press(f.m.keys.Undo))
-	if f.m.mode != modeConfirmUndo {
-		t.Fatalf("u: mode %s, status %q", f.m.mode, f.m.status)
+	if !isOpen[*undoDialog](f.m) {
+		t.Fatalf("u: mode %s, status %q", state(f.m), f.m.status)
 	}
 	v := ansi.Strip(f.m.View().Content)
 	for _, want := range []string{"restore 1 file(s)", "-ONE two", "+one two", "y: undo"} {
@@ -222,13 +224,13 @@ func TestTrustKey(t *testing.T) {
 	f := newFixture(t)
 	var granted []string
 	trusts := []string{}
-	f.m.d.opt.ProposeRule = func(cmd string) ([]string, int) { return []string{cmd, "make lint *"}, 1 }
-	f.m.d.opt.TrustRule = func(req *queue.Request, pattern string) (string, error) {
+	f.m.d.opt.Rules = RuleFuncs{Propose: func(cmd string) ([]string, int) { return []string{cmd, "make lint *"}, 1 }}
+	trust := func(req *queue.Request, pattern string) (string, error) {
 		granted = append(granted, req.Session+" "+pattern)
 		trusts = append(trusts, pattern+" · "+req.Session+" · 15m0s left")
 		return "trusted " + pattern, nil
 	}
-	f.m.d.opt.Trusts = func() []string { return trusts }
+	f.m.d.opt.Trusts = TrustFuncs{Trust: trust, List: func() []string { return trusts }}
 	req := &queue.Request{Kind: queue.KindExec, Command: "make lint", Cwd: "/home/me/app", Agent: "codex", Session: "s-77"}
 	if err := f.sp.Submit(req); err != nil {
 		t.Fatal(err)
@@ -243,7 +245,7 @@ func TestTrustKey(t *testing.T) {
 	f.clock.add(time.Second)
 	f.run(f.press(f.m.keys.Trust))
 	// A dialog first, on the narrowest pattern: nothing is granted yet.
-	if v := ansi.Strip(f.m.render()); f.m.mode != modeConfirmTrust || len(granted) != 0 || !strings.Contains(v, "trust it for this agent session") {
+	if v := ansi.Strip(f.m.render()); !dialogOf[*ruleDialog](f.m).trust || len(granted) != 0 || !strings.Contains(v, "trust it for this agent session") {
 		t.Fatalf("T: mode %s, granted %v:\n%s", f.m.mode, granted, v)
 	}
 	f.update(keyMsg("esc"))

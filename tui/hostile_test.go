@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"charm.land/bubbles/v2/key"
@@ -176,7 +177,7 @@ func cleanText(t *testing.T, out string, raw ...string) {
 		if r == utf8.RuneError && n <= 1 {
 			t.Fatalf("invalid UTF-8 at byte %d: %q", i, out[max(0, i-20):min(len(out), i+20)])
 		}
-		if _, ok := queue.Printable(string(r)); !ok && r != '\n' {
+		if !shown(r) && r != '\n' {
 			t.Fatalf("raw %U at byte %d: %q", r, i, out[max(0, i-20):min(len(out), i+20)])
 		}
 		i += n
@@ -302,17 +303,39 @@ func TestHostileOutput(t *testing.T) {
 // runAt is the run the history shows at row i.
 func runAt(m *Model, i int) *run { return m.history[len(m.history)-1-i] }
 
+// shown reports whether a terminal draws r as the visible glyph (or
+// space) it is. It is the hostile tests' own oracle, read off Unicode's
+// properties rather than queue.Printable, which the console under test
+// uses: no control (Cc), format character (Cf: bidi, zero-width, tags),
+// line or paragraph separator, private-use rune, variation selector or
+// other default-ignorable code point (Hangul fillers, the combining
+// grapheme joiner), nor U+FFFD.
+func shown(r rune) bool {
+	for _, t := range []*unicode.RangeTable{unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co,
+		unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point} {
+		if unicode.Is(t, r) {
+			return false
+		}
+	}
+	return r != utf8.RuneError
+}
+
 // bidiControl reports whether r is a Unicode Bidi_Control character.
 func bidiControl(r rune) bool {
 	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
-// wantFlag reports whether a request's text holds anything Printable
-// escapes, newlines aside (the detail shows them as line breaks), in the
+// wantFlag reports whether a request's text holds anything a terminal
+// would not show as typed (shown), newlines aside (the detail shows them as line breaks), in the
 // fields the queue shows. (The tool input is left to TestHostileHiddenFlag.)
 func wantFlag(r *queue.Request) bool {
 	for _, s := range []string{r.Command, r.Path, r.Note, r.Agent, r.Session, r.Cwd, r.Tool} {
-		if _, ok := queue.Printable(strings.ReplaceAll(s, "\n", "")); !ok {
+		for _, r := range strings.ReplaceAll(s, "\n", "") {
+			if !shown(r) {
+				return true
+			}
+		}
+		if !utf8.ValidString(s) {
 			return true
 		}
 	}
@@ -380,7 +403,7 @@ func TestHostileDialogs(t *testing.T) {
 			n := 0
 			frame := func(what string) {
 				t.Helper()
-				cleanLines(t, what, strings.Split(m.dialog(), "\n"), sz.w)
+				cleanLines(t, what, strings.Split(m.dialogBox(), "\n"), sz.w)
 				cleanLines(t, what, []string{m.header(), m.statusLine()}, sz.w)
 				if n++; n%7 == 0 {
 					cleanFrame(t, m.render(), sz.w, sz.h)
@@ -414,8 +437,8 @@ func TestHostileDialogs(t *testing.T) {
 				press(m.keys.Bottom)
 				frame(x.name + "/scrolled to the end")
 				press(m.keys.Edit)
-				if m.mode != modeEdit {
-					t.Fatalf("edit did not open (mode %s, status %q)", m.mode, m.status)
+				if !isOpen[*editDialog](m) {
+					t.Fatalf("edit did not open (mode %s, status %q)", state(m), m.status)
 				}
 				m.Update(tea.PasteMsg{Content: s})
 				m.Update(tea.KeyPressMsg{Code: tea.KeyHome})
@@ -424,8 +447,8 @@ func TestHostileDialogs(t *testing.T) {
 				if _, cmd := m.Update(keyMsg(m.keys.Submit.Keys()[0])); cmd != nil {
 					m.Update(cmd())
 				}
-				if m.mode != modeConfirmEdit {
-					t.Fatalf("the edit was not checked (mode %s)", m.mode)
+				if !isOpen[*confirmEditDialog](m) {
+					t.Fatalf("the edit was not checked (mode %s)", state(m))
 				}
 				frame(x.name + "/confirm edit")
 				m.Update(tea.KeyPressMsg{Code: tea.KeyEscape})
@@ -437,10 +460,9 @@ func TestHostileDialogs(t *testing.T) {
 				frame(x.name + "/filtered")
 				m.filter = ""
 
-				m.rule = ruleProposedMsg{id: m.current().req.ID, patterns: []string{"echo " + s, "echo " + s + " *"}, matches: []int{1, 3}}
-				m.mode = modeConfirmRule
+				m.open(&ruleDialog{rule: ruleProposedMsg{id: m.current().req.ID, patterns: []string{"echo " + s, "echo " + s + " *"}, matches: []int{1, 3}}})
 				frame(x.name + "/rule")
-				m.mode = modeNormal
+				m.dlg = nil
 
 				m.Update(errMsg{err: errors.New("failed: " + s)})
 				frame(x.name + "/status")
@@ -477,7 +499,7 @@ func TestHostileNotification(t *testing.T) {
 					t.Fatalf("%s: not a bell and two OSCs: %q", x.name, out)
 				}
 				for _, r := range text {
-					if _, printable := queue.Printable(string(r)); !printable || r == ';' || r == utf8.RuneError {
+					if !shown(r) || r == ';' || r == utf8.RuneError {
 						t.Fatalf("%s: %U in the notification text %q", x.name, r, text)
 					}
 				}

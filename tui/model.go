@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,101 +13,6 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/themes"
 )
-
-// Options wire the console to an engine and say how it behaves.
-type Options struct {
-	// Engine is the engine the console drives. The console sets its
-	// Observer; the caller runs Engine.Serve with the same context it
-	// gives Run... (see cmd/sluice/console.go).
-	Engine *queue.Engine
-	// Preview computes the diff a file request would make, now.
-	Preview func(req *queue.Request) (string, error)
-	// Input writes to a running request's terminal; Resize resizes it.
-	Input  func(id string, p []byte)
-	Resize func(id string, rows, cols uint16)
-	// ProposeRule, CountMatches, RuleText and AddRule implement "approve
-	// and remember a rule" (A); nil disables it. ProposeRule gives the
-	// patterns a person may choose, narrowest first, and the one to offer
-	// first (none: no rule is safe); RuleText is what AddRule would write
-	// (or grant) for a scope; AddRule says where it went.
-	ProposeRule  func(command string) (patterns []string, def int)
-	CountMatches func(pattern string) (int, error)
-	RuleText     func(req *queue.Request, pattern string, scope RuleScope) string
-	AddRule      func(req *queue.Request, pattern string, scope RuleScope) (where string, err error)
-	// TrustRule trusts pattern for req's agent session for a while (T);
-	// Trusts describes the trusts in force, for the header. nil: off.
-	TrustRule func(req *queue.Request, pattern string) (string, error)
-	Trusts    func() []string
-	// PolicyFile is the file AddRule writes to, as a person reads it.
-	PolicyFile string
-	// PlanUndo works out what undoing run id would do (taking the
-	// undo's own checkpoint); ApplyUndo carries the plan out, overwriting
-	// files changed since the run only with force. nil disables u.
-	PlanUndo func(id string) (*UndoPlan, error)
-	// CheckpointNote, when set, says why a request, if approved, will not
-	// be checkpointed (the detail shows it before approval).
-	CheckpointNote func(req *queue.Request, v queue.Verdict) string
-	ApplyUndo      func(plan *UndoPlan, force bool) (string, error)
-	// Demo marks the console as sluice console --demo: the header says
-	// so, and an empty status line says which key does what.
-	Demo bool
-
-	Styles *themes.Styles
-	// AutoTheme picks the dark or light built-in theme from the
-	// terminal's background once it answers.
-	AutoTheme bool
-	Keys      KeyMap
-	Actor     string           // the person, for the audit log
-	Now       func() time.Time // default time.Now
-	// Grace: approve keys are inert until the selection has been quiet
-	// this long (default 425 ms), at most GraceMax (default 1.5 s) after
-	// it changed.
-	Grace, GraceMax time.Duration
-	Bell, Notify    bool // ring / desktop-notify when a request needs a person
-	Tmux            bool // wrap notifications for tmux passthrough
-	// Ctx bounds the runs a person starts; cancelling it kills them.
-	Ctx context.Context
-	// Sandbox says how runs are confined here ("Landlock ABI 7 and
-	// seccomp"), or, with SandboxOff set, why they are not.
-	Sandbox    string
-	SandboxOff bool
-	// Spool is the spool the console watches, as a person reads it
-	// (~/… for the home directory).
-	Spool string
-	// Shared: another console or sluice serve was serving the spool when
-	// this one started (either may act on a request).
-	Shared bool
-	// PolicyProblem says why the policy files do not load as they are
-	// now (the last good policy stays in force); "" when they do.
-	PolicyProblem func() string
-	// Fleet, when set, makes this the console of many machines (sluice
-	// console --hub): requests, runs and outcomes come through the
-	// Observer and Logged with ids BOX/ID, the person's decisions go to
-	// Fleet, and Engine is nil.
-	Fleet Fleet
-}
-
-// Fleet decides requests that wait on other machines, through a hub.
-type Fleet interface {
-	// Approve and Deny record the person's decision on the request as
-	// shown (the very value the console got); they return once the hub
-	// holds it or refused it (another console decided first, the request
-	// changed). The box carries it out: its output and outcome come
-	// through the Observer.
-	Approve(ctx context.Context, shown *queue.Request) error
-	Deny(ctx context.Context, shown *queue.Request, reason string) error
-	// Link is the hub as the header shows it: its address, or why it
-	// cannot be reached (ok false).
-	Link() (text string, ok bool)
-}
-
-// HostOf is the box a fleet request id (BOX/ID) is on.
-func HostOf(id string) string {
-	if i := strings.IndexByte(id, '/'); i > 0 {
-		return id[:i]
-	}
-	return ""
-}
 
 // deps is what the model shares with its feed and commands (STYLE's
 // Common): fixed after New, except the pane size, which is atomic.
@@ -126,8 +30,8 @@ func (d *deps) now() time.Time {
 }
 
 func (d *deps) input(id string, p []byte) {
-	if d.opt.Input != nil {
-		d.opt.Input(id, p)
+	if d.opt.Terminal != nil {
+		d.opt.Terminal.Input(id, p)
 	}
 }
 
@@ -153,27 +57,18 @@ func (f focus) String() string {
 	return [...]string{"queue", "history", "output"}[f]
 }
 
-// mode is what the keys mean right now: the panes, or a dialog.
+// mode is what the keys mean when no dialog is open: the panes, the
+// filter's input, or the help.
 type mode int
 
 const (
 	modeNormal mode = iota
-	modeDenyReason
-	modeEdit
-	modeConfirmEdit
-	modeConfirmRule
-	modeConfirmQuit
 	modeFilter
 	modeHelp
-	modeConfirmUnconfined
-	modeConfirmKill
-	modeConfirmUndo
-	modeConfirmBatch
-	modeConfirmTrust
 )
 
 func (m mode) String() string {
-	return [...]string{"normal", "deny-reason", "edit", "confirm-edit", "confirm-rule", "confirm-quit", "filter", "help", "confirm-unconfined", "confirm-kill", "confirm-undo", "confirm-batch", "confirm-trust"}[m]
+	return [...]string{"normal", "filter", "help"}[m]
 }
 
 // item is a pending request as the queue shows it.
@@ -223,14 +118,13 @@ type Model struct {
 	histSel  int              // index into history, from the newest (0 = newest)
 	byID     map[string]*run
 
-	filter      string
-	input       lineInput
-	editVerdict queue.Verdict // the edited command's, for modeConfirmEdit
-	rule        ruleProposedMsg
-	ruleScope   RuleScope
-	killID      string    // the run modeConfirmKill asks about
-	dialogID    string    // the request a deny, edit or unconfined dialog is about
-	undo        *UndoPlan // the plan modeConfirmUndo asks about
+	filter string
+	trusts []string  // the trusts in force, as last read (readTrusts)
+	input  lineInput // the filter's
+	dlg    dialog    // the open dialog, or nil
+	// judging is the edited command whose verdict the console waits
+	// for, to ask whether to run it ("" once anything else opened).
+	judging string
 
 	graceFrom, graceUntil time.Time
 	lastChange            time.Time // the last arrival or selection change
@@ -395,7 +289,7 @@ func (m *Model) Running() int {
 
 // Init implements tea.Model.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(m.feed.next, tea.RequestBackgroundColor)
+	return tea.Batch(m.feed.next, tea.RequestBackgroundColor, m.readTrusts(0, true))
 }
 
 // PaneSize is the output pane's inner size, for the pty of a new run. It

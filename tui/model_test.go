@@ -257,8 +257,8 @@ func TestApproveUnconfinedAsksFirst(t *testing.T) {
 	if !strings.Contains(f.m.render(), "confined: writes in the project, no network") {
 		t.Errorf("the request does not show its confinement:\n%s", f.m.render())
 	}
-	if cmd := f.press(f.m.keys.ApproveUnconfined); cmd != nil || f.m.mode != modeConfirmUnconfined {
-		t.Fatalf("U: mode %s, cmd %v; want the confirmation and no command", f.m.mode, cmd != nil)
+	if cmd := f.press(f.m.keys.ApproveUnconfined); cmd != nil || !isOpen[*unconfinedDialog](f.m) {
+		t.Fatalf("U: mode %s, cmd %v; want the confirmation and no command", state(f.m), cmd != nil)
 	}
 	if v := f.m.render(); !strings.Contains(v, "Run UNCONFINED?") || !strings.Contains(v, "read your secrets") {
 		t.Errorf("the dialog does not say what running unconfined means:\n%s", v)
@@ -303,8 +303,8 @@ func TestDenyWithReason(t *testing.T) {
 	req := f.submit("git push --force")
 	// Deny needs no grace: saying no is always safe.
 	f.press(f.m.keys.Deny)
-	if f.m.mode != modeDenyReason {
-		t.Fatalf("mode %s after deny, want %s", f.m.mode, modeDenyReason)
+	if !isOpen[*denyDialog](f.m) {
+		t.Fatalf("mode %s after deny, want the deny dialog", state(f.m))
 	}
 	f.typeText("not on a Friday")
 	f.run(f.press(f.m.keys.Submit))
@@ -336,13 +336,13 @@ func TestEditReJudgesThenApproves(t *testing.T) {
 	req := f.submit("rm -rf build")
 	f.clock.add(time.Second)
 	f.press(f.m.keys.Edit)
-	if f.m.mode != modeEdit || f.m.input.Value() != "rm -rf build" {
-		t.Fatalf("mode %s value %q", f.m.mode, f.m.input.Value())
+	if d := dialogOf[*editDialog](f.m); d == nil || d.input.Value() != "rm -rf build" {
+		t.Fatalf("mode %s", state(f.m))
 	}
-	f.m.input.SetValue("sudo rm -rf build")
+	dialogOf[*editDialog](f.m).input.SetValue("sudo rm -rf build")
 	f.run(f.press(f.m.keys.Submit))
-	if f.m.mode != modeConfirmEdit || f.m.editVerdict.Action != queue.ActionDeny {
-		t.Fatalf("edited to sudo: mode %s action %q, want the deny shown", f.m.mode, f.m.editVerdict.Action)
+	if d := dialogOf[*confirmEditDialog](f.m); d == nil || d.verdict.Action != queue.ActionDeny {
+		t.Fatalf("edited to sudo: mode %s, want the deny shown", state(f.m))
 	}
 	if v := f.m.View().Content; !strings.Contains(v, "sudo rm -rf build") || !strings.Contains(v, "builtin: privileged") {
 		t.Errorf("the dialog does not show the edited command's parts:\n%s", v)
@@ -351,10 +351,10 @@ func TestEditReJudgesThenApproves(t *testing.T) {
 		t.Fatal("a denied edit could be approved")
 	}
 	f.press(f.m.keys.Edit)
-	f.m.input.SetValue("rm -rf build/cache")
+	dialogOf[*editDialog](f.m).input.SetValue("rm -rf build/cache")
 	f.run(f.press(f.m.keys.Submit))
-	if f.m.mode != modeConfirmEdit || f.m.editVerdict.Action != queue.ActionAsk {
-		t.Fatalf("mode %s verdict %+v", f.m.mode, f.m.editVerdict)
+	if d := dialogOf[*confirmEditDialog](f.m); d == nil || d.verdict.Action != queue.ActionAsk {
+		t.Fatalf("mode %s, want the edit to ask", state(f.m))
 	}
 	f.run(f.press(f.m.keys.Yes))
 	res := f.result(req.ID)
@@ -393,7 +393,7 @@ func TestKillAndQuitWhileRunning(t *testing.T) {
 	if f.m.shownRun() == nil || f.m.shownRun().req.ID != req.ID {
 		t.Fatal("the output pane does not show the running command")
 	}
-	if cmd := f.press(f.m.keys.Quit); cmd != nil || f.m.mode != modeConfirmQuit {
+	if cmd := f.press(f.m.keys.Quit); cmd != nil || !isOpen[quitDialog](f.m) {
 		t.Fatalf("quit while running: mode %s, want a question", f.m.mode)
 	}
 	f.press(f.m.keys.No)
@@ -401,7 +401,7 @@ func TestKillAndQuitWhileRunning(t *testing.T) {
 		t.Fatal("answering no still quits")
 	}
 	// x asks first; anything but y leaves the run alone.
-	if cmd := f.press(f.m.keys.Kill); cmd != nil || f.m.mode != modeConfirmKill {
+	if cmd := f.press(f.m.keys.Kill); cmd != nil || !isOpen[*killDialog](f.m) {
 		t.Fatalf("x while running: mode %s, want a question", f.m.mode)
 	}
 	if !strings.Contains(ansi.Strip(f.m.View().Content), "Kill "+shortID(req.ID)+"?") {
@@ -524,11 +524,11 @@ func TestFileChangedSinceShownAsksAgain(t *testing.T) {
 	f := newFixture(t)
 	diff := "--- a/NOTES.md\n+++ b/NOTES.md\n@@ -0,0 +1 @@\n+hello\n"
 	var mu sync.Mutex
-	f.m.d.opt.Preview = func(*queue.Request) (string, error) {
+	f.m.d.opt.Preview = PreviewFunc(func(*queue.Request) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return diff, nil
-	}
+	})
 	req := &queue.Request{Kind: queue.KindWrite, Path: "/home/me/app/NOTES.md", Content: "hello\n", Cwd: "/home/me/app", Agent: "claude-code"}
 	if err := f.sp.Submit(req); err != nil {
 		t.Fatal(err)
@@ -566,28 +566,30 @@ func TestApproveAndRememberRule(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	var added []string
-	f.m.d.opt.ProposeRule = func(cmd string) ([]string, int) {
+	var rules RuleFuncs
+	rules.Propose = func(cmd string) ([]string, int) {
 		if cmd != "make lint" {
 			return nil, 0
 		}
 		return []string{"make lint", "make lint *"}, 0
 	}
-	f.m.d.opt.CountMatches = func(p string) (int, error) { return len(p), nil }
-	f.m.d.opt.RuleText = func(req *queue.Request, pattern string, scope RuleScope) string {
+	rules.Count = func(p string) (int, error) { return len(p), nil }
+	rules.Text = func(req *queue.Request, pattern string, scope RuleScope) string {
 		return "[[rule]]\naction = \"allow\"\ncommand = \"" + pattern + "\"\n# " + scope.String()
 	}
-	f.m.d.opt.AddRule = func(req *queue.Request, pattern string, scope RuleScope) (string, error) {
+	rules.Add = func(req *queue.Request, pattern string, scope RuleScope) (string, error) {
 		added = append(added, pattern+" <- "+req.Command+" @ "+scope.String())
 		return "~/.config/sluice/policy.toml", nil
 	}
+	f.m.d.opt.Rules = rules
 	req := f.submit("make lint")
 	f.clock.add(time.Second)
 	f.run(f.press(f.m.keys.ApproveRule))
 	v := ansi.Strip(f.m.render())
 	// It opens narrow: the exact command, in this project.
-	if f.m.mode != modeConfirmRule || !strings.Contains(v, `command = "make lint"`) || !strings.Contains(v, "matched 9 past") ||
+	if d := dialogOf[*ruleDialog](f.m); d == nil || d.trust || !strings.Contains(v, `command = "make lint"`) || !strings.Contains(v, "matched 9 past") ||
 		!strings.Contains(v, "# this project") {
-		t.Fatalf("mode %s rule %+v: the exact rule for this project and its count are not shown:\n%s", f.m.mode, f.m.rule, v)
+		t.Fatalf("mode %s rule %+v: the exact rule for this project and its count are not shown:\n%s", state(f.m), f.m.dlg, v)
 	}
 	// Wider, then the next scope: the text follows.
 	f.update(keyMsg("right"))

@@ -80,13 +80,21 @@ type actedMsg struct {
 	fleet bool // sent to the hub: res is empty, the box acts on it
 }
 
+// trustsReadMsg carries the trusts in force, read off the UI goroutine;
+// again: read them again in a while.
+type trustsReadMsg struct {
+	trusts []string
+	again  bool
+}
+
 // recheckedMsg carries a file request's diff recomputed right before
 // approving, to compare with what the person saw.
 type recheckedMsg struct {
-	id   string
-	diff string
-	err  error
-	rule string // the rule pattern to add on approve, if any
+	id    string
+	diff  string
+	err   error
+	rule  string    // the rule pattern to add on approve, if any
+	scope RuleScope // where the rule applies
 }
 
 // ruleProposedMsg carries a proposed rule and how many past requests it

@@ -112,8 +112,8 @@ func TestDialogKeepsItsRequest(t *testing.T) {
 	b := &queue.Request{ID: "01JDSAFE0000000000000000B2", Command: "make b"}
 	f.pendingAt(a, b)
 	f.press(f.m.keys.ApproveUnconfined)
-	if f.m.mode != modeConfirmUnconfined {
-		t.Fatalf("mode %s", f.m.mode)
+	if !isOpen[*unconfinedDialog](f.m) {
+		t.Fatalf("mode %s", state(f.m))
 	}
 	f.update(engineMsg{events: []any{requestGone{id: a.ID}}})
 	if cmd := f.press(f.m.keys.Yes); cmd != nil {
@@ -171,8 +171,8 @@ func TestBatchApproval(t *testing.T) {
 		t.Fatalf("%d marked, want 2 (status %q)", n, f.m.status)
 	}
 	f.press(f.m.keys.Approve)
-	if f.m.mode != modeConfirmBatch {
-		t.Fatalf("mode %s", f.m.mode)
+	if !isOpen[batchDialog](f.m) {
+		t.Fatalf("mode %s", state(f.m))
 	}
 	v := ansi.Strip(f.m.View().Content)
 	for _, want := range []string{"Approve these 2 together", "make a", "make b", "mutating"} {
@@ -242,11 +242,11 @@ func TestPtyFollowsThePane(t *testing.T) {
 	f := newFixture(t)
 	var mu sync.Mutex
 	sizes := map[string][2]uint16{}
-	f.m.d.opt.Resize = func(id string, rows, cols uint16) {
+	f.m.d.opt.Terminal = resizeFunc(func(id string, rows, cols uint16) {
 		mu.Lock()
 		sizes[id] = [2]uint16{rows, cols}
 		mu.Unlock()
-	}
+	})
 	req := &queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: "npm run watch", Cwd: "/home/me/app"}
 	f.m.feed.Started(req, queue.Verdict{Action: "ask", Profile: "mutating"}, queue.ByHuman)
 	f.drain()
@@ -295,7 +295,7 @@ func TestMarkNotHeldByGrace(t *testing.T) {
 	f.update(tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}) // unmark
 	f.clock.add(time.Second)
 	f.press(f.m.keys.Approve)
-	if v := ansi.Strip(f.m.View().Content); f.m.mode != modeConfirmBatch || !strings.Contains(v, "Approve the one marked?") {
-		t.Errorf("mode %s:\n%s", f.m.mode, v)
+	if v := ansi.Strip(f.m.View().Content); !isOpen[batchDialog](f.m) || !strings.Contains(v, "Approve the one marked?") {
+		t.Errorf("mode %s:\n%s", state(f.m), v)
 	}
 }

@@ -97,7 +97,7 @@ func TestOutcomeText(t *testing.T) {
 func TestPolicyProblemShown(t *testing.T) {
 	f := newFixture(t)
 	problem := "policy.toml: line 3: expected value (the last good policy is in force)"
-	f.m.d.opt.PolicyProblem = func() string { return problem }
+	f.m.d.opt.Rules = RuleFuncs{Problem: func() string { return problem }}
 	f.update(tea.WindowSizeMsg{Width: 140, Height: 30})
 	if out := ansi.Strip(f.m.render()); !strings.Contains(out, "POLICY NOT RELOADED: policy.toml: line 3") {
 		t.Fatalf("the header does not say the policy did not reload:\n%s", out)
@@ -115,9 +115,9 @@ func TestHeaderWarningsFirst(t *testing.T) {
 	f := newFixture(t)
 	f.m.d.opt.Spool = "~/.local/state/sluice/spool"
 	f.m.d.opt.Sandbox = "Landlock ABI 7 and seccomp, namespaces for runs that write"
-	f.m.d.opt.PolicyProblem = func() string {
+	f.m.d.opt.Rules = RuleFuncs{Problem: func() string {
 		return "/home/me/.config/sluice/policy.toml: line 12: unknown key \"rule.comand\" (the last good policy is in force)"
-	}
+	}}
 	f.update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	header := strings.SplitN(ansi.Strip(f.m.render()), "\n", 2)[0]
 	if !strings.Contains(header, "POLICY NOT RELOADED: /home/me/") || strings.Contains(header, "spool") {
@@ -168,12 +168,12 @@ func TestHeaderShared(t *testing.T) {
 // its result.
 func TestCheckpointNoteBeforeApproval(t *testing.T) {
 	f := newFixture(t)
-	f.m.d.opt.CheckpointNote = func(req *queue.Request, v queue.Verdict) string {
+	f.m.d.opt.Undo = UndoFuncs{Note: func(req *queue.Request, v queue.Verdict) string {
 		if strings.HasPrefix(req.Command, "touch") {
 			return "none: not in a git project, so what it changes is not listed and cannot be undone"
 		}
 		return ""
-	}
+	}}
 	f.update(tea.WindowSizeMsg{Width: 100, Height: 30})
 	f.submit("touch notes.txt")
 	if out := ansi.Strip(f.m.render()); !strings.Contains(out, "checkpt  none: not in a git project") {

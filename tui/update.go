@@ -55,8 +55,8 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setErr(msg.err)
 		case len(msg.plan.Files) == 0:
 			m.setStatus(shortID(msg.plan.ID) + " changed no files: nothing to undo")
-		case m.mode == modeNormal:
-			m.undo, m.mode = msg.plan, modeConfirmUndo
+		case m.mode == modeNormal && m.dlg == nil:
+			m.open(&undoDialog{plan: msg.plan})
 		}
 		return m, nil
 	case undoneMsg:
@@ -69,9 +69,8 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case editJudgedMsg:
 		// The person may have moved on while it was judged: the dialog
 		// opens only on the request and the text it was judged for.
-		if it := m.current(); it != nil && it.req.ID == msg.id && m.mode == modeNormal && m.input.Value() == msg.command {
-			m.editVerdict = msg.verdict
-			m.mode, m.dialogID = modeConfirmEdit, msg.id
+		if it := m.current(); it != nil && it.req.ID == msg.id && m.mode == modeNormal && m.dlg == nil && m.judging == msg.command {
+			m.open(&confirmEditDialog{id: msg.id, command: msg.command, verdict: msg.verdict})
 			m.status = ""
 		}
 		return m, nil
@@ -81,6 +80,12 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.afterAct(msg)
 	case ruleProposedMsg:
 		return m, m.afterPropose(msg)
+	case trustsReadMsg:
+		m.trusts = msg.trusts
+		if msg.again {
+			return m, m.readTrusts(trustsEvery, true)
+		}
+		return m, nil
 	case trustedMsg:
 		if msg.err != nil {
 			m.setErr(fmt.Errorf("not trusted: %w", msg.err))
@@ -89,7 +94,8 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 			return m, nil
 		}
-		return m, m.approveAs(msg.id, queue.Approval{}, "approved, "+msg.text+",")
+		// The header shows the new trust now, not at the next read.
+		return m, tea.Batch(m.approveAs(msg.id, queue.Approval{}, "approved, "+msg.text+","), m.readTrusts(0, false))
 	case ruleAddedMsg:
 		if msg.err != nil {
 			m.setErr(fmt.Errorf("rule not added: %w", msg.err))
@@ -112,8 +118,15 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setErr(msg.err)
 		return m, nil
 	}
-	if paste, ok := msg.(tea.PasteMsg); ok && (m.mode == modeDenyReason || m.mode == modeEdit || m.mode == modeFilter) {
-		m.input.Update(paste)
+	if paste, ok := msg.(tea.PasteMsg); ok {
+		switch d := m.dlg.(type) {
+		case interface{ paste(tea.PasteMsg) }:
+			d.paste(paste)
+		case nil:
+			if m.mode == modeFilter {
+				m.input.Update(paste)
+			}
+		}
 	}
 	return m, nil
 }
@@ -169,13 +182,13 @@ func (m *Model) resized() tea.Cmd {
 			ids = append(ids, r.req.ID)
 		}
 	}
-	if len(ids) == 0 || m.d.opt.Resize == nil {
+	if len(ids) == 0 || m.d.opt.Terminal == nil {
 		return nil
 	}
-	resize := m.d.opt.Resize
+	term := m.d.opt.Terminal
 	return func() tea.Msg {
 		for _, id := range ids {
-			resize(id, uint16(rows), uint16(cols))
+			term.Resize(id, uint16(rows), uint16(cols))
 		}
 		return nil
 	}

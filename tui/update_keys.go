@@ -14,57 +14,22 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 )
 
-// handleKey routes a key by mode, then by focus.
+// handleKey hands a key to the open dialog, else routes it by mode, then
+// by focus.
 func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
+	if m.dlg != nil {
+		var cmd tea.Cmd
+		m.dlg, cmd = m.dlg.HandleKey(m, msg)
+		return cmd
+	}
 	switch m.mode {
 	case modeHelp:
 		m.mode = modeNormal // any key closes the help
 		return nil
-	case modeConfirmQuit:
-		if key.Matches(msg, k.Yes) {
-			m.quitting = true
-			return tea.Quit
-		}
-		m.mode = modeNormal // anything else, Esc included, means no
-		return nil
-	case modeConfirmBatch:
-		m.mode = modeNormal
-		if !key.Matches(msg, k.Yes) {
-			m.setStatus("not approved")
-			return nil
-		}
-		return m.approveBatch()
-	case modeConfirmUndo:
-		p := m.undo
-		m.mode, m.undo = modeNormal, nil
-		switch {
-		case p == nil:
-		case (len(p.Conflicts) > 0 || len(p.Shared) > 0) && key.Matches(msg, k.Force):
-			return m.applyUndoCmd(p, true)
-		case len(p.Shared) == len(p.Files) && key.Matches(msg, k.Yes):
-			m.setErr(fmt.Errorf("not undone: every file it changed was also changed by %s; F restores them", strings.Join(p.SharedWith, ", ")))
-		case len(p.Conflicts) > 0 && key.Matches(msg, k.Yes):
-			m.setErr(fmt.Errorf("not undone: %d file(s) changed again since; F overwrites them", len(p.Conflicts)))
-		case key.Matches(msg, k.Yes):
-			return m.applyUndoCmd(p, false)
-		default:
-			m.setStatus("not undone")
-		}
-		return nil
-	case modeConfirmKill:
-		m.mode = modeNormal
-		if key.Matches(msg, k.Yes) {
-			return m.killCmd(m.killID)
-		}
-		m.setStatus("not killed")
-		return nil
-	case modeConfirmRule, modeConfirmTrust:
-		return m.ruleKey(msg)
-	case modeConfirmEdit, modeConfirmUnconfined:
-		return m.confirmKey(msg)
-	case modeDenyReason, modeEdit, modeFilter:
-		return m.inputKey(msg)
+	case modeFilter:
+		return m.filterKey(msg)
+	case modeNormal:
 	}
 
 	switch {
@@ -83,7 +48,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		// Quitting kills what this console runs; a fleet's runs go on on
 		// their boxes.
 		if n := m.Running(); n > 0 && m.d.opt.Fleet == nil {
-			m.mode = modeConfirmQuit
+			m.open(quitDialog{})
 			return nil
 		}
 		m.quitting = true
@@ -115,13 +80,13 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.PrevHunk):
 		m.hunk(-1)
 	case key.Matches(msg, k.Filter):
-		m.openInput(modeFilter, m.filter, "filter: ")
+		m.openFilter()
 	case key.Matches(msg, k.Undo):
 		r := m.selectedRun()
 		switch {
 		case m.focus == focusQueue || r == nil:
 			m.setErr(fmt.Errorf("select a run in History (tab) to undo what it changed"))
-		case m.d.opt.PlanUndo == nil:
+		case m.d.opt.Undo == nil:
 			m.setErr(fmt.Errorf("undo is not available here"))
 		case r.running():
 			m.setErr(fmt.Errorf("%s is still running", shortID(r.req.ID)))
@@ -137,8 +102,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		if r := m.shownRun(); r != nil && r.running() {
-			m.killID = r.req.ID
-			m.mode = modeConfirmKill
+			m.open(&killDialog{id: r.req.ID})
 			return nil
 		}
 		m.setErr(fmt.Errorf("nothing running is selected"))
@@ -175,10 +139,11 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 	if it.busy {
 		return nil
 	}
-	m.dialogID = it.req.ID
 	if key.Matches(msg, k.Deny) {
 		// Denying is always allowed: no grace needed to say no.
-		m.openInput(modeDenyReason, "", "reason (optional): ")
+		d := &denyDialog{id: it.req.ID}
+		m.openInput(&d.input, "", "reason (optional): ")
+		m.open(d)
 		return nil
 	}
 	if m.d.opt.Fleet != nil && (key.Matches(msg, k.Edit) || key.Matches(msg, k.ApproveRule) || key.Matches(msg, k.Trust) || key.Matches(msg, k.ApproveUnconfined)) {
@@ -197,7 +162,7 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 	if key.Matches(msg, k.Approve) && m.markedCount() > 0 {
 		// The marked requests, each checked when it was marked: the
 		// selected one need not be among them.
-		m.mode = modeConfirmBatch
+		m.open(batchDialog{})
 		return nil
 	}
 	if it.clipped && m.d.opt.Fleet != nil {
@@ -221,21 +186,23 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, k.Approve):
-		return m.approveSelected(it, "")
+		return m.approveSelected(it, "", ScopeEverywhere)
 	case key.Matches(msg, k.Edit):
 		if it.req.Kind != queue.KindExec {
 			m.setErr(fmt.Errorf("only commands can be edited"))
 			return nil
 		}
-		m.openInput(modeEdit, it.req.Command, "edit: ")
+		d := &editDialog{id: it.req.ID}
+		m.openInput(&d.input, it.req.Command, "edit: ")
+		m.open(d)
 	case key.Matches(msg, k.ApproveUnconfined):
 		if it.req.Kind != queue.KindExec {
 			m.setErr(fmt.Errorf("only commands run confined; approve file changes with a"))
 			return nil
 		}
-		m.mode = modeConfirmUnconfined
+		m.open(&unconfinedDialog{id: it.req.ID})
 	case key.Matches(msg, k.ApproveRule):
-		if it.req.Kind != queue.KindExec || m.d.opt.ProposeRule == nil {
+		if it.req.Kind != queue.KindExec || m.d.opt.Rules == nil {
 			m.setErr(fmt.Errorf("rules can be proposed only for commands"))
 			return nil
 		}
@@ -243,7 +210,7 @@ func (m *Model) decisionKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.proposeCmd(it.req.ID, it.req.Command, false)
 	case key.Matches(msg, k.Trust):
 		switch {
-		case it.req.Kind != queue.KindExec || m.d.opt.TrustRule == nil || m.d.opt.ProposeRule == nil:
+		case it.req.Kind != queue.KindExec || m.d.opt.Trusts == nil || m.d.opt.Rules == nil:
 			m.setErr(fmt.Errorf("only commands can be trusted"))
 			return nil
 		case it.req.Session == "":
@@ -274,16 +241,17 @@ func (m *Model) markKey(it *item) tea.Cmd {
 	return nil
 }
 
-// approveSelected approves it; a file request's diff is computed again
-// first and compared with what was shown.
-func (m *Model) approveSelected(it *item, rule string) tea.Cmd {
+// approveSelected approves it, keeping rule for scope when rule is not
+// empty; a file request's diff is computed again first and compared with
+// what was shown.
+func (m *Model) approveSelected(it *item, rule string, scope RuleScope) tea.Cmd {
 	if isFile(it.req) && m.d.opt.Preview != nil {
 		it.busy = true
-		return m.recheckCmd(it.req, rule)
+		return m.recheckCmd(it.req, rule, scope)
 	}
 	if rule != "" {
 		it.busy = true
-		return m.addRuleCmd(it.req, rule, m.ruleScope)
+		return m.addRuleCmd(it.req, rule, scope)
 	}
 	return m.approveCmd(it.req.ID, "")
 }
@@ -304,7 +272,7 @@ func (m *Model) afterRecheck(msg recheckedMsg) tea.Cmd {
 	}
 	if msg.rule != "" {
 		it.busy = true
-		return m.addRuleCmd(it.req, msg.rule, m.ruleScope)
+		return m.addRuleCmd(it.req, msg.rule, msg.scope)
 	}
 	return m.approveCmd(it.req.ID, "")
 }
@@ -323,135 +291,48 @@ func (m *Model) afterPropose(msg ruleProposedMsg) tea.Cmd {
 	}
 	// Narrow first: the pattern closest to the command, in this
 	// project; wider is a choice (→, s).
-	m.rule, m.ruleScope, m.mode = msg, ScopeProject, modeConfirmRule
-	if msg.trust {
-		m.mode = modeConfirmTrust
-	}
+	m.open(&ruleDialog{rule: msg, scope: ScopeProject, trust: msg.trust})
 	return nil
 }
 
-// ruleKey drives the rule dialog: ← and → narrow and widen the pattern,
-// s changes the scope, y approves and keeps the rule, anything else is no.
-func (m *Model) ruleKey(msg tea.KeyPressMsg) tea.Cmd {
-	switch msg.String() {
-	case "left", "h", "<":
-		m.rule.choice = max(0, m.rule.choice-1)
-		return nil
-	case "right", "l", ">":
-		m.rule.choice = min(len(m.rule.patterns)-1, m.rule.choice+1)
-		return nil
-	case "s":
-		if m.mode == modeConfirmTrust {
-			return nil // a trust is for the agent session
-		}
-		m.ruleScope = (m.ruleScope + 1) % 3
-		if m.ruleScope == ScopeSession {
-			if it := m.find(m.rule.id); it != nil && it.req.Session == "" {
-				m.ruleScope = ScopeEverywhere // no session to scope to
-			}
-		}
-		return nil
-	}
-	return m.confirmKey(msg)
+// openFilter opens the filter's input on the filter in force.
+func (m *Model) openFilter() {
+	m.mode, m.judging = modeFilter, ""
+	m.openInput(&m.input, m.filter, "filter: ")
 }
 
-// confirmKey answers the edit and rule dialogs: yes approves, anything
-// else means no.
-func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
-	mode := m.mode
-	m.mode = modeNormal
-	if !key.Matches(msg, m.keys.Yes) && !key.Matches(msg, m.keys.Submit) {
-		m.setStatus("not approved")
-		return nil
-	}
-	// The dialog answers for the request it was opened on, wherever the
-	// selection is now; if that request left the queue, nothing is done.
-	id := m.dialogID
-	if mode == modeConfirmRule || mode == modeConfirmTrust {
-		id = m.rule.id
-	}
-	it := m.find(id)
-	if it == nil {
-		m.setErr(fmt.Errorf("%s left the queue meanwhile; nothing was done", shortID(id)))
-		return nil
-	}
-	if it.busy {
-		return nil
-	}
-	switch mode {
-	case modeConfirmEdit:
-		if m.editVerdict.Action == queue.ActionDeny {
-			m.setErr(fmt.Errorf("the policy denies the edited command"))
-			return nil
-		}
-		return m.approveCmd(it.req.ID, m.input.Value())
-	case modeConfirmRule:
-		return m.approveSelected(it, m.rule.pattern())
-	case modeConfirmTrust:
-		it.busy = true
-		return m.trustCmd(it.req, m.rule.pattern())
-	case modeConfirmUnconfined:
-		return m.approveUnconfinedCmd(it.req.ID)
-	}
-	return nil
+// openInput readies a one-line input for a dialog.
+func (m *Model) openInput(in *lineInput, value, prompt string) {
+	in.Reset()
+	in.Prompt = prompt
+	in.SetValue(value)
+	in.CursorEnd()
+	in.SetWidth(max(10, m.width-len(prompt)-8))
+	in.Focus()
 }
 
-// openInput opens a one-line input dialog.
-func (m *Model) openInput(md mode, value, prompt string) {
-	m.mode = md
-	m.input.Reset()
-	m.input.Prompt = prompt
-	m.input.SetValue(value)
-	m.input.CursorEnd()
-	m.input.SetWidth(max(10, m.width-len(prompt)-8))
-	m.input.Focus()
-}
-
-// inputKey drives the deny-reason, edit and filter inputs.
-func (m *Model) inputKey(msg tea.KeyPressMsg) tea.Cmd {
+// filterKey drives the filter's input: the queue narrows as it is typed,
+// Enter keeps it, Esc clears it.
+func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case msg.String() == "esc":
-		if m.mode == modeFilter {
-			m.filter = ""
-			m.clampSelection()
-		}
+		m.filter = ""
+		m.clampSelection()
 		m.mode = modeNormal
 		m.input.Blur()
 		return nil
 	case key.Matches(msg, m.keys.Submit):
-		md := m.mode
 		m.mode = modeNormal
 		m.input.Blur()
-		val := m.input.Value()
-		it := m.find(m.dialogID)
-		if md != modeFilter && it == nil {
-			m.setErr(fmt.Errorf("%s left the queue meanwhile; nothing was done", shortID(m.dialogID)))
-			return nil
-		}
-		switch md {
-		case modeFilter:
-			m.filter = strings.TrimSpace(val)
-			m.selected = 0
-			m.clampSelection()
-			m.startGrace()
-		case modeDenyReason:
-			if it != nil {
-				return m.denyCmd(it.req.ID, strings.TrimSpace(val))
-			}
-		case modeEdit:
-			if it == nil || strings.TrimSpace(val) == "" {
-				return nil
-			}
-			m.setStatus("checking the edited command…")
-			return m.judgeEditCmd(it.req, val)
-		}
+		m.filter = strings.TrimSpace(m.input.Value())
+		m.selected = 0
+		m.clampSelection()
+		m.startGrace()
 		return nil
 	}
 	m.input.Update(msg)
-	if m.mode == modeFilter {
-		m.filter = strings.TrimSpace(m.input.Value())
-		m.clampSelection()
-	}
+	m.filter = strings.TrimSpace(m.input.Value())
+	m.clampSelection()
 	return nil
 }
 

@@ -166,7 +166,7 @@ func (m *Model) render() string {
 		body = lipgloss.JoinVertical(lipgloss.Left, parts...)
 	}
 	screen := lipgloss.JoinVertical(lipgloss.Left, m.header(), body, m.statusLine(), m.helpLine())
-	if d := m.dialog(); d != "" {
+	if d := m.dialogBox(); d != "" {
 		screen = m.overlay(screen, d)
 	}
 	return clip(screen, m.width, m.height)
@@ -213,14 +213,12 @@ func (m *Model) header() string {
 	for _, p := range m.problems() {
 		s += "  " + m.st.App.Error.Render(plainText(p))
 	}
-	if f := m.d.opt.Trusts; f != nil {
-		if ts := f(); len(ts) > 0 {
-			t := "  · trusted: " + plainText(ts[0])
-			if len(ts) > 1 {
-				t += fmt.Sprintf(" (+%d more: sluice trust ls)", len(ts)-1)
-			}
-			s += m.st.App.Flag.Render(t)
+	if ts := m.trusts; len(ts) > 0 {
+		t := "  · trusted: " + plainText(ts[0])
+		if len(ts) > 1 {
+			t += fmt.Sprintf(" (+%d more: sluice trust ls)", len(ts)-1)
 		}
+		s += m.st.App.Flag.Render(t)
 	}
 	if m.filter != "" {
 		s += m.st.App.Subtle.Render("  filter: ") + plainText(m.filter)
@@ -260,8 +258,8 @@ func (m *Model) problems() []string {
 			out = append(out, "HUB UNREACHABLE: "+text)
 		}
 	}
-	if f := m.d.opt.PolicyProblem; f != nil {
-		if p := f(); p != "" {
+	if r := m.d.opt.Rules; r != nil {
+		if p := r.PolicyProblem(); p != "" {
 			word := "POLICY NOT RELOADED: "
 			if !strings.Contains(p, "last good policy") {
 				word = "POLICY DOES NOT LOAD: "
@@ -280,7 +278,7 @@ func (m *Model) problems() []string {
 
 func (m *Model) statusLine() string {
 	if m.status == "" {
-		if m.d.opt.Demo && m.mode == modeNormal {
+		if m.d.opt.Demo && m.mode == modeNormal && m.dlg == nil {
 			return fit(m.st.App.Subtle.Render(m.demoHint()), m.width)
 		}
 		return fit("", m.width)

@@ -69,7 +69,9 @@ func TestView(t *testing.T) {
 						m.mode = modeHelp
 					case "deny":
 						m.mode = modeNormal
-						m.openInput(modeDenyReason, "", "reason (optional): ")
+						d := &denyDialog{}
+						m.openInput(&d.input, "", "reason (optional): ")
+						m.open(d)
 					}
 					out := m.render()
 					checkFrame(t, out, sz.w, sz.h)
@@ -327,11 +329,14 @@ func TestViewScreens(t *testing.T) {
 	for _, sz := range goldenSizes {
 		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
 			m := New(Options{Styles: themes.Mono(), Now: func() time.Time { return at }, Actor: "alice", Spool: "~/.local/state/sluice/spool",
-				ProposeRule: func(string) ([]string, int) { return []string{"sed -i s/hello/HELLO/ notes.txt", "sed -i *"}, 1 },
-				TrustRule:   func(*queue.Request, string) (string, error) { return "", nil },
-				RuleText: func(_ *queue.Request, p string, s RuleScope) string {
-					return "[[rule]]\naction = \"allow\"\ncommand = \"" + p + "\"\nproject = \"/home/alice/src/notes\""
-				}})
+				Rules: RuleFuncs{
+					Propose: func(string) ([]string, int) { return []string{"sed -i s/hello/HELLO/ notes.txt", "sed -i *"}, 1 },
+					Text: func(_ *queue.Request, p string, s RuleScope) string {
+						return "[[rule]]\naction = \"allow\"\ncommand = \"" + p + "\"\nproject = \"/home/alice/src/notes\""
+					},
+				},
+				Trusts: TrustFuncs{Trust: func(*queue.Request, string) (string, error) { return "", nil }},
+			})
 			m.Update(tea.WindowSizeMsg{Width: sz.w, Height: sz.h})
 			watch := &run{req: &queue.Request{ID: "01JD0000000000000000000020", Kind: queue.KindExec, Command: "npm run watch", Cwd: "/home/alice/src/web"},
 				verdict: queue.Verdict{Action: "ask", Profile: "mutating"}, by: queue.ByHuman, started: at.Add(-time.Minute), screen: screen.New(40, 6, nil)}
@@ -360,23 +365,23 @@ func TestViewScreens(t *testing.T) {
 				open func()
 			}{
 				{"trust", func() {
-					m.rule, m.mode = ruleProposedMsg{id: sed.ID, patterns: []string{"sed -i s/hello/HELLO/ notes.txt", "sed -i *"}, matches: []int{1, 7}, trust: true}, modeConfirmTrust
+					m.open(&ruleDialog{rule: ruleProposedMsg{id: sed.ID, patterns: []string{"sed -i s/hello/HELLO/ notes.txt", "sed -i *"}, matches: []int{1, 7}, trust: true}, scope: ScopeProject, trust: true})
 				}},
 				{"rule", func() {
-					m.rule, m.ruleScope, m.mode = ruleProposedMsg{id: sed.ID, patterns: []string{"sed -i s/hello/HELLO/ notes.txt", "sed -i *"}, matches: []int{1, 7}}, ScopeProject, modeConfirmRule
+					m.open(&ruleDialog{rule: ruleProposedMsg{id: sed.ID, patterns: []string{"sed -i s/hello/HELLO/ notes.txt", "sed -i *"}, matches: []int{1, 7}}, scope: ScopeProject})
 				}},
 				{"undo", func() {
-					m.undo, m.mode = &UndoPlan{ID: "01JD0000000000000000000015", Files: []string{"/home/alice/src/notes/f1", "/home/alice/src/notes/f2"},
+					m.open(&undoDialog{plan: &UndoPlan{ID: "01JD0000000000000000000015", Files: []string{"/home/alice/src/notes/f1", "/home/alice/src/notes/f2"},
 						Diff: "diff --git a/f1 b/f1\ndeleted file mode 100644\n", Shared: []string{"/home/alice/src/notes/f2"},
-						SharedWith: []string{"01JD0000000000000000000014"}, SharedDiff: "diff --git a/f2 b/f2\ndeleted file mode 100644\n"}, modeConfirmUndo
+						SharedWith: []string{"01JD0000000000000000000014"}, SharedDiff: "diff --git a/f2 b/f2\ndeleted file mode 100644\n"}})
 				}},
-				{"kill", func() { m.killID, m.mode = watch.req.ID, modeConfirmKill }},
-				{"batch", func() { m.current().marked, m.mode = true, modeConfirmBatch }},
-				{"deny", func() { m.dialogID = sed.ID; m.openInput(modeDenyReason, "", "reason (optional): ") }},
+				{"kill", func() { m.open(&killDialog{id: watch.req.ID}) }},
+				{"batch", func() { m.current().marked = true; m.open(batchDialog{}) }},
+				{"deny", func() { d := &denyDialog{id: sed.ID}; m.openInput(&d.input, "", "reason (optional): "); m.open(d) }},
 			} {
 				d.open()
 				shot(d.name)
-				m.mode = modeNormal
+				m.mode, m.dlg = modeNormal, nil
 				if it := m.current(); it != nil {
 					it.marked = false
 				}

@@ -162,32 +162,30 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	runCtx, killRuns := context.WithCancel(context.Background())
 	defer killRuns()
 	m := tui.New(consoleOptions(styles, auto, cfg, tui.Options{
-		Engine:         eng,
-		Preview:        previewer(actor),
-		Input:          actor.Runner.Input,
-		Resize:         actor.Runner.Resize,
-		CheckpointNote: actor.CheckpointNote,
-		ProposeRule:    policy.Proposals,
-		CountMatches:   matchCounter(judge, log.Path()),
-		RuleText:       rules.text,
-		AddRule:        rules.add,
-		TrustRule:      rules.trustRule,
-		Trusts:         rules.trusts,
-		PolicyFile:     homeShort(ef.userPolicyFile()),
-		PlanUndo:       undoer.plan,
-		ApplyUndo:      undoer.apply,
-		Demo:           *demo,
-		Ctx:            runCtx,
-		Sandbox:        sbText,
-		SandboxOff:     sbOff,
-		Spool:          homeShort(sp.Dir()),
-		Shared:         shared,
-		PolicyProblem: func() string {
-			if judge == nil {
-				return ""
-			}
-			return judge.Problem()
+		Engine:   eng,
+		Preview:  tui.PreviewFunc(previewer(actor)),
+		Terminal: actor.Runner,
+		Rules: tui.RuleFuncs{
+			Propose: policy.Proposals,
+			Count:   matchCounter(judge, log.Path()),
+			Text:    rules.text,
+			Add:     rules.add,
+			Problem: func() string {
+				if judge == nil {
+					return ""
+				}
+				return judge.Problem()
+			},
 		},
+		Trusts:     tui.TrustFuncs{Trust: rules.trustRule, List: rules.trusts},
+		PolicyFile: homeShort(ef.userPolicyFile()),
+		Undo:       tui.UndoFuncs{Note: actor.CheckpointNote, Plan: undoer.plan, Apply: undoer.apply},
+		Demo:       *demo,
+		Ctx:        runCtx,
+		Sandbox:    sbText,
+		SandboxOff: sbOff,
+		Spool:      homeShort(sp.Dir()),
+		Shared:     shared,
 	}))
 	actor.Runner.Size = func() (uint16, uint16) { return m.PaneSize() }
 

@@ -559,7 +559,7 @@ func consoleFleet(std stdio, url, creds string, styles *themes.Styles, auto bool
 	defer link.close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := tui.New(consoleOptions(styles, auto, cfg, tui.Options{Fleet: link, Preview: link.Preview, Ctx: ctx}))
+	m := tui.New(consoleOptions(styles, auto, cfg, tui.Options{Fleet: link, Preview: link, Ctx: ctx}))
 	link.obs, link.logged, link.linked = m.Observer(), m.Logged, m.LinkChanged
 	go link.run()
 	sigCtx, stopSig := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
