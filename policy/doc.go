@@ -11,4 +11,10 @@
 // "git status; rm -rf ~". A line is allowed only if every part is. What it
 // cannot see through (a dynamic command name, eval, inline interpreter code)
 // is unknown, never allowed by default.
+//
+// Judge returns the verdict whole: after the rules, it applies the agent
+// session's trust windows (TrustStore) and asks the machine (Machine,
+// which the caller implements) whether what the policy allows can be
+// checkpointed and confined there; what cannot asks a person. Nothing
+// downstream edits the verdict.
 package policy

@@ -17,10 +17,19 @@ import (
 )
 
 // Judge implements queue.Judge: each request is judged by the user's
-// policy layered with the .sluice/policy.toml of the project it runs in.
+// policy layered with the .sluice/policy.toml of the project it runs in,
+// then finished for the machine it would run on and the agent session's
+// trust windows. What it returns is the whole verdict: nothing downstream
+// edits it.
 type Judge struct {
 	// Options are the base options; Project is filled per request.
 	Options Options
+	// Machine answers what the verdict asks of this machine (see
+	// finish); nil: the verdict as the policy gives it, for previews and
+	// tests that run nothing.
+	Machine Machine
+	// Trusts are the agent sessions' trust windows; nil: none.
+	Trusts *TrustStore
 
 	mu    sync.Mutex
 	cache map[string]*loaded // by project policy file
@@ -118,14 +127,15 @@ func (j *Judge) Judge(req *queue.Request) queue.Verdict {
 	return j.Verdict(req).Queue()
 }
 
-// Verdict judges a request of any kind. A policy that does not load makes
-// every request ask, with the error as the reason: never allow.
+// Verdict judges a request of any kind, finished for the machine and the
+// session's trusts. A policy that does not load makes every request ask,
+// with the error as the reason: never allow.
 func (j *Judge) Verdict(req *queue.Request) *Verdict {
 	p, err := j.policyFor(req.Cwd)
 	if err != nil {
 		return &Verdict{Action: Ask, Category: Unknown, Risk: Medium, Reasons: []string{"the policy does not load: " + err.Error()}}
 	}
-	return p.CheckRequest(req)
+	return j.finish(p, req, p.CheckRequest(req))
 }
 
 // Reset forgets the policies loaded so far: the next verdict reads the

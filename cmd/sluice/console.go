@@ -150,10 +150,10 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	defer log.Close()
 	defer eng.Runner.(*exec.Actor).Runner.Close() // the cgroups kept for reuse
 	actor := eng.Runner.(*exec.Actor)
-	judge := policyJudge(eng.Judge)
+	judge := eng.Judge.(*policy.Judge)
 	sbText, sbOff := sandboxStatus(actor.Runner.Confine)
 
-	rules := &consoleRules{judge: judge, file: ef.userPolicyFile(), trust: trustStoreFor(trustPath()), rec: log,
+	rules := &consoleRules{judge: judge, file: ef.userPolicyFile(), trust: judge.Trusts, rec: log,
 		actor: loginName(), trustOf: cfg.Console.trustMinutes()}
 	undoer := &consoleUndo{st: cfg.checkpointStore(), logPath: log.Path(), rec: log, actor: loginName()}
 	if undoer.st == nil {
@@ -207,7 +207,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		},
 		problem: m.ConfigProblem}
 	cw.start(serveCtx, cfg)
-	go expireTrusts(serveCtx, rules.trust, log, nil)
+	go rules.trust.ExpireEvery(serveCtx, trustExpiry, log, nil)
 	if *demo {
 		go func() {
 			_, _ = demoAgent(serveCtx, sp, filepath.Join(demoDir, "project"), 1500*time.Millisecond)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,7 +73,7 @@ func eachQueuedExec(auditFile string, fn func(*queue.Event) error) error {
 type consoleRules struct {
 	judge   *policy.Judge
 	file    string // the person's policy file
-	trust   *trustStore
+	trust   *policy.TrustStore
 	rec     queue.Recorder
 	actor   string
 	trustOf time.Duration // how long T trusts
@@ -126,9 +125,9 @@ func (c *consoleRules) grant(req *queue.Request, pattern string, d time.Duration
 		return "", errors.New("the request names no agent session")
 	}
 	now := time.Now()
-	e := trustEntry{ID: "T" + queue.NewID()[1:], Session: req.Session, Agent: req.Agent, Pattern: pattern,
+	e := policy.TrustEntry{ID: "T" + queue.NewID()[1:], Session: req.Session, Agent: req.Agent, Pattern: pattern,
 		Until: now.Add(d), By: c.actor, Created: now}
-	if err := c.trust.grant(c.rec, e, req.Cwd); err != nil {
+	if err := c.trust.Grant(c.rec, e, req.Cwd); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("trusted %q for session %s until %s", pattern, req.Session, e.Until.Format("15:04")), nil
@@ -141,32 +140,11 @@ func (c *consoleRules) trustRule(req *queue.Request, pattern string) (string, er
 // trusts describes the trusts in force for the header, soonest end first.
 func (c *consoleRules) trusts() []string {
 	now := time.Now()
-	es := c.trust.active(now)
-	slices.SortFunc(es, func(a, b trustEntry) int { return a.Until.Compare(b.Until) })
+	es := c.trust.Active(now)
+	slices.SortFunc(es, func(a, b policy.TrustEntry) int { return a.Until.Compare(b.Until) })
 	out := make([]string, len(es))
 	for i, e := range es {
 		out[i] = fmt.Sprintf("%s · %s · %s left", e.Pattern, e.Session, e.Until.Sub(now).Round(time.Second))
 	}
 	return out
-}
-
-// expireTrusts ends the trusts whose time is up, every few seconds, and
-// audits each, until ctx ends.
-func expireTrusts(ctx context.Context, ts *trustStore, rec queue.Recorder, logf func(string, ...any)) {
-	tick := time.NewTicker(5 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		es, err := ts.all()
-		if err != nil || len(es) == 0 {
-			continue
-		}
-		if _, err := ts.end(rec, time.Now(), "", ""); err != nil && logf != nil {
-			logf("trust: %v", err)
-		}
-	}
 }

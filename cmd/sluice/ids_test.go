@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -103,7 +104,7 @@ func TestResolveRunID(t *testing.T) {
 func TestTrustRevokeForms(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ts := &trustStore{path: filepath.Join(dir, "trust.json")}
+	ts := policy.TrustStoreFor(filepath.Join(dir, "trust.json"))
 	log, err := audit.Open(filepath.Join(dir, "audit.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -113,20 +114,20 @@ func TestTrustRevokeForms(t *testing.T) {
 	now := time.Now()
 	ids := []string{"01JD3T6Q6Z8W9X0Y1Z2A3B4C5D", "01JD3T6QZ0A1B2C3D4E5F6G7H8", "01JD3V00000000000Z2A3B4C5D"}
 	for _, id := range ids {
-		if err := ts.grant(log, trustEntry{ID: id, Session: "s-1", Pattern: "make lint *", Until: now.Add(time.Hour), By: "alice", Created: now}, proj); err != nil {
+		if err := ts.Grant(log, policy.TrustEntry{ID: id, Session: "s-1", Pattern: "make lint *", Until: now.Add(time.Hour), By: "alice", Created: now}, proj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if ended, err := ts.end(log, now, "2A3B4C5D", "alice"); err == nil || len(ended) != 0 || !strings.Contains(err.Error(), `"2A3B4C5D" matches 2 trusts`) {
+	if ended, err := revokeTrust(ts, log, "2A3B4C5D", "alice"); err == nil || len(ended) != 0 || !strings.Contains(err.Error(), `"2A3B4C5D" matches 2 trusts`) {
 		t.Fatalf("a form two trusts share: %v, %v", ended, err)
 	}
 	for _, tc := range []struct{ arg, want string }{{"E5F6G7H8", ids[1]}, {"01JD3V", ids[2]}, {ids[0], ids[0]}} {
-		ended, err := ts.end(log, now, tc.arg, "alice")
+		ended, err := revokeTrust(ts, log, tc.arg, "alice")
 		if err != nil || len(ended) != 1 || ended[0].ID != tc.want {
 			t.Fatalf("revoke %s: %v, %v; want %s", tc.arg, ended, err, tc.want)
 		}
 	}
-	if ended, err := ts.end(log, now, "01JD", "alice"); err != nil || len(ended) != 0 {
+	if ended, err := revokeTrust(ts, log, "01JD", "alice"); err != nil || len(ended) != 0 {
 		t.Fatalf("revoking what is gone: %v, %v", ended, err)
 	}
 }

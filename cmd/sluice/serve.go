@@ -82,8 +82,8 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	}
 	opts := policy.Options{User: user, UserRequired: required, Protect: own,
 		ProgramDirs: filepath.SplitList(os.Getenv("PATH")), Shell: exec.ShellDialect()}
-	pj := &policy.Judge{Options: opts}
-	if err := pj.Start(); err != nil {
+	judge := &policy.Judge{Options: opts, Trusts: policy.TrustStoreFor(trustPath())}
+	if err := judge.Start(); err != nil {
 		return nil, nil, err
 	}
 	log, err := audit.Open(path)
@@ -96,8 +96,7 @@ func (ef *engineFlags) engine(sp *queue.Spool, cfg *config, logf func(string, ..
 	protectProcess()
 	r := cfg.runner(sp.Dir(), user, path, stateDir(path), checkpointDir(), trustPath())
 	runner := &exec.Actor{Runner: r, Jail: policy.Roots, Checkpoints: cfg.checkpointStore(), ProjectCaches: projectCacheDir()}
-	judge := requireSandbox{inner: pj, runner: r, checkpoints: cfg.checkpointStore() != nil,
-		trust: trustStoreFor(trustPath())}
+	judge.Machine = machine{runner: r, checkpoints: cfg.checkpointStore() != nil}
 	// A reloaded configuration changes what new runs get.
 	ef.reconfigure = func(c *config) {
 		nr := c.runner(sp.Dir(), user, path, stateDir(path), checkpointDir(), trustPath())
@@ -189,7 +188,7 @@ func cmdServe(args []string, std stdio, g *globals) int {
 			}
 		}}
 	cw.start(ctx, cfg)
-	go expireTrusts(ctx, trustStoreFor(trustPath()), log, logf)
+	go policy.TrustStoreFor(trustPath()).ExpireEvery(ctx, trustExpiry, log, logf)
 	go softMemory(ctx)
 	if *hubURL != "" || *hubCreds != "" {
 		if err := hubBridge(ctx, *hubURL, *hubCreds, sp.Dir(), log.Path(), logf); err != nil {

@@ -1,4 +1,4 @@
-package main
+package policy
 
 import (
 	"os"
@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/audit"
-	"github.com/sluice-dev/sluice/exec"
-	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -18,7 +16,7 @@ import (
 // it expires it asks again, and granting and expiry are in the audit log.
 func TestTrustWindow(t *testing.T) {
 	dir := t.TempDir()
-	ts := &trustStore{path: filepath.Join(dir, "trust.json")}
+	ts := &TrustStore{path: filepath.Join(dir, "trust.json")}
 	log, err := audit.Open(filepath.Join(dir, "audit.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +28,10 @@ func TestTrustWindow(t *testing.T) {
 	if err := os.Mkdir(proj, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	judge := requireSandbox{inner: &policy.Judge{Options: policy.Options{Home: dir}}, runner: &exec.Runner{}, trust: ts}
+	// As the engine judges on a machine with sandbox = "off" and
+	// checkpoints = false.
+	judge := &Judge{Options: Options{Home: dir}, Trusts: ts,
+		Machine: testMachine{mode: SandboxOff, noCheckpoint: "checkpoints = false in config.toml"}}
 	req := func(session, cmd string) *queue.Request {
 		return &queue.Request{ID: queue.NewID(), Kind: queue.KindExec, Command: cmd, Cwd: proj, Agent: "claude-code", Session: session}
 	}
@@ -38,7 +39,7 @@ func TestTrustWindow(t *testing.T) {
 		t.Fatalf("before any trust: %s", v.Action)
 	}
 	now := time.Now()
-	if err := ts.grant(log, trustEntry{ID: "T1TRUST", Session: "s-1", Agent: "claude-code", Pattern: "make lint *",
+	if err := ts.Grant(log, TrustEntry{ID: "T1TRUST", Session: "s-1", Agent: "claude-code", Pattern: "make lint *",
 		Until: now.Add(300 * time.Millisecond), By: "alice", Created: now}, proj); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestTrustWindow(t *testing.T) {
 		t.Errorf("a trust let a sudo through: %s", v.Action)
 	}
 	// A trust never covers what reaches past the project.
-	if err := ts.grant(log, trustEntry{ID: "T2TRUST", Session: "s-1", Agent: "claude-code", Pattern: "npm run build *",
+	if err := ts.Grant(log, TrustEntry{ID: "T2TRUST", Session: "s-1", Agent: "claude-code", Pattern: "npm run build *",
 		Until: now.Add(time.Hour), By: "alice", Created: now}, proj); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestTrustWindow(t *testing.T) {
 	if v := judge.Judge(req("s-1", "make lint")); v.Action != queue.ActionAsk {
 		t.Errorf("after the window: %s", v.Action)
 	}
-	ended, err := ts.end(log, time.Now(), "", "")
+	ended, err := ts.Expire(log, time.Now())
 	if err != nil || len(ended) != 1 || ended[0].ID != "T1TRUST" {
 		t.Fatalf("expired: %v, %v", ended, err)
 	}
@@ -104,16 +105,16 @@ func fileSize(t *testing.T, path string) int64 {
 // through the process's one store for the file.
 func TestTrustGrantAppliesAtOnceInProcess(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "trust.json")
-	judge := trustStoreFor(p)   // as the engine gets it
-	console := trustStoreFor(p) // as the console gets it
+	judge := TrustStoreFor(p)   // as the engine gets it
+	console := TrustStoreFor(p) // as the console gets it
 	req := &queue.Request{Kind: queue.KindExec, Session: "s1", Agent: "claude-code", Command: "go test ./..."}
 	if pats, _ := judge.trustRules(req, time.Now()); len(pats) != 0 {
 		t.Fatal("trusted before the grant")
 	}
 	now := time.Now()
-	e := trustEntry{ID: "T" + queue.NewID()[1:], Session: "s1", Agent: "claude-code", Pattern: "go test *",
+	e := TrustEntry{ID: "T" + queue.NewID()[1:], Session: "s1", Agent: "claude-code", Pattern: "go test *",
 		Until: now.Add(time.Hour), By: "me", Created: now}
-	if err := console.update(func(es []trustEntry) ([]trustEntry, error) { return append(es, e), nil }); err != nil {
+	if err := console.update(func(es []TrustEntry) ([]TrustEntry, error) { return append(es, e), nil }); err != nil {
 		t.Fatal(err)
 	}
 	if pats, _ := judge.trustRules(req, time.Now()); len(pats) != 1 {
