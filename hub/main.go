@@ -553,7 +553,20 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 		return exitFail
 	}
 	if out != nil {
-		_ = cl.NC.Flush()
+		// The box published the run's output before its outcome: the hub
+		// has sent all of it by now. What this client holds of it is
+		// written before the last line: a flush only brings it in, into
+		// the subscription's queue, and unsubscribing with messages still
+		// queued for the callback drops them. Draining hands each to the
+		// callback, then closes the subscription.
+		drained := make(chan struct{})
+		out.SetClosedHandler(func(string) { close(drained) })
+		if out.Drain() == nil {
+			select {
+			case <-drained:
+			case <-time.After(5 * time.Second):
+			}
+		}
 	}
 	line, applied := outcomeLine(box, o)
 	fmt.Fprintf(stderr, "sluice hub %s: %s\n", name, line)
