@@ -285,33 +285,22 @@ func (b *Box) describe(o *Outcome, id string) {
 	}
 }
 
-// watchDecisions passes on the decisions made for this box, waiting and
-// retrying while the hub cannot be reached.
+// watchDecisions passes on the decisions made for this box, watching
+// again at once when the hub is back after it could not be reached (from
+// after the last decision passed on).
 func (b *Box) watchDecisions(ctx context.Context, out chan<- jetstream.KeyValueEntry) {
-	for ctx.Err() == nil {
-		w, err := b.Client.Decisions.Watch(ctx, b.Name+".*")
-		if err != nil {
-			b.logf("decisions cannot be watched (retrying): %v", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		for e := range w.Updates() {
+	w := &kvWatch{kv: b.Client.Decisions, keys: b.Name + ".*", resume: true,
+		entry: func(e jetstream.KeyValueEntry) {
 			if e == nil {
-				continue // the end of what was there already
+				return // the end of what was there already
 			}
 			select {
 			case out <- e:
 			case <-ctx.Done():
-				w.Stop()
-				return
 			}
-		}
-		w.Stop()
-	}
+		},
+		failed: func(err error) { b.logf("decisions cannot be watched (retrying): %v", err) }}
+	w.run(ctx, b.Client)
 }
 
 // decided applies a decision made for this box, once.

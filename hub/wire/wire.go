@@ -103,7 +103,7 @@ const (
 	FeedHub     = "hub"     // the link: Connected, and Text (the hub's address, or why it is down)
 	FeedPending = "pending" // Pending waits for a person (again, with another digest, if its file changed)
 	FeedGone    = "gone"    // Box's request ID waits no more
-	FeedReady   = "ready"   // every request that waited when the feed began has been sent
+	FeedReady   = "ready"   // every request that waits on the hub has been sent (at the start, and after each reconnection)
 	FeedOutcome = "outcome" // what Box did with its request ID (History)
 	FeedOutput  = "output"  // Data: output of Box's run of ID, in order
 	FeedDecided = "decided" // the answer to command Seq: Error is empty once the hub holds the decision
