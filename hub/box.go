@@ -437,7 +437,9 @@ func (b *Box) apply(ctx context.Context, id string, d Decision) (Outcome, bool) 
 	var err error
 	if d.Decision == Approve {
 		b.logf("%s approved by %s at the hub: running it", id, d.By)
-		err = b.Apply.Approve(ctx, id, d.Digest, actor, &publisher{c: b.Client, subject: OutputSubject(b.Name, id)})
+		pub := &publisher{c: b.Client, box: b.Name, id: id}
+		err = b.Apply.Approve(ctx, id, d.Digest, actor, pub)
+		o.OutputBytes = pub.n
 	} else {
 		b.logf("%s denied by %s at the hub", id, d.By)
 		err = b.Apply.Deny(ctx, id, actor, d.Reason)
@@ -487,14 +489,23 @@ func fileDiff(req *queue.Request) (diff, why string) {
 	return "", fmt.Sprintf("the diff is larger than %d KiB: read it on the box ('sluice show ID')", maxDiff>>10)
 }
 
-// publisher streams a run's output to the hub, best effort.
+// publisher streams a run's output to the hub, best effort: each piece
+// says where it begins, so that a console can tell what it did not get.
+// Output written while the hub cannot be reached is not kept for it: the
+// client's reconnect buffer is for the pending requests and outcomes, and
+// what a console would get of it once the hub is back depends on which
+// reconnects first. The console shows how much was lost instead.
 type publisher struct {
 	c       *Client
-	subject string
+	box, id string
+	n       int64 // bytes written so far
 }
 
 func (p *publisher) Write(b []byte) (int, error) {
-	_ = p.c.NC.Publish(p.subject, b)
+	if p.c.NC.IsConnected() {
+		_ = p.c.NC.Publish(outputPieceSubject(p.box, p.id, p.n), b)
+	}
+	p.n += int64(len(b))
 	return len(b), nil
 }
 

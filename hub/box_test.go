@@ -25,6 +25,8 @@ type testBox struct {
 	log   *audit.Log
 	apply *spoolApplier
 	stop  func() // stops the bridge
+	// client is the bridge's connection (the last one bridge made).
+	client *Client
 }
 
 // spoolApplier carries decisions out as an engine does, on the spool: the
@@ -38,6 +40,8 @@ type spoolApplier struct {
 	// answered, if set, is called once an approved request is answered
 	// (it has left the spool), before the bridge goes on.
 	answered func(id string)
+	// output, if set, writes a run's output in place of "ran COMMAND".
+	output func(write func([]byte))
 }
 
 func (a *spoolApplier) Approve(ctx context.Context, id, digest, actor string, out io.Writer) error {
@@ -76,7 +80,14 @@ func (r *echoRunner) Run(_ context.Context, req *queue.Request, ro queue.RunOpti
 	r.a.mu.Lock()
 	r.a.ran = append(r.a.ran, req.ID)
 	r.a.mu.Unlock()
-	if ro.Output != nil {
+	r.a.mu.Lock()
+	output := r.a.output
+	r.a.mu.Unlock()
+	switch {
+	case ro.Output == nil:
+	case output != nil:
+		output(ro.Output)
+	default:
 		ro.Output([]byte("ran " + req.Command + "\n"))
 	}
 	code := 0
@@ -114,6 +125,7 @@ func (tb *testBox) bridge(t *testing.T, url string, c *Creds) func() {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tb.client = cl
 	b := &Box{Name: c.Name, Spool: tb.spool, AuditPath: tb.log.Path(), Client: cl, Apply: tb.apply, Every: 50 * time.Millisecond,
 		Logf: func(f string, a ...any) { t.Logf(c.Name+": "+f, a...) }}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -192,7 +204,7 @@ func twoBoxesOneConsole(t *testing.T, url string, creds map[string]*Creds) {
 	if _, err := con.Decide(ctxT(t), "b1", r1.ID, Approve, "alice@c1", "", "deadbeef", ""); !errors.Is(err, ErrChanged) {
 		t.Fatalf("approving with another request's digest: %v, want ErrChanged", err)
 	}
-	out, err := con.NC.SubscribeSync(OutputSubject("b1", r1.ID))
+	out, err := con.NC.SubscribeSync(OutputSubject("b1", r1.ID) + ".>")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,8 +222,11 @@ func twoBoxesOneConsole(t *testing.T, url string, creds map[string]*Creds) {
 		t.Fatalf("b1's outcome %+v, want applied and done", o1)
 	}
 	msg, err := out.NextMsg(5 * time.Second)
-	if err != nil || string(msg.Data) != "ran npm install left-pad\n" {
+	if err != nil || string(msg.Data) != "ran npm install left-pad\n" || msg.Subject != OutputSubject("b1", r1.ID)+".0" {
 		t.Fatalf("output stream: %v, %v", msg, err)
+	}
+	if o1.OutputBytes != int64(len(msg.Data)) {
+		t.Fatalf("b1's outcome says %d bytes of output, %d were published", o1.OutputBytes, len(msg.Data))
 	}
 	o2, err := con.Outcome(ctxT(t), "b2", r2.ID)
 	if err != nil {

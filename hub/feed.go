@@ -34,6 +34,8 @@ type Feed struct {
 	// The pending bucket's watch's (f.pending's) own:
 	told   map[string]bool // keys passed on as pending, not since gone
 	listed map[string]bool // keys put in the listing under way; nil: none is
+
+	out *nats.Subscription // the runs' output
 }
 
 // emit writes ev as one line.
@@ -71,6 +73,7 @@ func (f *Feed) Run(ctx context.Context, in io.Reader) error {
 	}
 	defer sub.Unsubscribe()
 	_ = sub.SetPendingLimits(-1, 256<<20)
+	f.out = sub
 	// What waits is listed anew at each reconnection (a hub that
 	// restarted holds no watch): what is missing from the new listing is
 	// gone. Outcomes are history: their watch goes on after the last one
@@ -207,6 +210,7 @@ func (f *Feed) outcomes() func(jetstream.KeyValueEntry) {
 			start = append(start, ev)
 			return
 		}
+		f.settle()
 		f.emit(ev)
 	}
 }
@@ -219,26 +223,37 @@ func (f *Feed) output(m *nats.Msg) {
 	if m.Reply != "" || len(m.Header) > 0 {
 		return
 	}
-	box, id, ok := outputKey(m.Subject)
+	box, id, off, ok := outputKey(m.Subject)
 	if !ok {
 		return
 	}
 	// In pieces: a line stays small whatever a box publishes at once.
 	for data := m.Data; len(data) > 0; {
 		n := min(len(data), outputPiece)
-		f.emit(FeedEvent{Ev: FeedOutput, Box: box, ID: id, Data: data[:n]})
+		ev := FeedEvent{Ev: FeedOutput, Box: box, ID: id, Data: data[:n]}
+		if off != nil {
+			at := *off
+			ev.Offset = &at
+			*off += int64(n)
+		}
+		f.emit(ev)
 		data = data[n:]
+	}
+}
+
+// settle waits (up to 2 s) until the output subscription has passed on
+// every message it holds. A box publishes a run's output before its
+// outcome, so by the time the outcome arrives the output is in the
+// subscription's queue; passed on after the outcome, the console would
+// take it as lost.
+func (f *Feed) settle() {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		// The count drops once the callback has returned.
+		if n, _, err := f.out.Pending(); err != nil || n == 0 {
+			return
+		}
 	}
 }
 
 // outputPiece is the most output one line carries.
 const outputPiece = 32 << 10
-
-// outputKey is the box and request id an output subject names.
-func outputKey(subject string) (box, id string, ok bool) {
-	const prefix = "sluice.out."
-	if len(subject) <= len(prefix) || subject[:len(prefix)] != prefix {
-		return "", "", false
-	}
-	return SplitKey(subject[len(prefix):])
-}
