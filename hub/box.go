@@ -40,6 +40,9 @@ type Box struct {
 	// Every is how often the box compares its spool with what it
 	// published; 500 ms if zero.
 	Every time.Duration
+	// Wait bounds one request to the hub (a publish, a get); 5 s if
+	// zero.
+	Wait time.Duration
 
 	syncMu    sync.Mutex // one sync at a time: its listing and its changes go together
 	mu        sync.Mutex
@@ -50,6 +53,13 @@ type Box struct {
 	applying  map[string]bool
 	done      map[string]bool                    // decisions applied (or found moot) this run
 	deferred  map[string]jetstream.KeyValueEntry // decisions that came before this run published their request
+}
+
+func (b *Box) wait() time.Duration {
+	if b.Wait <= 0 {
+		return 5 * time.Second
+	}
+	return b.Wait
 }
 
 func (b *Box) logf(format string, args ...any) {
@@ -209,7 +219,7 @@ func (b *Box) sync(ctx context.Context) {
 	b.mu.Unlock()
 
 	for i, p := range publish {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, b.wait())
 		if _, err := b.Client.Results.Get(cctx, Key(b.Name, p.ID)); err == nil {
 			// It has an outcome: a decision was spent on it (an approval
 			// refused because its file changed). It is decided here now.
@@ -246,7 +256,7 @@ func (b *Box) sync(ctx context.Context) {
 // withdraw removes a request that left the spool from the hub's pending
 // bucket, recording what became of it when a console is waiting to know.
 func (b *Box) withdraw(ctx context.Context, id string) {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, b.wait())
 	defer cancel()
 	// A decision this bridge carries out (or did) publishes its own
 	// outcome once the run is over: one written here first, bare (not
@@ -364,13 +374,44 @@ func (b *Box) decided(ctx context.Context, e jetstream.KeyValueEntry) {
 			return
 		}
 		data, _ := json.Marshal(out)
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if _, err := b.Client.Results.Put(cctx, Key(b.Name, id), data); err != nil {
-			b.logf("%s: outcome not published: %v", id, err)
-		}
+		b.publishOutcome(ctx, id, data)
 		b.sync(ctx)
 	}()
+}
+
+// publishOutcome puts the outcome of a decision this bridge carried out on
+// the hub, trying again until the hub has it: a console waits for it
+// ('sluice hub approve', a run in a fleet console's pane), and one try
+// fails while the hub is down for longer than it waits.
+func (b *Box) publishOutcome(ctx context.Context, id string, data []byte) {
+	for try := 0; ; try++ {
+		relinked := b.Client.Relinked()
+		cctx, cancel := context.WithTimeout(ctx, b.wait())
+		var err error
+		if try == 0 {
+			_, err = b.Client.Results.Put(cctx, Key(b.Name, id), data)
+		} else {
+			// A try that timed out may land yet (the client sends it
+			// once the hub is back): the next ones only create it.
+			_, err = b.Client.Results.Create(cctx, Key(b.Name, id), data)
+		}
+		cancel()
+		switch {
+		case try > 0 && (err == nil || errors.Is(err, jetstream.ErrKeyExists)):
+			b.logf("%s: outcome on the hub", id)
+			return
+		case err == nil:
+			return
+		case try == 0:
+			b.logf("%s: outcome not published yet (%v); tried again until the hub has it", id, err)
+		}
+		select {
+		case <-ctx.Done():
+			return // the next run of the bridge publishes it (lateOutcome)
+		case <-relinked:
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // lateOutcome publishes what became of request id, decided at the hub
@@ -380,7 +421,7 @@ func (b *Box) decided(ctx context.Context, e jetstream.KeyValueEntry) {
 // still waits to hear. Applied says whether the box's audit log has the
 // decision as the hub's.
 func (b *Box) lateOutcome(ctx context.Context, id string, d Decision) {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, b.wait())
 	defer cancel()
 	if _, err := b.Client.Results.Get(cctx, Key(b.Name, id)); err == nil || !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return

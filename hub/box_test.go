@@ -27,6 +27,10 @@ type testBox struct {
 	stop  func() // stops the bridge
 	// client is the bridge's connection (the last one bridge made).
 	client *Client
+	// tune, if set, changes the bridge before it runs; opts are more
+	// options for its connection.
+	tune func(*Box)
+	opts []nats.Option
 }
 
 // spoolApplier carries decisions out as an engine does, on the spool: the
@@ -121,13 +125,16 @@ func openTestBox(t *testing.T, name string) *testBox {
 // bridge starts the box's bridge to the hub at url; the func stops it.
 func (tb *testBox) bridge(t *testing.T, url string, c *Creds) func() {
 	t.Helper()
-	cl, err := Connect(ctxT(t), url, c, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	cl, err := Connect(ctxT(t), url, c, append([]nats.Option{nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})}, tb.opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tb.client = cl
 	b := &Box{Name: c.Name, Spool: tb.spool, AuditPath: tb.log.Path(), Client: cl, Apply: tb.apply, Every: 50 * time.Millisecond,
 		Logf: func(f string, a ...any) { t.Logf(c.Name+": "+f, a...) }}
+	if tb.tune != nil {
+		tb.tune(b)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); b.Run(ctx) }()

@@ -1,9 +1,15 @@
 package hub
 
 import (
+	"bytes"
+	"fmt"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/sluice-dev/sluice/hub/wire"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -109,4 +115,86 @@ func TestOutputKey(t *testing.T) {
 			t.Errorf("%s: offset %v, want %d", c.subject, off, c.off)
 		}
 	}
+}
+
+// A person's 'sluice hub approve' waits across the hub's restart: the box
+// publishes the run's outcome once the hub is back, also when its try
+// while the hub was down failed outright (the client's reconnect buffer
+// full: the outcome was lost, and approve waited for ever); approve
+// watches for it again once it is back itself, and prints the run's
+// output with what the hub could not carry marked.
+func TestApproveAcrossHubRestart(t *testing.T) {
+	st, creds := testStore(t, []string{"b1"}, []string{"c1"})
+	hub := hubProcess(t, st)
+	logs := &lockedBuffer{}
+	b1 := openTestBox(t, "b1")
+	// A reconnect buffer of a byte: once a message waits in it, what the
+	// box publishes while the hub is down fails at once, as it does once
+	// a long outage filled the 8 MB one (pending requests tried again and
+	// again).
+	b1.opts = []nats.Option{nats.ReconnectBufSize(1)}
+	b1.tune = func(b *Box) {
+		b.Wait = 500 * time.Millisecond // a try that was buffered all the same gives up soon
+		logf := b.Logf
+		b.Logf = func(f string, a ...any) { logf(f, a...); fmt.Fprintf(logs, f+"\n", a...) }
+	}
+	b1.stop = b1.bridge(t, hub.url, creds["b1"])
+	step := make(chan struct{})
+	b1.apply.mu.Lock()
+	b1.apply.output = func(write func([]byte)) {
+		write([]byte("before\n"))
+		<-step // the hub is down, and the box knows it
+		write([]byte("during\n"))
+	}
+	b1.apply.mu.Unlock()
+	credsFile := filepath.Join(t.TempDir(), "c1.creds")
+	if err := creds["c1"].Write(credsFile); err != nil {
+		t.Fatal(err)
+	}
+	req := b1.ask(t, "make deploy")
+	con := connect(t, hub.url, creds["c1"])
+	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, con)) == 1 })
+	digest := pendingKeys(t, con)[Key("b1", req.ID)].Digest
+
+	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	code := make(chan int, 1)
+	go func() {
+		code <- Main([]string{"approve", "b1/" + req.ID + "@" + digest[:12], "--hub", hub.url, "--hub-creds", credsFile},
+			strings.NewReader(""), stdout, stderr)
+	}()
+	waitFor(t, "the output before the hub goes down", func() bool { return stdout.String() == "before\n" })
+	hub.kill()
+	waitFor(t, "the box to find the hub gone", func() bool { return !b1.client.NC.IsConnected() })
+	// The buffer full before the run ends, as the bridge's tries fill it
+	// in a long outage.
+	_ = b1.client.NC.Publish(OutputSubject("b1", queue.NewID())+".0", []byte("x"))
+	step <- struct{}{}
+	waitFor(t, "a try at the outcome to fail", func() bool { return strings.Contains(logs.String(), "outcome not published yet") })
+	hub.start()
+	select {
+	case c := <-code:
+		if want := "before\n" + wire.LostLine(7) + "\r\n"; c != 0 || stdout.String() != want || !strings.Contains(stderr.String(), "b1: done, exit status 0") {
+			t.Fatalf("approve: %d\n%q (want %q)\n%s", c, stdout.String(), want, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("approve did not end 10 s after the hub was back:\n%s%s\nthe box:\n%s", stdout.String(), stderr.String(), logs.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
