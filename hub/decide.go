@@ -153,9 +153,14 @@ func (c *Client) Outcome(ctx context.Context, box, id string) (*Outcome, error) 
 	defer cancel()
 	var o *Outcome
 	var err error
+	watched := false // a watch was made: one that fails later is tried again
 	w := &kvWatch{kv: c.Results, keys: Key(box, id),
 		entry: func(e jetstream.KeyValueEntry) {
-			if e == nil || e.Operation() != jetstream.KeyValuePut || o != nil || err != nil {
+			if e == nil {
+				watched = true
+				return
+			}
+			if e.Operation() != jetstream.KeyValuePut || o != nil || err != nil {
 				return
 			}
 			var v Outcome
@@ -165,10 +170,10 @@ func (c *Client) Outcome(ctx context.Context, box, id string) (*Outcome, error) 
 			cancel()
 		},
 		failed: func(e error) {
-			if err == nil {
+			if !watched && err == nil {
 				err = e
+				cancel()
 			}
-			cancel()
 		}}
 	w.run(ctx, c)
 	switch {
