@@ -48,6 +48,7 @@ type Box struct {
 	mu        sync.Mutex
 	asks      map[string]*queue.Event // queued asks not yet left, by id
 	published map[string]string       // id -> digest published
+	sent      map[string]bool         // ids put on the hub without an answer yet: withdrawn when they leave
 	pubs      map[string]*Pending     // id -> what was published
 	late      chan struct{}           // bounds the late outcomes looked for at once
 	applying  map[string]bool
@@ -119,7 +120,7 @@ func (b *Box) Run(ctx context.Context) error {
 // reset forgets what a previous Run knew.
 func (b *Box) reset() {
 	b.asks, b.published, b.applying, b.done = map[string]*queue.Event{}, map[string]string{}, map[string]bool{}, map[string]bool{}
-	b.pubs = map[string]*Pending{}
+	b.pubs, b.sent = map[string]*Pending{}, map[string]bool{}
 	b.late = make(chan struct{}, 4) // late outcomes looked for at once
 	b.deferred = map[string]jetstream.KeyValueEntry{}
 }
@@ -216,14 +217,22 @@ func (b *Box) sync(ctx context.Context) {
 			left = append(left, id)
 		}
 	}
+	for id := range b.sent {
+		_, waits := waiting[id]
+		_, ask := b.asks[id]
+		if _, pub := b.published[id]; !pub && (!waits || !ask) {
+			left = append(left, id)
+		}
+	}
 	b.mu.Unlock()
 
 	for i, p := range publish {
 		cctx, cancel := context.WithTimeout(ctx, b.wait())
-		if _, err := b.Client.Results.Get(cctx, Key(b.Name, p.ID)); err == nil {
+		_, err := b.Client.Results.Get(cctx, Key(b.Name, p.ID))
+		cancel()
+		if err == nil {
 			// It has an outcome: a decision was spent on it (an approval
 			// refused because its file changed). It is decided here now.
-			cancel()
 			b.mu.Lock()
 			delete(b.asks, p.ID)
 			b.mu.Unlock()
@@ -231,13 +240,22 @@ func (b *Box) sync(ctx context.Context) {
 		}
 		p.Diff, p.DiffErr = fileDiff(reqs[i])
 		data, _ := json.Marshal(p)
-		_, err := b.Client.Pending.Put(cctx, Key(b.Name, p.ID), data)
+		b.mu.Lock()
+		// A put whose answer does not come in time may still land (the
+		// hub was slow, or gets it once it is back): until one is
+		// answered, the request is withdrawn from the hub when it leaves,
+		// as a published one is (else it waited there for ever).
+		b.sent[p.ID] = true
+		b.mu.Unlock()
+		cctx, cancel = context.WithTimeout(ctx, b.wait())
+		_, err = b.Client.Pending.Put(cctx, Key(b.Name, p.ID), data)
 		cancel()
 		if err != nil {
 			b.logf("%s not published to the hub (retried): %v", p.ID, err)
 			return
 		}
 		b.mu.Lock()
+		delete(b.sent, p.ID)
 		b.published[p.ID] = p.Digest
 		b.pubs[p.ID] = p
 		e, waited := b.deferred[p.ID]
@@ -283,6 +301,7 @@ func (b *Box) withdraw(ctx context.Context, id string) {
 	b.mu.Lock()
 	delete(b.published, id)
 	delete(b.pubs, id)
+	delete(b.sent, id)
 	b.mu.Unlock()
 }
 

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"os"
 	osexec "os/exec"
@@ -99,6 +100,21 @@ func (p *hubProc) start() {
 	}
 }
 
+// freeze stops the hub (SIGSTOP) until thaw: what clients send it waits
+// in its sockets, unanswered, and nobody is disconnected.
+func (p *hubProc) freeze() { p.signal(syscall.SIGSTOP) }
+
+// thaw lets a frozen hub go on (SIGCONT).
+func (p *hubProc) thaw() { p.signal(syscall.SIGCONT) }
+
+func (p *hubProc) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
 // kill stops the hub with SIGKILL: no shutdown of its own.
 func (p *hubProc) kill() {
 	p.mu.Lock()
@@ -182,5 +198,47 @@ func feedCatchesUp(t *testing.T, hub restartable, url string, creds map[string]*
 	}
 	if _, err := b1.spool.ReadPending(stays.ID); err != nil {
 		t.Fatalf("the request that waited all along: %v", err)
+	}
+}
+
+// A request whose put the hub did not answer in time, but took (it was
+// slow: a loaded machine), and which left the box before a put was
+// answered, is withdrawn from the hub: it stayed there as waiting, on
+// every console, for ever. The hub is frozen (SIGSTOP) while the box tries
+// to publish, the request is answered on the box, then the hub goes on.
+func TestUnansweredPublishWithdrawn(t *testing.T) {
+	st, creds := testStore(t, []string{"b1"}, []string{"c1"})
+	hub := hubProcess(t, st)
+	logs := &lockedBuffer{}
+	b1 := openTestBox(t, "b1")
+	b1.tune = func(b *Box) {
+		b.Wait = 300 * time.Millisecond
+		logf := b.Logf
+		b.Logf = func(f string, a ...any) { logf(f, a...); fmt.Fprintf(logs, f+"\n", a...) }
+	}
+	b1.stop = b1.bridge(t, hub.url, creds["b1"])
+	tf := startFeed(t, hub.url, creds["c1"])
+	tf.next(t, "the first listing", func(ev FeedEvent) bool { return ev.Ev == FeedReady })
+
+	hub.freeze()
+	req := b1.ask(t, "make deploy")
+	unanswered := func(id string) func() bool {
+		return func() bool { return strings.Contains(logs.String(), id+" not published to the hub") }
+	}
+	waitFor(t, "a put the hub does not answer in time", unanswered(req.ID))
+	eng := &queue.Engine{Spool: b1.spool, Recorder: b1.log, AuditPath: b1.log.Path()}
+	if _, err := eng.Deny(req.ID, "dev", "decided here"); err != nil {
+		t.Fatal(err)
+	}
+	// Another ask, whose put goes unanswered too: the bridge has looked
+	// at the spool since the request left it (every put of it before
+	// then went unanswered).
+	later := b1.ask(t, "make test")
+	waitFor(t, "a look at the spool after the request left", unanswered(later.ID))
+	hub.thaw()
+	tf.each(t, "the request withdrawn, the later one on the hub", is(FeedGone, "b1", req.ID), is(FeedPending, "b1", later.ID))
+	con := connect(t, hub.url, creds["c1"])
+	if _, ok := pendingKeys(t, con)[Key("b1", req.ID)]; ok {
+		t.Fatal("the hub still lists the request answered on the box")
 	}
 }
