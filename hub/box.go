@@ -43,16 +43,27 @@ type Box struct {
 	// Every is how often the box compares its spool with what it
 	// published; 500 ms if zero.
 	Every time.Duration
+	// Wait bounds one request to the hub (a publish, a get); 5 s if
+	// zero.
+	Wait time.Duration
 
 	syncMu    sync.Mutex // one sync at a time: its listing and its changes go together
 	mu        sync.Mutex
 	asks      map[string]*queue.Event // queued asks not yet left, by id
 	published map[string]string       // id -> digest published
+	sent      map[string]bool         // ids put on the hub without an answer yet: withdrawn when they leave
 	pubs      map[string]*Pending     // id -> what was published
 	late      chan struct{}           // bounds the late outcomes looked for at once
 	applying  map[string]bool
 	done      map[string]bool                    // decisions applied (or found moot) this run
 	deferred  map[string]jetstream.KeyValueEntry // decisions that came before this run published their request
+}
+
+func (b *Box) wait() time.Duration {
+	if b.Wait <= 0 {
+		return 5 * time.Second
+	}
+	return b.Wait
 }
 
 func (b *Box) logf(format string, args ...any) {
@@ -112,7 +123,7 @@ func (b *Box) Run(ctx context.Context) error {
 // reset forgets what a previous Run knew.
 func (b *Box) reset() {
 	b.asks, b.published, b.applying, b.done = map[string]*queue.Event{}, map[string]string{}, map[string]bool{}, map[string]bool{}
-	b.pubs = map[string]*Pending{}
+	b.pubs, b.sent = map[string]*Pending{}, map[string]bool{}
 	b.late = make(chan struct{}, 4) // late outcomes looked for at once
 	b.deferred = map[string]jetstream.KeyValueEntry{}
 }
@@ -209,14 +220,22 @@ func (b *Box) sync(ctx context.Context) {
 			left = append(left, id)
 		}
 	}
+	for id := range b.sent {
+		_, waits := waiting[id]
+		_, ask := b.asks[id]
+		if _, pub := b.published[id]; !pub && (!waits || !ask) {
+			left = append(left, id)
+		}
+	}
 	b.mu.Unlock()
 
 	for i, p := range publish {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if _, err := b.Client.Results.Get(cctx, Key(b.Name, p.ID)); err == nil {
+		cctx, cancel := context.WithTimeout(ctx, b.wait())
+		_, err := b.Client.Results.Get(cctx, Key(b.Name, p.ID))
+		cancel()
+		if err == nil {
 			// It has an outcome: a decision was spent on it (an approval
 			// refused because its file changed). It is decided here now.
-			cancel()
 			b.mu.Lock()
 			delete(b.asks, p.ID)
 			b.mu.Unlock()
@@ -224,13 +243,22 @@ func (b *Box) sync(ctx context.Context) {
 		}
 		p.Diff, p.DiffErr = b.fileDiff(reqs[i])
 		data, _ := json.Marshal(p)
-		_, err := b.Client.Pending.Put(cctx, Key(b.Name, p.ID), data)
+		b.mu.Lock()
+		// A put whose answer does not come in time may still land (the
+		// hub was slow, or gets it once it is back): until one is
+		// answered, the request is withdrawn from the hub when it leaves,
+		// as a published one is (else it waited there for ever).
+		b.sent[p.ID] = true
+		b.mu.Unlock()
+		cctx, cancel = context.WithTimeout(ctx, b.wait())
+		_, err = b.Client.Pending.Put(cctx, Key(b.Name, p.ID), data)
 		cancel()
 		if err != nil {
 			b.logf("%s not published to the hub (retried): %v", p.ID, err)
 			return
 		}
 		b.mu.Lock()
+		delete(b.sent, p.ID)
 		b.published[p.ID] = p.Digest
 		b.pubs[p.ID] = p
 		e, waited := b.deferred[p.ID]
@@ -249,7 +277,7 @@ func (b *Box) sync(ctx context.Context) {
 // withdraw removes a request that left the spool from the hub's pending
 // bucket, recording what became of it when a console is waiting to know.
 func (b *Box) withdraw(ctx context.Context, id string) {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, b.wait())
 	defer cancel()
 	// A decision this bridge carries out (or did) publishes its own
 	// outcome once the run is over: one written here first, bare (not
@@ -276,6 +304,7 @@ func (b *Box) withdraw(ctx context.Context, id string) {
 	b.mu.Lock()
 	delete(b.published, id)
 	delete(b.pubs, id)
+	delete(b.sent, id)
 	b.mu.Unlock()
 }
 
@@ -288,33 +317,22 @@ func (b *Box) describe(o *Outcome, id string) {
 	}
 }
 
-// watchDecisions passes on the decisions made for this box, waiting and
-// retrying while the hub cannot be reached.
+// watchDecisions passes on the decisions made for this box, watching
+// again at once when the hub is back after it could not be reached (from
+// after the last decision passed on).
 func (b *Box) watchDecisions(ctx context.Context, out chan<- jetstream.KeyValueEntry) {
-	for ctx.Err() == nil {
-		w, err := b.Client.Decisions.Watch(ctx, b.Name+".*")
-		if err != nil {
-			b.logf("decisions cannot be watched (retrying): %v", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		for e := range w.Updates() {
+	w := &kvWatch{kv: b.Client.Decisions, keys: b.Name + ".*", resume: true,
+		entry: func(e jetstream.KeyValueEntry) {
 			if e == nil {
-				continue // the end of what was there already
+				return // the end of what was there already
 			}
 			select {
 			case out <- e:
 			case <-ctx.Done():
-				w.Stop()
-				return
 			}
-		}
-		w.Stop()
-	}
+		},
+		failed: func(err error) { b.logf("decisions cannot be watched (retrying): %v", err) }}
+	w.run(ctx, b.Client)
 }
 
 // decided applies a decision made for this box, once.
@@ -378,13 +396,44 @@ func (b *Box) decided(ctx context.Context, e jetstream.KeyValueEntry) {
 			return
 		}
 		data, _ := json.Marshal(out)
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if _, err := b.Client.Results.Put(cctx, Key(b.Name, id), data); err != nil {
-			b.logf("%s: outcome not published: %v", id, err)
-		}
+		b.publishOutcome(ctx, id, data)
 		b.sync(ctx)
 	}()
+}
+
+// publishOutcome puts the outcome of a decision this bridge carried out on
+// the hub, trying again until the hub has it: a console waits for it
+// ('sluice hub approve', a run in a fleet console's pane), and one try
+// fails while the hub is down for longer than it waits.
+func (b *Box) publishOutcome(ctx context.Context, id string, data []byte) {
+	for try := 0; ; try++ {
+		relinked := b.Client.Relinked()
+		cctx, cancel := context.WithTimeout(ctx, b.wait())
+		var err error
+		if try == 0 {
+			_, err = b.Client.Results.Put(cctx, Key(b.Name, id), data)
+		} else {
+			// A try that timed out may land yet (the client sends it
+			// once the hub is back): the next ones only create it.
+			_, err = b.Client.Results.Create(cctx, Key(b.Name, id), data)
+		}
+		cancel()
+		switch {
+		case try > 0 && (err == nil || errors.Is(err, jetstream.ErrKeyExists)):
+			b.logf("%s: outcome on the hub", id)
+			return
+		case err == nil:
+			return
+		case try == 0:
+			b.logf("%s: outcome not published yet (%v); tried again until the hub has it", id, err)
+		}
+		select {
+		case <-ctx.Done():
+			return // the next run of the bridge publishes it (lateOutcome)
+		case <-relinked:
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // lateOutcome publishes what became of request id, decided at the hub
@@ -394,7 +443,7 @@ func (b *Box) decided(ctx context.Context, e jetstream.KeyValueEntry) {
 // still waits to hear. Applied says whether the box's audit log has the
 // decision as the hub's.
 func (b *Box) lateOutcome(ctx context.Context, id string, d Decision) {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, b.wait())
 	defer cancel()
 	if _, err := b.Client.Results.Get(cctx, Key(b.Name, id)); err == nil || !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return
@@ -451,7 +500,9 @@ func (b *Box) apply(ctx context.Context, id string, d Decision) (Outcome, bool) 
 	var err error
 	if d.Decision == Approve {
 		b.logf("%s approved by %s at the hub: running it", id, d.By)
-		err = b.Apply.Approve(ctx, id, d.Digest, actor, &publisher{c: b.Client, subject: OutputSubject(b.Name, id)})
+		pub := &publisher{c: b.Client, box: b.Name, id: id}
+		err = b.Apply.Approve(ctx, id, d.Digest, actor, pub)
+		o.OutputBytes = pub.n
 	} else {
 		b.logf("%s denied by %s at the hub", id, d.By)
 		err = b.Apply.Deny(ctx, id, actor, d.Reason)
@@ -505,14 +556,23 @@ func (b *Box) fileDiff(req *queue.Request) (diff, why string) {
 	return "", fmt.Sprintf("the diff is larger than %d KiB: read it on the box ('sluice show ID')", maxDiff>>10)
 }
 
-// publisher streams a run's output to the hub, best effort.
+// publisher streams a run's output to the hub, best effort: each piece
+// says where it begins, so that a console can tell what it did not get.
+// Output written while the hub cannot be reached is not kept for it: the
+// client's reconnect buffer is for the pending requests and outcomes, and
+// what a console would get of it once the hub is back depends on which
+// reconnects first. The console shows how much was lost instead.
 type publisher struct {
 	c       *Client
-	subject string
+	box, id string
+	n       int64 // bytes written so far
 }
 
 func (p *publisher) Write(b []byte) (int, error) {
-	_ = p.c.NC.Publish(p.subject, b)
+	if p.c.NC.IsConnected() {
+		_ = p.c.NC.Publish(outputPieceSubject(p.box, p.id, p.n), b)
+	}
+	p.n += int64(len(b))
 	return len(b), nil
 }
 

@@ -26,6 +26,12 @@ type testBox struct {
 	log   *audit.Log
 	apply *spoolApplier
 	stop  func() // stops the bridge
+	// client is the bridge's connection (the last one bridge made).
+	client *Client
+	// tune, if set, changes the bridge before it runs; opts are more
+	// options for its connection.
+	tune func(*Box)
+	opts []nats.Option
 
 	mu   sync.Mutex
 	said []string // what its bridges logged
@@ -75,6 +81,8 @@ type spoolApplier struct {
 	// answered, if set, is called once an approved request is answered
 	// (it has left the spool), before the bridge goes on.
 	answered func(id string)
+	// output, if set, writes a run's output in place of "ran COMMAND".
+	output func(write func([]byte))
 }
 
 func (a *spoolApplier) Approve(ctx context.Context, id, digest, actor string, out io.Writer) error {
@@ -113,7 +121,14 @@ func (r *echoRunner) Run(_ context.Context, req *queue.Request, ro queue.RunOpti
 	r.a.mu.Lock()
 	r.a.ran = append(r.a.ran, req.ID)
 	r.a.mu.Unlock()
-	if ro.Output != nil {
+	r.a.mu.Lock()
+	output := r.a.output
+	r.a.mu.Unlock()
+	switch {
+	case ro.Output == nil:
+	case output != nil:
+		output(ro.Output)
+	default:
 		ro.Output([]byte("ran " + req.Command + "\n"))
 	}
 	code := 0
@@ -147,10 +162,11 @@ func openTestBox(t *testing.T, name string) *testBox {
 // bridge starts the box's bridge to the hub at url; the func stops it.
 func (tb *testBox) bridge(t *testing.T, url string, c *Creds) func() {
 	t.Helper()
-	cl, err := Connect(ctxT(t), url, c, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	cl, err := Connect(ctxT(t), url, c, append([]nats.Option{nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})}, tb.opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tb.client = cl
 	b := &Box{Name: c.Name, Spool: tb.spool, AuditPath: tb.log.Path(), Client: cl, Apply: tb.apply, Every: 50 * time.Millisecond,
 		Logf: func(f string, a ...any) {
 			tb.mu.Lock()
@@ -158,6 +174,9 @@ func (tb *testBox) bridge(t *testing.T, url string, c *Creds) func() {
 			tb.mu.Unlock()
 			t.Logf(c.Name+": "+f, a...)
 		}}
+	if tb.tune != nil {
+		tb.tune(b)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); b.Run(ctx) }()
@@ -234,7 +253,7 @@ func twoBoxesOneConsole(t *testing.T, url string, creds map[string]*Creds) {
 	if _, err := con.Decide(ctxT(t), "b1", r1.ID, Approve, "alice@c1", "", "deadbeef", ""); !errors.Is(err, ErrChanged) {
 		t.Fatalf("approving with another request's digest: %v, want ErrChanged", err)
 	}
-	out, err := con.NC.SubscribeSync(OutputSubject("b1", r1.ID))
+	out, err := con.NC.SubscribeSync(OutputSubject("b1", r1.ID) + ".>")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,8 +271,11 @@ func twoBoxesOneConsole(t *testing.T, url string, creds map[string]*Creds) {
 		t.Fatalf("b1's outcome %+v, want applied and done", o1)
 	}
 	msg, err := out.NextMsg(5 * time.Second)
-	if err != nil || string(msg.Data) != "ran npm install left-pad\n" {
+	if err != nil || string(msg.Data) != "ran npm install left-pad\n" || msg.Subject != OutputSubject("b1", r1.ID)+".0" {
 		t.Fatalf("output stream: %v, %v", msg, err)
+	}
+	if o1.OutputBytes != int64(len(msg.Data)) {
+		t.Fatalf("b1's outcome says %d bytes of output, %d were published", o1.OutputBytes, len(msg.Data))
 	}
 	o2, err := con.Outcome(ctxT(t), "b2", r2.ID)
 	if err != nil {

@@ -145,25 +145,42 @@ func (c *Client) decision(ctx context.Context, key string) (*Decision, error) {
 	return &d, nil
 }
 
-// Outcome waits for what box did with its request id, until ctx ends.
+// Outcome waits for what box did with its request id, until ctx ends,
+// across the hub's restarts (the watch is made again when the client is
+// back).
 func (c *Client) Outcome(ctx context.Context, box, id string) (*Outcome, error) {
-	w, err := c.Results.Watch(ctx, Key(box, id))
-	if err != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var o *Outcome
+	var err error
+	watched := false // a watch was made: one that fails later is tried again
+	w := &kvWatch{kv: c.Results, keys: Key(box, id),
+		entry: func(e jetstream.KeyValueEntry) {
+			if e == nil {
+				watched = true
+				return
+			}
+			if e.Operation() != jetstream.KeyValuePut || o != nil || err != nil {
+				return
+			}
+			var v Outcome
+			if err = json.Unmarshal(e.Value(), &v); err == nil {
+				o = &v
+			}
+			cancel()
+		},
+		failed: func(e error) {
+			if !watched && err == nil {
+				err = e
+				cancel()
+			}
+		}}
+	w.run(ctx, c)
+	switch {
+	case o != nil:
+		return o, nil
+	case err != nil:
 		return nil, err
 	}
-	defer w.Stop()
-	for {
-		e, err := nextEntry(ctx, w)
-		if err != nil {
-			return nil, err
-		}
-		if e == nil || e.Operation() != jetstream.KeyValuePut {
-			continue
-		}
-		var o Outcome
-		if err := json.Unmarshal(e.Value(), &o); err != nil {
-			return nil, err
-		}
-		return &o, nil
-	}
+	return nil, ctx.Err()
 }

@@ -30,6 +30,12 @@ type Feed struct {
 	mu  sync.Mutex
 	enc *json.Encoder
 	bw  *bufio.Writer
+
+	// The pending bucket's watch's (f.pending's) own:
+	told   map[string]bool // keys passed on as pending, not since gone
+	listed map[string]bool // keys put in the listing under way; nil: none is
+
+	out *nats.Subscription // the runs' output
 }
 
 // emit writes ev as one line.
@@ -67,8 +73,16 @@ func (f *Feed) Run(ctx context.Context, in io.Reader) error {
 	}
 	defer sub.Unsubscribe()
 	_ = sub.SetPendingLimits(-1, 256<<20)
-	go f.watch(ctx, f.Client.Pending, f.pending)
-	go f.watch(ctx, f.Client.Results, f.outcomes())
+	f.out = sub
+	// What waits is listed anew at each reconnection (a hub that
+	// restarted holds no watch): what is missing from the new listing is
+	// gone. Outcomes are history: their watch goes on after the last one
+	// passed on.
+	f.told = map[string]bool{}
+	pending := &kvWatch{kv: f.Client.Pending, keys: ">", begin: func() { f.listed = map[string]bool{} }, entry: f.pending}
+	outcomes := &kvWatch{kv: f.Client.Results, keys: ">", resume: true, entry: f.outcomes()}
+	go pending.run(ctx, f.Client)
+	go outcomes.run(ctx, f.Client)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -124,28 +138,19 @@ func (f *Feed) decide(ctx context.Context, c FeedCommand) FeedEvent {
 	return ev
 }
 
-// watch follows bucket kv, passing each entry (nil: the end of what the
-// bucket held when the watch began) to fn, watching again while the hub
-// cannot be reached.
-func (f *Feed) watch(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry)) {
-	for ctx.Err() == nil {
-		w, err := kv.Watch(ctx, ">")
-		if err == nil {
-			for e := range w.Updates() {
-				fn(e)
-			}
-			w.Stop()
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-// pending passes on the pending bucket's changes.
+// pending passes on the pending bucket's changes; at the end of a
+// listing, what was passed on as pending and is no longer listed is gone
+// (it left while the hub could not be reached), and the feed is ready.
 func (f *Feed) pending(e jetstream.KeyValueEntry) {
 	if e == nil {
+		for key := range f.told {
+			if !f.listed[key] {
+				box, id, _ := SplitKey(key)
+				delete(f.told, key)
+				f.emit(FeedEvent{Ev: FeedGone, Box: box, ID: id})
+			}
+		}
+		f.listed = nil
 		f.emit(FeedEvent{Ev: FeedReady})
 		return
 	}
@@ -154,6 +159,7 @@ func (f *Feed) pending(e jetstream.KeyValueEntry) {
 		return
 	}
 	if e.Operation() != jetstream.KeyValuePut {
+		delete(f.told, e.Key())
 		f.emit(FeedEvent{Ev: FeedGone, Box: box, ID: id})
 		return
 	}
@@ -163,6 +169,10 @@ func (f *Feed) pending(e jetstream.KeyValueEntry) {
 	}
 	if len(p.Request) > queue.MaxRequestSize || len(p.Diff)+len(p.DiffErr) > maxDiff+4096 {
 		return // no box publishes that much (a request file's limit, the diff's)
+	}
+	f.told[e.Key()] = true
+	if f.listed != nil {
+		f.listed[e.Key()] = true
 	}
 	f.emit(FeedEvent{Ev: FeedPending, Box: box, ID: id, Pending: &p})
 }
@@ -200,6 +210,7 @@ func (f *Feed) outcomes() func(jetstream.KeyValueEntry) {
 			start = append(start, ev)
 			return
 		}
+		f.settle()
 		f.emit(ev)
 	}
 }
@@ -212,26 +223,37 @@ func (f *Feed) output(m *nats.Msg) {
 	if m.Reply != "" || len(m.Header) > 0 {
 		return
 	}
-	box, id, ok := outputKey(m.Subject)
+	box, id, off, ok := outputKey(m.Subject)
 	if !ok {
 		return
 	}
 	// In pieces: a line stays small whatever a box publishes at once.
 	for data := m.Data; len(data) > 0; {
 		n := min(len(data), outputPiece)
-		f.emit(FeedEvent{Ev: FeedOutput, Box: box, ID: id, Data: data[:n]})
+		ev := FeedEvent{Ev: FeedOutput, Box: box, ID: id, Data: data[:n]}
+		if off != nil {
+			at := *off
+			ev.Offset = &at
+			*off += int64(n)
+		}
+		f.emit(ev)
 		data = data[n:]
+	}
+}
+
+// settle waits (up to 2 s) until the output subscription has passed on
+// every message it holds. A box publishes a run's output before its
+// outcome, so by the time the outcome arrives the output is in the
+// subscription's queue; passed on after the outcome, the console would
+// take it as lost.
+func (f *Feed) settle() {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		// The count drops once the callback has returned.
+		if n, _, err := f.out.Pending(); err != nil || n == 0 {
+			return
+		}
 	}
 }
 
 // outputPiece is the most output one line carries.
 const outputPiece = 32 << 10
-
-// outputKey is the box and request id an output subject names.
-func outputKey(subject string) (box, id string, ok bool) {
-	const prefix = "sluice.out."
-	if len(subject) <= len(prefix) || subject[:len(prefix)] != prefix {
-		return "", "", false
-	}
-	return SplitKey(subject[len(prefix):])
-}

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -510,24 +511,37 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 		return exitFail
 	}
 	by := audit.Login() + "@" + cl.Creds.Name
-	var out *nats.Subscription
+	var outs []*nats.Subscription
+	var outMu sync.Mutex // the two subscriptions' callbacks
+	var track wire.OutputTrack
+	term := &queue.TermSafe{W: stdout} // one for the whole stream: a sequence split between messages is dropped whole
 	if decision == Approve && !*noWait {
 		// Subscribed before deciding: nothing of the output is missed.
-		term := &queue.TermSafe{W: stdout} // one for the whole stream: a sequence split between messages is dropped whole
-		out, err = cl.NC.Subscribe(OutputSubject(box, id), func(m *nats.Msg) {
-			// The box publishes plain messages; one with a reply subject
-			// or headers was delivered by a JetStream consumer someone
-			// pointed here, not written by the box.
-			if m.Reply != "" || len(m.Header) > 0 {
-				return
+		// Each piece on OutputSubject.OFFSET; a box of an earlier version
+		// publishes on OutputSubject itself.
+		for _, subject := range []string{OutputSubject(box, id) + ".*", OutputSubject(box, id)} {
+			sub, err := cl.NC.Subscribe(subject, func(m *nats.Msg) {
+				// The box publishes plain messages; one with a reply
+				// subject or headers was delivered by a JetStream
+				// consumer someone pointed here, not written by the box.
+				if m.Reply != "" || len(m.Header) > 0 {
+					return
+				}
+				_, _, off, ok := outputKey(m.Subject)
+				if !ok {
+					return
+				}
+				outMu.Lock()
+				defer outMu.Unlock()
+				term.Write(track.Piece(off, m.Data))
+			})
+			if err != nil {
+				fmt.Fprintf(stderr, "sluice hub %s: %v\n", name, err)
+				return exitFail
 			}
-			term.Write(m.Data)
-		})
-		if err != nil {
-			fmt.Fprintf(stderr, "sluice hub %s: %v\n", name, err)
-			return exitFail
+			defer sub.Unsubscribe()
+			outs = append(outs, sub)
 		}
-		defer out.Unsubscribe()
 	}
 	shownDiff := ""
 	if decision == Approve && shown == "" {
@@ -565,8 +579,28 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 		fmt.Fprintf(stderr, "sluice hub %s: no word from %s yet (%v); its result will be on the hub ('sluice hub ls')\n", name, box, err)
 		return exitFail
 	}
-	if out != nil {
-		_ = cl.NC.Flush()
+	if len(outs) > 0 {
+		// The box published the run's output before its outcome: the hub
+		// has sent all of it by now. What this client holds of it is
+		// written before the last line: a flush only brings it in, into
+		// the subscription's queue, and unsubscribing with messages still
+		// queued for the callback drops them. Draining hands each to the
+		// callback, then closes the subscription.
+		for _, out := range outs {
+			drained := make(chan struct{})
+			out.SetClosedHandler(func(string) { close(drained) })
+			if out.Drain() == nil {
+				select {
+				case <-drained:
+				case <-time.After(5 * time.Second):
+				}
+			}
+		}
+		// What the hub could not carry (it was down) is said, not
+		// left out.
+		outMu.Lock()
+		term.Write(track.End(o.OutputBytes))
+		outMu.Unlock()
 	}
 	line, applied := outcomeLine(box, o)
 	fmt.Fprintf(stderr, "sluice hub %s: %s\n", name, line)

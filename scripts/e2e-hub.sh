@@ -124,11 +124,20 @@ on_screen "done  *exit 0 [0-9.]*s  *b1 echo from-the-fleet-screen" || fail "Hist
 tmux -S "$sock" send-keys -t con:fleet q
 
 # The hub killed: the box serves on, and publishes what waits once the hub
-# is back.
+# is back; a fleet console open all the while shows it (it lists the hub
+# anew as soon as it is back: it took 10 to 20 s).
+tmux -S "$sock" new-window -t con -n fleet2 "env $con_env NO_COLOR=1 $sluice console --hub $url; sleep 60"
+fleet2() { tmux -S "$sock" capture-pane -p -t con:fleet2; }
+on_screen2() { fleet2 | grep -q -- "$1"; }
+until_ok on_screen2 "hub nats://127.0.0.1:$port"
 { kill -9 "$hub" && wait "$hub"; } 2>/dev/null || true # no "Killed" notice
 (cd "$work/b1/project" && env $(box_env b1) "$sluice" run -- echo local-still-works > "$work/b1-local.out" 2>&1) || fail "b1 does not serve locally with the hub down"
 ask b1 "touch after-the-hub-came-back" 2
 sleep 1
 start_hub
+back=$(date +%s%N)
+until_ok on_screen2 "b1 cli touch after-the-hub-came-back"
+echo "e2e-hub: the fleet console showed the request asked while the hub was down $((($(date +%s%N) - back) / 1000000)) ms after the hub was back"
 until_ok listed "touch after-the-hub-came-back"
-echo "e2e-hub: ok (two boxes and a console with the real programs: ls, approve at a terminal, deny, first decision wins, the console's screen over the hub, audit chains, hub SIGKILLed and back)"
+tmux -S "$sock" send-keys -t con:fleet2 q
+echo "e2e-hub: ok (two boxes and a console with the real programs: ls, approve at a terminal, deny, first decision wins, the console's screen over the hub, audit chains, hub SIGKILLed and back, the fleet console catching up)"

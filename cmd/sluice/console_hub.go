@@ -45,7 +45,7 @@ type hubLink struct {
 	shown    map[*queue.Request]*shownReq // what the console was given, by the value it holds
 	requests map[string]*shownReq         // the latest of each BOX/ID, pending or gone (for runs and outcomes)
 	order    []string                     // requests' keys, oldest first, to bound it
-	runs     map[string]func([]byte)      // runs whose output streams here, by BOX/ID
+	runs     map[string]*fleetRun         // runs whose output streams here, by BOX/ID
 	text     string                       // the hub's address, or why it cannot be reached
 	ok       bool                         // connected
 	ended    chan struct{}                // the feed's output ended
@@ -63,6 +63,12 @@ type shownReq struct {
 	pending bool      // waits on the hub
 	goneAt  time.Time // when it stopped waiting
 	ran     bool      // its output has opened a run here
+}
+
+// fleetRun is a run of a box whose output streams here.
+type fleetRun struct {
+	w     func([]byte) // its screen
+	track wire.OutputTrack
 }
 
 // runWindow is how long after a request stops waiting its output may
@@ -92,7 +98,7 @@ func startHubLink(url, creds string) (*hubLink, error) {
 		args = append(args, "--hub-creds", creds)
 	}
 	l := &hubLink{waiting: map[int64]chan string{},
-		shown: map[*queue.Request]*shownReq{}, requests: map[string]*shownReq{}, runs: map[string]func([]byte){},
+		shown: map[*queue.Request]*shownReq{}, requests: map[string]*shownReq{}, runs: map[string]*fleetRun{},
 		ended: make(chan struct{})}
 	l.respawn = func() error { return l.spawn(prog, args) }
 	if err := l.respawn(); err != nil {
@@ -270,30 +276,43 @@ func (l *hubLink) handle(ev wire.FeedEvent) {
 		l.mu.Unlock()
 		l.obs.Gone(key, queue.Gone)
 	case wire.FeedOutput:
-		l.mu.Lock()
-		w := l.runs[key]
-		s := l.requests[key]
-		if w == nil {
-			// A run is shown for a request this console saw wait and
-			// that was decided just now, a few at once: output a box
-			// sends for anything else is not.
-			if s == nil || s.ran || (!s.pending && time.Since(s.goneAt) > runWindow) || len(l.runs) >= maxRuns {
-				l.mu.Unlock()
-				return
-			}
-			s.ran = true
-			l.mu.Unlock()
-			w = l.obs.Started(s.req, s.verdict, queue.ByHuman)
-			l.mu.Lock()
-			l.runs[key] = w
+		r := l.openRun(key)
+		if r == nil {
+			return
 		}
-		l.mu.Unlock()
-		w(ev.Data)
+		// What the hub did not carry (it was down) is a marked line.
+		if data := r.track.Piece(ev.Offset, ev.Data); len(data) > 0 {
+			r.w(data)
+		}
 	case wire.FeedOutcome:
 		if ev.Outcome != nil {
 			l.outcome(key, ev.Outcome)
 		}
 	}
+}
+
+// openRun is the run of request key whose output streams here, opened if
+// needs be; nil if its output is not shown here. A run is shown for a
+// request this console saw wait and that was decided just now, a few at
+// once: output a box sends for anything else is not.
+func (l *hubLink) openRun(key string) *fleetRun {
+	l.mu.Lock()
+	if r := l.runs[key]; r != nil {
+		l.mu.Unlock()
+		return r
+	}
+	s := l.requests[key]
+	if s == nil || s.ran || (!s.pending && time.Since(s.goneAt) > runWindow) || len(l.runs) >= maxRuns {
+		l.mu.Unlock()
+		return nil
+	}
+	s.ran = true
+	l.mu.Unlock()
+	r := &fleetRun{w: l.obs.Started(s.req, s.verdict, queue.ByHuman)}
+	l.mu.Lock()
+	l.runs[key] = r
+	l.mu.Unlock()
+	return r
 }
 
 // request decodes a request a box published, as hostile as any agent's
@@ -385,15 +404,27 @@ func (l *hubLink) outcome(key string, o *wire.Outcome) {
 		// (it waits there): History says so, with the box's reason.
 		res.Status = "not run"
 	}
+	var r *fleetRun
+	if o.Applied && o.OutputBytes > 0 {
+		// A run whose output all went while the hub was down is shown
+		// too: the pane says how much was lost.
+		r = l.openRun(key)
+	}
 	l.mu.Lock()
-	w := l.runs[key]
+	if r == nil {
+		r = l.runs[key]
+	}
 	delete(l.runs, key)
 	s := l.requests[key]
 	l.mu.Unlock()
 	if s == nil && len(o.Request) > 0 {
 		s = l.request(key, o.Request, o.Verdict)
 	}
-	if w != nil && s != nil {
+	if r != nil && s != nil {
+		// What the box published after the last piece that came here.
+		if data := r.track.End(o.OutputBytes); len(data) > 0 {
+			r.w(data)
+		}
 		l.obs.Finished(s.req, res)
 		if o.By != "" {
 			// Who decided it, for its History entry.

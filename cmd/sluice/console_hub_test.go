@@ -66,7 +66,7 @@ func newTestLink() (*hubLink, *recObserver, *[]queue.Event) {
 	var logged []queue.Event
 	l := &hubLink{obs: obs, logged: func(evs []queue.Event) { logged = append(logged, evs...) }, linked: func() {},
 		waiting: map[int64]chan string{}, shown: map[*queue.Request]*shownReq{}, requests: map[string]*shownReq{},
-		runs: map[string]func([]byte){}}
+		runs: map[string]*fleetRun{}}
 	return l, obs, &logged
 }
 
@@ -183,6 +183,8 @@ func FuzzHubLinkLine(f *testing.F) {
 		`{"ev":"pending","box":"b1","id":"` + id + `","pending":{"box":"b1","id":"` + id + `","request":` + raw + `,"digest":"` + digest + `","verdict":{"action":"ask"}}}`,
 		`{"ev":"gone","box":"b1","id":"` + id + `"}`,
 		`{"ev":"output","box":"b1","id":"` + id + `","data":"aGVsbG8K"}`,
+		`{"ev":"output","box":"b1","id":"` + id + `","data":"aGVsbG8K","offset":9223372036854775807}`,
+		`{"ev":"output","box":"b1","id":"` + id + `","data":"aGVsbG8K","offset":-5}`,
 		`{"ev":"outcome","box":"b1","id":"` + id + `","outcome":{"status":"done","applied":true,"request":` + raw + `}}`,
 		`{"ev":"outcome","box":"b1/x","id":"../../x","outcome":{"status":"done\u001b[2J","request":{"id":"x"}}}`,
 		`{"ev":"decided","seq":1,"error":"already decided"}`,

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sluice-dev/sluice/queue"
@@ -77,6 +78,10 @@ type Outcome struct {
 	DecidedBy string       `json:"decided_by,omitempty"` // policy or human, from the box's result
 	// DurationMS is how long the run took, from the box's result.
 	DurationMS int64 `json:"duration_ms,omitempty"`
+	// OutputBytes is how much output the box published for the run (its
+	// pieces' offsets count from 0): a console that got less lost the
+	// rest (the hub was down).
+	OutputBytes int64 `json:"output_bytes,omitempty"`
 	// Request and Verdict are the request's as published, for a console's
 	// History (absent when the box's bridge restarted in between).
 	Request json.RawMessage `json:"request,omitempty"`
@@ -96,6 +101,7 @@ type FeedEvent struct {
 	Error     string   `json:"error,omitempty"`
 	Connected bool     `json:"connected,omitempty"`
 	Text      string   `json:"text,omitempty"`
+	Offset    *int64   `json:"offset,omitempty"` // where Data begins in the run's output, when the box says
 }
 
 // The events of a feed.
@@ -103,7 +109,7 @@ const (
 	FeedHub     = "hub"     // the link: Connected, and Text (the hub's address, or why it is down)
 	FeedPending = "pending" // Pending waits for a person (again, with another digest, if its file changed)
 	FeedGone    = "gone"    // Box's request ID waits no more
-	FeedReady   = "ready"   // every request that waited when the feed began has been sent
+	FeedReady   = "ready"   // every request that waits on the hub has been sent (at the start, and after each reconnection)
 	FeedOutcome = "outcome" // what Box did with its request ID (History)
 	FeedOutput  = "output"  // Data: output of Box's run of ID, in order
 	FeedDecided = "decided" // the answer to command Seq: Error is empty once the hub holds the decision
@@ -121,6 +127,67 @@ type FeedCommand struct {
 	// requests; required to approve one).
 	DiffDigest string `json:"diff_digest,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+}
+
+// OutputTrack follows a run's output as its pieces arrive, by the offsets
+// they carry: what the hub could not carry (a hub that was down loses what
+// a box published meanwhile) is shown as a marked line saying how much, not
+// left out as if nothing was written; a piece that arrives twice is shown
+// once.
+type OutputTrack struct {
+	next int64 // the offset of the next byte to show
+	mid  bool  // the last byte shown did not end a line
+}
+
+// Piece is what to show of data, a piece at offset off (nil: the box did
+// not say): the bytes not shown yet, after a line for any lost before them.
+func (t *OutputTrack) Piece(off *int64, data []byte) []byte {
+	var out []byte
+	if off != nil && *off >= 0 {
+		switch {
+		case *off > t.next:
+			out = t.lost(*off - t.next)
+			t.next = *off
+		case *off < t.next:
+			skip := t.next - *off
+			if skip >= int64(len(data)) {
+				return out
+			}
+			data = data[skip:]
+		}
+	}
+	if len(data) > 0 {
+		out = append(out, data...)
+		t.next += int64(len(data))
+		t.mid = data[len(data)-1] != '\n'
+	}
+	return out
+}
+
+// End is the line for what was lost at the end of a run that published
+// total bytes (nil: none was, or the box did not say).
+func (t *OutputTrack) End(total int64) []byte {
+	if total <= t.next {
+		return nil
+	}
+	out := t.lost(total - t.next)
+	t.next = total
+	return out
+}
+
+// lost is the line that stands for n bytes lost.
+func (t *OutputTrack) lost(n int64) []byte {
+	line := ""
+	if t.mid {
+		line = "\r\n"
+	}
+	t.mid = false
+	return []byte(line + LostLine(n) + "\r\n")
+}
+
+// LostLine says that n bytes of a run's output did not reach this console.
+func LostLine(n int64) string {
+	return fmt.Sprintf("⟨%d bytes lost while the hub was down⟩", n)
 }
 
 // ValidName reports whether name can name a box or a console: 1 to 32
