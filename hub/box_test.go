@@ -433,7 +433,11 @@ func TestHubDownThenBack(t *testing.T) {
 	}
 	addr := h.Addr().String()
 	url := h.URL()
-	b1 := newTestBox(t, h.URL(), bc)
+	b1 := openTestBox(t, "b1")
+	// Each request to the down hub gives up after Wait (5 s by default,
+	// two of them before the retry is said): short here.
+	b1.tune = func(b *Box) { b.Wait = 300 * time.Millisecond }
+	b1.stop = b1.bridge(t, h.URL(), bc)
 	h.Shutdown()
 	req := b1.ask(t, "docker compose up -d")
 	b1.waitSaid(t, req.ID+" not published to the hub (retried)")
