@@ -1,4 +1,4 @@
-package main
+package link
 
 import (
 	"bufio"
@@ -28,7 +28,7 @@ func TestHubLinkManyPending(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatalf("hubLink.handle hung after %d pending requests (remember loops forever)", maxKnown+1)
+		t.Fatalf("Link.handle hung after %d pending requests (remember loops forever)", maxKnown+1)
 	}
 }
 
