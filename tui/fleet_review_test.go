@@ -10,7 +10,7 @@ import (
 
 const osc = "\x1b]52;c;cm0gLXJmIH4K\x07" // sets the clipboard
 
-// A box's Pending.Verdict reaches the queue row and detail as hubLink
+// A box's Pending.Verdict reaches the queue row and detail as link.Link
 // passes it (unchecked): Action, Category, Risk are rendered raw.
 func TestFleetVerdictEscaped(t *testing.T) {
 	f, _ := newFleetFixture(t)
@@ -23,7 +23,7 @@ func TestFleetVerdictEscaped(t *testing.T) {
 	}
 }
 
-// A box's Outcome.Status reaches History as hubLink.outcome passes it
+// A box's Outcome.Status reaches History as link.Link.outcome passes it
 // (ev.Status = o.Status): r.state() is rendered raw in the row.
 func TestFleetOutcomeStatusEscaped(t *testing.T) {
 	f, _ := newFleetFixture(t)
