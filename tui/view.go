@@ -60,7 +60,7 @@ func (m *Model) layout() layout {
 	if m.focus != focusQueue {
 		rows = len(m.history)
 	}
-	l.queueH = min(max(rows, 1)+3, max(6, body/3))
+	l.queueH = min(max(rows, 1)+3, max(6, body*2/5))
 	if it := m.current(); m.focus == focusQueue && it != nil && isFile(it.req) {
 		// A file request's diff needs the height more than the queue:
 		// on a short terminal the queue shows the selected row only.
