@@ -74,7 +74,8 @@ CRASHFLAGS ?=
 # 50 agent processes x 100 'sluice run' each against 'sluice serve' (70%
 # allowed, 15% denied, 15% asked and approved by scripted 'sluice approve'):
 # nothing lost or run twice, the audit log verifies, latency per verdict,
-# the engine's peak RSS.
+# the engine's peak RSS (internal/e2e/load.go; scripts/load is its flags).
+# LOADFLAGS=-quick for 8 x 20, TestLoadQuick in make test.
 load:
 	$(GO) run ./scripts/load $(LOADFLAGS)
 

@@ -90,7 +90,9 @@ if env $con_env "$sluice" hub approve "$id2" --yes > "$work/late.out" 2>&1; then
 grep -q "already decided: deny by" "$work/late.out" || fail "the second decision was not told who decided: $(cat "$work/late.out")"
 
 # Each box's own audit chain names the person and verifies.
-env $(box_env b1) "$sluice" audit tail --json | grep -q '"actor":"[^"]*@me (via the hub)"' || fail "b1's audit log does not name the person"
+# (through a file: with pipefail, grep -q's early exit would fail audit tail on SIGPIPE)
+env $(box_env b1) "$sluice" audit tail --json > "$work/b1-audit.out" || fail "b1's audit tail"
+grep -q '"actor":"[^"]*@me (via the hub)"' "$work/b1-audit.out" || fail "b1's audit log does not name the person"
 for b in b1 b2; do env $(box_env $b) "$sluice" audit verify > /dev/null || fail "$b's audit chain"; done
 
 # The console's own screen over the hub: every box's requests with their
@@ -103,15 +105,17 @@ until_ok listed "denied-on-screen"
 tmux -S "$sock" new-window -t con -n fleet "env $con_env NO_COLOR=1 $sluice console --hub $url; sleep 60"
 fleet() { tmux -S "$sock" capture-pane -p -t con:fleet; }
 on_screen() { fleet | grep -q -- "$1"; }
+# the detail title says "approve keys wait N.Ns" while the grace lasts
+off_screen() { ! fleet | grep -q -- "$1"; }
 until_ok on_screen "b2 cli touch denied-on-screen"
 on_screen "b1 cli echo from-the-fleet-screen" || fail "b1's request is not on the fleet screen: $(fleet)"
 on_screen "hub nats://127.0.0.1:$port" || fail "the header does not name the hub: $(fleet)"
-sleep 1 # the approve keys' grace
+until_ok off_screen "approve keys wait" # the approve keys' grace
 tmux -S "$sock" send-keys -t con:fleet a
 until_ok test -e "$work/b1/project/approved-on-screen"
 until_ok grep -q "exit=0" "$work/b1-agent-3.out"
 until_ok on_screen "│ from-the-fleet-screen  "
-sleep 1
+until_ok off_screen "approve keys wait"
 tmux -S "$sock" send-keys -t con:fleet d
 until_ok on_screen "reason (optional)"
 tmux -S "$sock" send-keys -t con:fleet "not from the fleet screen" Enter
@@ -133,7 +137,7 @@ until_ok on_screen2 "hub nats://127.0.0.1:$port"
 { kill -9 "$hub" && wait "$hub"; } 2>/dev/null || true # no "Killed" notice
 (cd "$work/b1/project" && env $(box_env b1) "$sluice" run -- echo local-still-works > "$work/b1-local.out" 2>&1) || fail "b1 does not serve locally with the hub down"
 ask b1 "touch after-the-hub-came-back" 2
-sleep 1
+until_ok sh -c "env $(box_env b1) '$sluice' ls | grep -q after-the-hub-came-back" # asked while the hub is down
 start_hub
 back=$(date +%s%N)
 until_ok on_screen2 "b1 cli touch after-the-hub-came-back"

@@ -28,6 +28,13 @@ waitfor() {
 	for _ in $(seq 100); do screen | grep -qF -- "$1" && return 0; sleep 0.1; done
 	fail "the console never showed: $1"
 }
+# waitgrace: until the approve keys' grace period is over: the detail
+# pane's title says "approve keys wait N.Ns" while it lasts (the grace
+# starts in the frame that shows the request, so it is there to see).
+waitgrace() {
+	for _ in $(seq 100); do screen | grep -qF "approve keys wait" || return 0; sleep 0.1; done
+	fail "the approve keys' grace period never ended"
+}
 # waitexit PID: until the background agent exits (10 s), its status in $rc.
 waitexit() {
 	for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || { wait "$1" && rc=0 || rc=$?; return 0; }; sleep 0.1; done
@@ -53,7 +60,7 @@ waitfor "Output · done · echo passes-alone"
 ask=$!
 waitfor "printf 'a"
 waitfor "ASK"
-sleep 1 # the approve keys' grace period
+waitgrace
 tm send-keys -t e2e a
 waitexit $ask
 [ "$rc" -eq 0 ] || fail "approved run exited $rc: $(cat "$work/ask.out")"
@@ -68,7 +75,7 @@ screen | grep -q '^│ b ' || fail "output pane does not show the emulated line 
 (cd "$work/project" && script -qec "$sluice run -- \"printf 'size: '; sleep 1; stty size\"" /dev/null) > "$work/stty.out" 2>&1 &
 sz=$!
 waitfor "printf 'size: '"
-sleep 1 # the approve keys' grace period
+waitgrace
 tm send-keys -t e2e a
 waitexit $sz
 [ "$rc" -eq 0 ] || fail "stty run exited $rc: $(cat "$work/stty.out")"
@@ -170,7 +177,7 @@ echo hello > "$work/other/notes.txt"
 (cd "$work/other" && "$sluice" run -- "sed -i s/hello/HELLO/ notes.txt && echo mutated") > "$work/sed.out" 2>&1 &
 sedrun=$!
 waitfor "sed -i s/hello/HELLO/ notes.txt && echo mutated"
-sleep 1 # the approve keys' grace period
+waitgrace
 tm send-keys -t e2e a
 waitexit $sedrun
 [ "$rc" -eq 0 ] || fail "the one-line command at 80x24 was not approved with a: exit $rc: $(cat "$work/sed.out")"

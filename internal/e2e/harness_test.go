@@ -32,3 +32,16 @@ func TestCrashHubQuick(t *testing.T) {
 		t.Errorf("%s\nfiles kept in %s:\n  %s", out.String(), work, strings.Join(failed, "\n  "))
 	}
 }
+
+// TestLoadQuick is make load's quick form (scripts/load -quick): 8
+// agents x 20 requests against one engine, every checker over what is
+// left.
+func TestLoadQuick(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	o := LoadDefaults().Quick()
+	o.Out = &out
+	if failed, work := Load(o); len(failed) > 0 {
+		t.Errorf("%s\nfiles kept in %s:\n  %s", out.String(), work, strings.Join(failed, "\n  "))
+	}
+}

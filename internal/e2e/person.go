@@ -42,6 +42,9 @@ type Person struct {
 	// request: none leaves it undecided, several run each (a duplicate
 	// approval).
 	Decide func(Pending) [][]string
+	// Limit is how many decisions run at once (0: no limit), the way a
+	// few people at their terminals decide.
+	Limit int
 
 	mu        sync.Mutex
 	decisions []Decision
@@ -62,6 +65,10 @@ type lsEntry struct {
 // Run decides until ctx ends, then waits for the commands it started.
 func (p *Person) Run(ctx context.Context) {
 	seen := map[string]bool{}
+	var slots chan struct{}
+	if p.Limit > 0 {
+		slots = make(chan struct{}, p.Limit)
+	}
 	var acts sync.WaitGroup
 	defer acts.Wait()
 	for ctx.Err() == nil {
@@ -87,7 +94,13 @@ func (p *Person) Run(ctx context.Context) {
 			seen[e.ID] = true
 			fresh++
 			for _, args := range p.Decide(Pending{ID: e.ID, Command: e.Request.Command, Note: e.Request.Note}) {
-				acts.Go(func() { p.run(e.ID, args) })
+				acts.Go(func() {
+					if slots != nil {
+						slots <- struct{}{}
+						defer func() { <-slots }()
+					}
+					p.run(e.ID, args)
+				})
 			}
 		}
 		if fresh == 0 {

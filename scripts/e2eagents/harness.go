@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/internal/e2e"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -26,7 +27,7 @@ type env struct {
 	note                         string // what a scenario wants reported
 	hung                         bool   // the agent was killed at the scenario's limit
 	stop                         []func()
-	serveLog                     bytes.Buffer
+	engine                       *e2e.Proc // the running 'sluice serve', if any
 	mu                           sync.Mutex
 	seen                         []*queue.Request // requests the person saw
 }
@@ -90,33 +91,45 @@ func (e *env) auditPath() string {
 	return filepath.Join(e.home, ".local", "state", "sluice", "audit.jsonl")
 }
 
-// serve starts 'sluice serve' on the spool and waits until it serves.
+// serve starts 'sluice serve' on the spool (in a process group of its
+// own, stopped with the scenario) and waits until it serves.
 func (e *env) serve() error {
 	cmd := exec.Command(filepath.Join(e.bin, "sluice"), "--spool", e.spool, "serve")
 	cmd.Env, cmd.Dir = e.environ(), e.proj
-	cmd.Stdout, cmd.Stderr = &e.serveLog, &e.serveLog
-	if err := cmd.Start(); err != nil {
+	p, err := e2e.Launch("sluice serve", cmd)
+	if err != nil {
 		return err
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	e.stop = append(e.stop, func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	e.engine = p
+	e.stop = append(e.stop, func() { _ = p.StopWithin(5 * time.Second) })
 	sp, err := queue.Open(e.spool)
 	if err != nil {
 		return err
 	}
 	for deadline := time.Now().Add(10 * time.Second); !sp.Serving(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("sluice serve did not start: %s", e.serveLog.String())
+		if time.Now().After(deadline) || p.Exited() {
+			return fmt.Errorf("sluice serve did not start: %s", e.serveLog())
 		}
+	}
+	return nil
+}
+
+// serveLog is what 'sluice serve' printed.
+func (e *env) serveLog() string {
+	if e.engine == nil {
+		return ""
+	}
+	return e.engine.Stderr.String() + e.engine.Stdout.String()
+}
+
+// checkAudit is the harness's checker over the scenario's audit log,
+// which serve and the person's engine both wrote: the chain verifies.
+func (e *env) checkAudit() error {
+	if _, err := os.Stat(e.auditPath()); err != nil {
+		return nil // nothing was recorded: no serve, or nothing asked
+	}
+	if _, f := e2e.CheckChain(e.auditPath()); len(f) > 0 {
+		return fmt.Errorf("%s", strings.Join(f, "; "))
 	}
 	return nil
 }

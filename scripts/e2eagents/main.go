@@ -22,6 +22,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/e2e"
 )
 
 // agent is what differs between the CLIs.
@@ -61,10 +63,11 @@ func main() {
 	if !*keep {
 		defer os.RemoveAll(root)
 	}
-	bin := filepath.Join(root, "bin")
-	if out, err := exec.Command("go", "build", "-o", bin+"/", "./cmd/...").CombinedOutput(); err != nil {
-		fatalf("build sluice: %v\n%s", err, out)
+	bin, err := e2e.Programs() // built once, or $SLUICE_E2E_BIN
+	if err != nil {
+		fatalf("%v", err)
 	}
+	defer e2e.Cleanup()
 	failed, ran := 0, 0
 	start := time.Now()
 	for _, a := range agents {
@@ -100,6 +103,7 @@ func main() {
 		fmt.Printf("scenario directories kept in %s\n", root)
 	}
 	if failed > 0 || ran == 0 {
+		e2e.Cleanup()
 		os.Exit(1)
 	}
 }
@@ -137,5 +141,6 @@ func (a *agent) installCLI(cache string) (string, error) {
 
 func fatalf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "e2eagents: "+format+"\n", args...)
+	e2e.Cleanup()
 	os.Exit(2)
 }

@@ -382,8 +382,12 @@ func runScenario(a *agent, sc scenario, cli, dir, bin string) (string, time.Dura
 		}
 		e.hung = true
 	}
-	if cerr := sc.check(e, m); cerr != nil {
-		return "", took, fmt.Errorf("%v\n--- agent output:\n%s\n--- serve:\n%s", cerr, tail(out), tail(e.serveLog.String()))
+	cerr := sc.check(e, m)
+	if cerr == nil {
+		cerr = e.checkAudit()
+	}
+	if cerr != nil {
+		return "", took, fmt.Errorf("%v\n--- agent output:\n%s\n--- serve:\n%s", cerr, tail(out), tail(e.serveLog()))
 	}
 	return e.note, took, nil
 }
