@@ -22,6 +22,12 @@ TOML
 sluice="$work/sluice"
 tm() { tmux -S "$sock" "$@"; }
 screen() { tm capture-pane -p -t e2e; }
+# newsession ARGS: tmux new-session, tried again if its server does not
+# come up (a loaded machine: "server exited unexpectedly").
+newsession() {
+	for _ in 1 2 3; do tm new-session "$@" && return 0; sleep 0.5; done
+	echo "e2e: FAIL: tmux would not start a session"; exit 1
+}
 fail() { echo "e2e: FAIL: $*"; echo "--- screen ---"; screen || true; exit 1; }
 # waitfor TEXT: until the console shows TEXT (10 s).
 waitfor() {
@@ -41,7 +47,7 @@ waitexit() {
 	fail "agent $1 still waiting"
 }
 
-tm new-session -d -s e2e -x 100 -y 30 -e SLUICE_SPOOL="$SLUICE_SPOOL" -e SLUICE_AUDIT="$SLUICE_AUDIT" \
+newsession -d -s e2e -x 100 -y 30 -e SLUICE_SPOOL="$SLUICE_SPOOL" -e SLUICE_AUDIT="$SLUICE_AUDIT" \
 	-e HOME="$HOME" -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" -e SLUICE_POLICY="$SLUICE_POLICY" -e TERM=xterm-256color \
 	"cd $work/project && $sluice console; echo console-exited=\$?; sleep 30"
 waitfor "Queue (0)"
@@ -113,7 +119,7 @@ n=$("$sluice" audit tail -n 100 --json | grep -c '"event":"approved"')
 [ "$n" -eq 2 ] || fail "audit log has $n approved events, want 2 (printf and stty)"
 # Restart: History comes back from the audit log.
 tm kill-session -t e2e
-tm new-session -d -s e2e -x 100 -y 30 -e SLUICE_SPOOL="$SLUICE_SPOOL" -e SLUICE_AUDIT="$SLUICE_AUDIT" \
+newsession -d -s e2e -x 100 -y 30 -e SLUICE_SPOOL="$SLUICE_SPOOL" -e SLUICE_AUDIT="$SLUICE_AUDIT" \
 	-e HOME="$HOME" -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" -e SLUICE_POLICY="$SLUICE_POLICY" -e TERM=xterm-256color \
 	"cd $work/project && $sluice console; echo console-exited=\$?; sleep 30"
 waitfor "Queue (0)"
@@ -158,7 +164,7 @@ waitfor "console-exited=0"
 # project never seen gets the policy that loaded at start (printf denied),
 # not a question for everything.
 tm kill-session -t e2e
-tm new-session -d -s e2e -x 80 -y 24 -e SLUICE_SPOOL="$SLUICE_SPOOL" -e SLUICE_AUDIT="$SLUICE_AUDIT" \
+newsession -d -s e2e -x 80 -y 24 -e SLUICE_SPOOL="$SLUICE_SPOOL" -e SLUICE_AUDIT="$SLUICE_AUDIT" \
 	-e HOME="$HOME" -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" -e SLUICE_POLICY="$SLUICE_POLICY" -e TERM=xterm-256color \
 	"cd $work/project && $sluice console; echo console-exited=\$?; sleep 30"
 waitfor "Queue (0)"
