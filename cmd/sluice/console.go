@@ -77,8 +77,8 @@ load, or an unsafe path.
 
 func cmdConsole(args []string, std stdio, g *globals) int {
 	fs := newFlags("console", "[--policy FILE] [--audit FILE] [--theme NAME] [--demo | --hub URL [--hub-creds FILE]]", consoleHelp, std, g)
-	var ef engineFlags
-	ef.register(fs)
+	a := newApp(g)
+	a.registerEngine(fs)
 	theme := fs.String("theme", "", "colour `THEME`: auto, dark, light, high-contrast, mono, or a user theme (default [console] theme in config.toml, else auto)")
 	demo := fs.Bool("demo", false, "run on a temporary spool with a built-in fake agent")
 	hubURL := fs.String("hub", "", "be the console of a fleet: every box's requests from the hub at `URL` (nats://HOST:PORT; see 'sluice hub --help')")
@@ -94,7 +94,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		fmt.Fprintln(std.err, "sluice console: needs a terminal (run it in a terminal, a tmux pane or an ssh -t session); for a headless engine use 'sluice serve'")
 		return exitUsage
 	}
-	cfg, err := loadConfig(g.config)
+	cfg, err := a.config()
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice console: %v\n", err)
 		return exitUsage
@@ -109,7 +109,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		switch {
 		case *demo:
 			return usageErr(std, "console", "--demo runs on a temporary spool of its own, not with --hub")
-		case ef.file != "" || ef.audit != "":
+		case a.policyFile != "" || a.auditFile != "":
 			return usageErr(std, "console", "--policy and --audit are each box's own, not the fleet console's (--hub)")
 		}
 		return consoleFleet(std, *hubURL, *hubCreds, styles, auto, cfg)
@@ -124,11 +124,11 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		}
 		defer os.RemoveAll(demoDir)
 		g.spool = filepath.Join(demoDir, "spool")
-		ef.audit = filepath.Join(demoDir, "audit.jsonl")
+		a.auditFile = filepath.Join(demoDir, "audit.jsonl")
 		// A rule added with A goes here, not into the person's own
 		// policy file.
-		ef.file = filepath.Join(demoDir, "policy.toml")
-		if err := os.WriteFile(ef.file, []byte("# sluice console --demo: rules added with A land here, and go with the demo\n"), 0o600); err != nil {
+		a.policyFile = filepath.Join(demoDir, "policy.toml")
+		if err := os.WriteFile(a.policyFile, []byte("# sluice console --demo: rules added with A land here, and go with the demo\n"), 0o600); err != nil {
 			fmt.Fprintf(std.err, "sluice console: demo: %v\n", err)
 			return exitFail
 		}
@@ -137,23 +137,21 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 			return exitFail
 		}
 	}
-	sp, err := g.openSpool()
+	sp, err := a.spool()
 	if err != nil {
 		return spoolErr(std, "console", err)
 	}
 	shared := sp.Serving() // before this console's own engine joins
-	eng, log, err := ef.engine(sp, cfg, nil)
+	eng, err := a.engine()
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice console: %v\n", err)
 		return engineErrExit(err)
 	}
-	defer log.Close()
-	defer eng.Runner.(*exec.Actor).Runner.Close() // the cgroups kept for reuse
-	actor := eng.Runner.(*exec.Actor)
-	judge := eng.Judge.(*policy.Judge)
+	defer a.close()
+	actor, judge, log := a.actor, a.judge, a.log
 	sbText, sbOff := sandboxStatus(actor.Runner.Confine)
 
-	rules := &consoleRules{judge: judge, file: ef.userPolicyFile(), trust: judge.Trusts, rec: log,
+	rules := &consoleRules{judge: judge, file: a.userPolicyFile(), trust: judge.Trusts, rec: log,
 		actor: loginName(), trustOf: cfg.Console.trustMinutes()}
 	undoer := &consoleUndo{st: cfg.checkpointStore(), logPath: log.Path(), rec: log, actor: loginName()}
 	if undoer.st == nil {
@@ -178,7 +176,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 			},
 		},
 		Trusts:     tui.TrustFuncs{Trust: rules.trustRule, List: rules.trusts},
-		PolicyFile: homeShort(ef.userPolicyFile()),
+		PolicyFile: homeShort(a.userPolicyFile()),
 		Undo:       tui.UndoFuncs{Note: actor.CheckpointNote, Plan: undoer.plan, Apply: undoer.apply},
 		Demo:       *demo,
 		Ctx:        runCtx,
@@ -199,7 +197,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	go watchSpoolWritable(serveCtx, sp, m.SpoolProblem)
 	cw := &configWatch{flagValue: g.config,
 		apply: func(old, nw *config) {
-			ef.reconfigure(nw)
+			a.reconfigure(nw)
 			sb, off := sandboxStatus(actor.Runner.Confinement())
 			m.Reconfigured(tui.Settings{Bell: nw.Console.Bell == nil || *nw.Console.Bell,
 				Notify: nw.Console.Notify == nil || *nw.Console.Notify, Grace: nw.Console.Grace,
@@ -258,17 +256,6 @@ func pickTheme(flagValue, configValue string) (*themes.Styles, bool, error) {
 	dir := filepath.Join(filepath.Dir(defaultPolicyFile()), "themes")
 	st, err := themes.Load(name, dir)
 	return st, false, err
-}
-
-// userPolicyFile is the policy file rules are added to.
-func (ef *engineFlags) userPolicyFile() string {
-	if ef.file != "" {
-		return ef.file
-	}
-	if env := os.Getenv("SLUICE_POLICY"); env != "" {
-		return env
-	}
-	return defaultPolicyFile()
 }
 
 // previewer computes a file request's diff against the files as they are.
