@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"github.com/sluice-dev/sluice/change"
-	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -48,8 +47,8 @@ not run; 1 no such request or not confirmed; 2 usage; 130/143 interrupted.
 
 func cmdApprove(args []string, std stdio, g *globals) int {
 	fs := newFlags("approve", "[--policy FILE] [--audit FILE] [--unconfined] [--yes] [--digest SHA256] [--as NAME] ID", approveHelp, std, g)
-	var ef engineFlags
-	ef.register(fs)
+	a := newApp(g)
+	a.registerEngine(fs)
 	unconfined := fs.Bool("unconfined", false, "run the command WITHOUT its confinement (it can read your secrets, write anywhere, use the network); audited as unconfined")
 	yes := fs.Bool("yes", false, "apply a file change without showing its diff and asking")
 	digest := fs.String("digest", "", "approve only the request file with this `SHA256` (hex)")
@@ -61,12 +60,11 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 	if len(ids) != 1 {
 		return usageErr(std, "approve", "give one request ID (see 'sluice ls')")
 	}
-	cfg, err := loadConfig(g.config)
-	if err != nil {
+	if _, err := a.config(); err != nil {
 		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
 		return exitUsage
 	}
-	sp, err := g.openSpool()
+	sp, err := a.spool()
 	if err != nil {
 		return spoolErr(std, "approve", err)
 	}
@@ -81,15 +79,15 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 	}
 	// What goes wrong while the approved request is carried out (its
 	// result cannot be written yet: a full disk) is said as it happens.
-	eng, log, err := ef.engine(sp, cfg, func(format string, args ...any) {
+	a.logf = func(format string, args ...any) {
 		fmt.Fprintf(std.err, "sluice approve: %s\n", show(fmt.Sprintf(format, args...)))
-	})
+	}
+	eng, err := a.engine()
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
 		return engineErrExit(err)
 	}
-	defer log.Close()
-	defer eng.Runner.(*exec.Actor).Runner.Close() // the cgroups kept for reuse
+	defer a.close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	// Say what runs: it is what the claimed file holds, which is what the

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -184,7 +182,7 @@ func (p *tailPrinter) print(l audit.Line) error {
 			fmt.Fprintf(p.std.err, "sluice audit tail: byte %d: not an event (torn by a crash, or edited); left out; run 'sluice audit verify'\n", l.Offset)
 			return nil
 		}
-		_, err := p.w.Write(append(jsonSafe(l.Raw), '\n'))
+		_, err := p.w.Write(append(queue.JSONSafe(l.Raw), '\n'))
 		return err
 	}
 	if !p.header {
@@ -220,7 +218,7 @@ func (p *tailPrinter) cut(s string) string {
 	if p.width <= 0 {
 		return s
 	}
-	return clipEscaped(s, max(p.width-48, 20))
+	return queue.ClipEscaped(s, max(p.width-48, 20))
 }
 
 // eventSummary is what the COMMAND column shows: raw log text, to escape.
@@ -240,82 +238,6 @@ func eventSummary(ev *queue.Event) string {
 		return "request " + ev.ID
 	}
 	return "-"
-}
-
-// clipEscaped shortens s, the output of queue.Printable, to n runes,
-// marking the cut, and never cuts an escape (\x1b, \u{202e}) in two.
-func clipEscaped(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	limit := n - 1 // room for the mark
-	i := 0
-	for i < len(r) {
-		step := 1
-		if r[i] == '\\' && i+1 < len(r) {
-			switch r[i+1] {
-			case 'x':
-				step = 4
-			case 'u':
-				step = 2
-				for i+step < len(r) && r[i+step-1] != '}' {
-					step++
-				}
-			default:
-				step = 2
-			}
-		}
-		if i+step > limit {
-			break
-		}
-		i += step
-	}
-	return strings.TrimRight(string(r[:i]), " ") + "…"
-}
-
-// jsonSafe returns a JSON line with every character a terminal would act
-// on written as a \u escape: the same JSON value, safe to print. Lines
-// sluice wrote hold no raw control characters (encoding/json escapes them),
-// but DEL, C1 controls and bidi or invisible format characters pass
-// through encoding/json as they are.
-func jsonSafe(raw []byte) []byte {
-	clean := true
-	for _, c := range raw {
-		if c < 0x20 || c >= 0x7f {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return raw
-	}
-	out := make([]byte, 0, len(raw)+32)
-	for s := string(raw); len(s) > 0; {
-		r, size := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && size <= 1: // not UTF-8: JSON cannot hold it
-			out = append(out, `\ufffd`...)
-		case r < 0x80 && (r < 0x20 || r == 0x7f):
-			out = fmt.Appendf(out, `\u%04x`, r)
-		case r < 0x80:
-			out = append(out, byte(r))
-		case isPrintable(s[:size]):
-			out = append(out, s[:size]...)
-		case r > 0xffff:
-			hi, lo := utf16.EncodeRune(r)
-			out = fmt.Appendf(out, `\u%04x\u%04x`, hi, lo)
-		default:
-			out = fmt.Appendf(out, `\u%04x`, r)
-		}
-		s = s[size:]
-	}
-	return out
-}
-
-func isPrintable(s string) bool {
-	_, ok := queue.Printable(s)
-	return ok
 }
 
 // termWidth is the width of the terminal w writes to, else $COLUMNS, else

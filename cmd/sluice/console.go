@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -19,7 +17,6 @@ import (
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
-	"github.com/sluice-dev/sluice/themes"
 	"github.com/sluice-dev/sluice/tui"
 )
 
@@ -77,8 +74,8 @@ load, or an unsafe path.
 
 func cmdConsole(args []string, std stdio, g *globals) int {
 	fs := newFlags("console", "[--policy FILE] [--audit FILE] [--theme NAME] [--demo | --hub URL [--hub-creds FILE]]", consoleHelp, std, g)
-	var ef engineFlags
-	ef.register(fs)
+	a := newApp(g)
+	a.registerEngine(fs)
 	theme := fs.String("theme", "", "colour `THEME`: auto, dark, light, high-contrast, mono, or a user theme (default [console] theme in config.toml, else auto)")
 	demo := fs.Bool("demo", false, "run on a temporary spool with a built-in fake agent")
 	hubURL := fs.String("hub", "", "be the console of a fleet: every box's requests from the hub at `URL` (nats://HOST:PORT; see 'sluice hub --help')")
@@ -94,7 +91,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		fmt.Fprintln(std.err, "sluice console: needs a terminal (run it in a terminal, a tmux pane or an ssh -t session); for a headless engine use 'sluice serve'")
 		return exitUsage
 	}
-	cfg, err := loadConfig(g.config)
+	cfg, err := a.config()
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice console: %v\n", err)
 		return exitUsage
@@ -109,7 +106,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		switch {
 		case *demo:
 			return usageErr(std, "console", "--demo runs on a temporary spool of its own, not with --hub")
-		case ef.file != "" || ef.audit != "":
+		case a.policyFile != "" || a.auditFile != "":
 			return usageErr(std, "console", "--policy and --audit are each box's own, not the fleet console's (--hub)")
 		}
 		return consoleFleet(std, *hubURL, *hubCreds, styles, auto, cfg)
@@ -124,11 +121,11 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 		}
 		defer os.RemoveAll(demoDir)
 		g.spool = filepath.Join(demoDir, "spool")
-		ef.audit = filepath.Join(demoDir, "audit.jsonl")
+		a.auditFile = filepath.Join(demoDir, "audit.jsonl")
 		// A rule added with A goes here, not into the person's own
 		// policy file.
-		ef.file = filepath.Join(demoDir, "policy.toml")
-		if err := os.WriteFile(ef.file, []byte("# sluice console --demo: rules added with A land here, and go with the demo\n"), 0o600); err != nil {
+		a.policyFile = filepath.Join(demoDir, "policy.toml")
+		if err := os.WriteFile(a.policyFile, []byte("# sluice console --demo: rules added with A land here, and go with the demo\n"), 0o600); err != nil {
 			fmt.Fprintf(std.err, "sluice console: demo: %v\n", err)
 			return exitFail
 		}
@@ -137,23 +134,21 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 			return exitFail
 		}
 	}
-	sp, err := g.openSpool()
+	sp, err := a.spool()
 	if err != nil {
 		return spoolErr(std, "console", err)
 	}
 	shared := sp.Serving() // before this console's own engine joins
-	eng, log, err := ef.engine(sp, cfg, nil)
+	eng, err := a.engine()
 	if err != nil {
 		fmt.Fprintf(std.err, "sluice console: %v\n", err)
 		return engineErrExit(err)
 	}
-	defer log.Close()
-	defer eng.Runner.(*exec.Actor).Runner.Close() // the cgroups kept for reuse
-	actor := eng.Runner.(*exec.Actor)
-	judge := eng.Judge.(*policy.Judge)
+	defer a.close()
+	actor, judge, log := a.actor, a.judge, a.log
 	sbText, sbOff := sandboxStatus(actor.Runner.Confine)
 
-	rules := &consoleRules{judge: judge, file: ef.userPolicyFile(), trust: judge.Trusts, rec: log,
+	rules := &consoleRules{judge: judge, file: a.userPolicyFile(), trust: judge.Trusts, rec: log,
 		actor: loginName(), trustOf: cfg.Console.trustMinutes()}
 	undoer := &consoleUndo{st: cfg.checkpointStore(), logPath: log.Path(), rec: log, actor: loginName()}
 	if undoer.st == nil {
@@ -178,7 +173,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 			},
 		},
 		Trusts:     tui.TrustFuncs{Trust: rules.trustRule, List: rules.trusts},
-		PolicyFile: homeShort(ef.userPolicyFile()),
+		PolicyFile: homeShort(a.userPolicyFile()),
 		Undo:       tui.UndoFuncs{Note: actor.CheckpointNote, Plan: undoer.plan, Apply: undoer.apply},
 		Demo:       *demo,
 		Ctx:        runCtx,
@@ -199,7 +194,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	go watchSpoolWritable(serveCtx, sp, m.SpoolProblem)
 	cw := &configWatch{flagValue: g.config,
 		apply: func(old, nw *config) {
-			ef.reconfigure(nw)
+			a.reconfigure(nw)
 			sb, off := sandboxStatus(actor.Runner.Confinement())
 			m.Reconfigured(tui.Settings{Bell: nw.Console.Bell == nil || *nw.Console.Bell,
 				Notify: nw.Console.Notify == nil || *nw.Console.Notify, Grace: nw.Console.Grace,
@@ -232,45 +227,6 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	return exitOK
 }
 
-// consoleOptions is o with what every console takes from the person's
-// settings: the theme, the name, the grace period, bell, notifications.
-func consoleOptions(styles *themes.Styles, auto bool, cfg *config, o tui.Options) tui.Options {
-	o.Styles, o.AutoTheme, o.Actor, o.Grace = styles, auto, loginName(), cfg.Console.Grace
-	o.Bell = cfg.Console.Bell == nil || *cfg.Console.Bell
-	o.Notify = cfg.Console.Notify == nil || *cfg.Console.Notify
-	o.Tmux = os.Getenv("TMUX") != ""
-	return o
-}
-
-// pickTheme chooses the styles: NO_COLOR wins, then --theme, then the
-// config, then the terminal's background (auto).
-func pickTheme(flagValue, configValue string) (*themes.Styles, bool, error) {
-	if os.Getenv("NO_COLOR") != "" {
-		return themes.Mono(), false, nil
-	}
-	name := flagValue
-	if name == "" {
-		name = configValue
-	}
-	if name == "" || name == "auto" {
-		return themes.Default(true), true, nil
-	}
-	dir := filepath.Join(filepath.Dir(defaultPolicyFile()), "themes")
-	st, err := themes.Load(name, dir)
-	return st, false, err
-}
-
-// userPolicyFile is the policy file rules are added to.
-func (ef *engineFlags) userPolicyFile() string {
-	if ef.file != "" {
-		return ef.file
-	}
-	if env := os.Getenv("SLUICE_POLICY"); env != "" {
-		return env
-	}
-	return defaultPolicyFile()
-}
-
 // previewer computes a file request's diff against the files as they are.
 func previewer(a *exec.Actor) func(*queue.Request) (string, error) {
 	return func(req *queue.Request) (string, error) {
@@ -279,56 +235,5 @@ func previewer(a *exec.Actor) func(*queue.Request) (string, error) {
 			jail = a.Jail(req.Cwd)
 		}
 		return change.Preview(req, jail)
-	}
-}
-
-// homeShort writes a path under the home directory as ~/….
-func homeShort(p string) string {
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" || home == "/" {
-		return p
-	}
-	if p == home {
-		return "~"
-	}
-	if rest, ok := strings.CutPrefix(p, home+"/"); ok {
-		return "~/" + rest
-	}
-	return p
-}
-
-// watchSpoolWritable tells the console, at once and then whenever it
-// changes, whether the spool can be written (a read-only or full file
-// system: nothing can be claimed nor answered), looking every 2 s until
-// ctx ends, so that the header clears by itself once it is fixed.
-func watchSpoolWritable(ctx context.Context, sp *queue.Spool, tell func(error)) {
-	last := ""
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	for {
-		err := sp.CheckWritable()
-		now := ""
-		switch {
-		case err == nil:
-		case errors.Is(err, syscall.EROFS):
-			now = "READ-ONLY: remount " + sp.Dir() + " read-write"
-		case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-			now = "FULL: free space in " + sp.Dir()
-		default:
-			now = "NOT WRITABLE: " + err.Error()
-		}
-		if now != last {
-			last = now
-			if now == "" {
-				tell(nil)
-			} else {
-				tell(errors.New(now))
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
 	}
 }

@@ -34,12 +34,12 @@ func TestEngineProtectsItsOwnFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ef := engineFlags{audit: auditFile}
-	eng, log, err := ef.engine(sp, cfg, nil)
+	a := &app{cfg: cfg, sp: sp, auditFile: auditFile}
+	eng, err := a.engine()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer log.Close()
+	defer a.close()
 	proj := filepath.Join(dir, "proj")
 	for _, target := range []string{auditFile, cfgFile, filepath.Join(dir, "xdg", "sluice", "themes", "dark.toml"), filepath.Join(sp.Dir(), "out", "x.json")} {
 		now := time.Now().UTC()
@@ -63,8 +63,8 @@ func TestPolicyInSpoolRefused(t *testing.T) {
 	if err := os.WriteFile(planted, []byte("[defaults]\nhost_escape_risk = \"allow\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ef := engineFlags{policyFlags: policyFlags{file: planted}, audit: filepath.Join(dir, "audit.jsonl")}
-	if _, _, err := ef.engine(sp, &config{}, nil); err == nil || !strings.Contains(err.Error(), "inside the spool") {
+	a := &app{cfg: &config{}, sp: sp, policyFile: planted, auditFile: filepath.Join(dir, "audit.jsonl")}
+	if _, err := a.engine(); err == nil || !strings.Contains(err.Error(), "inside the spool") {
 		t.Fatalf("got %v, want the policy inside the spool refused", err)
 	}
 }

@@ -252,7 +252,7 @@ func writeJSON(w io.Writer, v any) {
 	out := make([]byte, 0, buf.Len())
 	for _, line := range bytes.SplitAfter(buf.Bytes(), []byte("\n")) {
 		body := bytes.TrimSuffix(line, []byte("\n"))
-		out = append(out, jsonSafe(body)...)
+		out = append(out, queue.JSONSafe(body)...)
 		if len(body) < len(line) {
 			out = append(out, '\n')
 		}
