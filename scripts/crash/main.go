@@ -11,8 +11,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"os"
 
 	"github.com/sluice-dev/sluice/internal/e2e"
 )
@@ -36,22 +34,5 @@ func main() {
 	flag.IntVar(&o.MaxAuto, "max-auto", 0, "pass --max-auto `N` to sluice serve (default: its own)")
 	flag.DurationVar(&o.ApprovePoll, "approve-poll", o.ApprovePoll, "how often the approver runs 'sluice ls --json'")
 	flag.BoolVar(&o.Verbose, "v", false, "log every kill")
-	quick := flag.Bool("quick", false, "a smoke test: 20 kills, 6 writers")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "crash: takes no arguments")
-		os.Exit(2)
-	}
-	if *quick {
-		o = o.Quick()
-	}
-	if err := o.Valid(); err != nil {
-		fmt.Fprintln(os.Stderr, "crash: bad flags:", err)
-		os.Exit(2)
-	}
-	failed, _ := e2e.Crash(o)
-	e2e.Cleanup()
-	if len(failed) > 0 {
-		os.Exit(1)
-	}
+	e2e.Main("crash", "a smoke test: 20 kills, 6 writers", &o, e2e.Crash)
 }

@@ -11,25 +11,15 @@ package main
 
 import (
 	"flag"
-	"os"
 
 	"github.com/sluice-dev/sluice/internal/e2e"
 )
 
 func main() {
 	o := e2e.CrashHubDefaults()
-	quick := flag.Bool("quick", false, "8 kills (a smoke run)")
 	flag.IntVar(&o.Kills, "kills", o.Kills, "kills of the hub or a box")
 	flag.IntVar(&o.Writers, "writers", o.Writers, "agents asking on each box at once")
 	flag.Uint64Var(&o.Seed, "seed", 0, "random seed (0: from the clock)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the directory")
-	flag.Parse()
-	if *quick {
-		o = o.Quick()
-	}
-	failed, _ := e2e.CrashHub(o)
-	e2e.Cleanup()
-	if len(failed) > 0 {
-		os.Exit(1)
-	}
+	e2e.Main("crashhub", "8 kills (a smoke run)", &o, e2e.CrashHub)
 }

@@ -11,8 +11,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"os"
 
 	"github.com/sluice-dev/sluice/internal/e2e"
 )
@@ -33,22 +31,5 @@ func main() {
 	flag.BoolVar(&o.Keep, "keep", false, "keep the temporary directory (it is always kept when a check fails)")
 	flag.BoolVar(&o.DiskSpool, "disk-spool", false, "put the spool beside the rest, not on /dev/shm")
 	flag.Uint64Var(&o.Seed, "seed", o.Seed, "seed for the order of each agent's mix")
-	quick := flag.Bool("quick", false, "a smoke test: 8 agents x 20 requests")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "load: takes no arguments")
-		os.Exit(2)
-	}
-	if *quick {
-		o = o.Quick()
-	}
-	if err := o.Valid(); err != nil {
-		fmt.Fprintln(os.Stderr, "load: bad flags:", err)
-		os.Exit(2)
-	}
-	failed, _ := e2e.Load(o)
-	e2e.Cleanup()
-	if len(failed) > 0 {
-		os.Exit(1)
-	}
+	e2e.Main("load", "a smoke test: 8 agents x 20 requests", &o, e2e.Load)
 }
