@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,18 @@ type Failures []string
 
 // Addf adds a failure.
 func (f *Failures) Addf(format string, args ...any) { *f = append(*f, fmt.Sprintf(format, args...)) }
+
+// Print writes the first most failures to out, each on a line of its own
+// behind bullet, then how many more there are.
+func (f Failures) Print(out io.Writer, most int, bullet string) {
+	for i, v := range f {
+		if i == most {
+			fmt.Fprintf(out, "  ... and %d more\n", len(f)-most)
+			break
+		}
+		fmt.Fprintln(out, bullet+v)
+	}
+}
 
 // Spool is a spool as the checks read it, once its writers and engines
 // are done.

@@ -247,13 +247,7 @@ func setupCrash(o CrashOptions) (*crashRun, error) {
 	if err := os.WriteFile(h.mark, nil, 0o644); err != nil {
 		return h, err
 	}
-	if h.bin = o.Bin; h.bin == "" {
-		dir, err := Programs()
-		if err != nil {
-			return h, err
-		}
-		h.bin = filepath.Join(dir, "sluice")
-	} else if h.bin, err = filepath.Abs(h.bin); err != nil {
+	if h.bin, err = sluiceProgram(o.Bin); err != nil {
 		return h, err
 	}
 	policyFile := filepath.Join(work, "policy.toml")
@@ -280,15 +274,7 @@ command = "echo deny *"
 			return h, err
 		}
 	}
-	env := []string{}
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "SLUICE_") || strings.HasPrefix(k, "XDG_") || k == "HOME" || k == "NO_COLOR" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	h.env = append(env,
+	h.env = append(scrubbedEnv("NO_COLOR"),
 		"SLUICE_SPOOL="+h.spool,
 		"SLUICE_AUDIT="+h.auditPath,
 		"SLUICE_POLICY="+policyFile,
@@ -348,11 +334,7 @@ func crashCommand(kind, sleep string) string {
 
 // startEngine starts 'sluice serve', in a process group of its own.
 func (h *crashRun) startEngine() (*Proc, error) {
-	args := []string{"serve"}
-	if h.o.MaxAuto > 0 {
-		args = append(args, "--max-auto", fmt.Sprint(h.o.MaxAuto))
-	}
-	cmd := h.command(context.Background(), args...)
+	cmd := h.command(context.Background(), serveArgs(h.o.MaxAuto)...)
 	cmd.Stdout, cmd.Stderr = h.serveLog, h.serveLog
 	e, err := Launch("sluice serve", cmd)
 	if err != nil {
@@ -800,11 +782,5 @@ func (h *crashRun) report(total time.Duration) {
 		return
 	}
 	fmt.Fprintf(out, "FAILED: %d violations\n", len(h.violations))
-	for i, v := range h.violations {
-		if i == 50 {
-			fmt.Fprintf(out, "  ... and %d more\n", len(h.violations)-50)
-			break
-		}
-		fmt.Fprintln(out, "  - "+v)
-	}
+	h.violations.Print(out, 50, "  - ")
 }

@@ -259,24 +259,11 @@ func setupLoad(o LoadOptions) (*loadRun, error) {
 	if err := os.WriteFile(policyFile, []byte(loadPolicy), 0o600); err != nil {
 		return r, err
 	}
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == "HOME" || strings.HasPrefix(k, "XDG_") || strings.HasPrefix(k, "SLUICE_") || k == "TMUX" {
-			continue
-		}
-		r.env = append(r.env, kv)
-	}
-	r.env = append(r.env, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(root, "config"),
+	r.env = append(scrubbedEnv("TMUX"), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(root, "config"),
 		"XDG_STATE_HOME="+filepath.Join(root, "state"), "XDG_CACHE_HOME="+filepath.Join(root, "cache"),
 		"XDG_DATA_HOME="+filepath.Join(root, "data"), "XDG_RUNTIME_DIR="+runtimeDir,
 		"SLUICE_SPOOL="+r.spool, "SLUICE_AUDIT="+r.audit, "SLUICE_POLICY="+policyFile)
-	if r.bin = o.Bin; r.bin == "" {
-		dir, err := Programs()
-		if err != nil {
-			return r, err
-		}
-		r.bin = filepath.Join(dir, "sluice")
-	} else if r.bin, err = filepath.Abs(r.bin); err != nil {
+	if r.bin, err = sluiceProgram(o.Bin); err != nil {
 		return r, err
 	}
 	// The policy must load as written: a typo would make the mix wrong.
@@ -357,11 +344,7 @@ func (r *loadRun) agent(ctx context.Context, a int, out []loadSample, done *atom
 
 // startServe starts the engine and waits until it watches the spool.
 func (r *loadRun) startServe() (*Proc, error) {
-	args := []string{"serve"}
-	if r.o.MaxAuto > 0 {
-		args = append(args, "--max-auto", fmt.Sprint(r.o.MaxAuto))
-	}
-	g, err := Launch("sluice serve", r.command(context.Background(), args...))
+	g, err := Launch("sluice serve", r.command(context.Background(), serveArgs(r.o.MaxAuto)...))
 	if err != nil {
 		return nil, err
 	}
@@ -707,13 +690,7 @@ func (r *loadRun) print() {
 		return
 	}
 	fmt.Fprintf(out, "\nVIOLATIONS (%d):\n", len(r.violations))
-	for i, v := range r.violations {
-		if i == 30 {
-			fmt.Fprintf(out, "  ... and %d more\n", len(r.violations)-30)
-			break
-		}
-		fmt.Fprintf(out, "  %s\n", v)
-	}
+	r.violations.Print(out, 30, "  ")
 }
 
 // latencyRow prints the percentiles of ds (nearest rank).

@@ -6,6 +6,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -82,4 +83,42 @@ func build(dir string) error {
 		return fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
 	}
 	return nil
+}
+
+// sluiceProgram is the sluice a harness runs: bin made absolute, or, when
+// bin is "", the one in Programs.
+func sluiceProgram(bin string) (string, error) {
+	if bin != "" {
+		return filepath.Abs(bin)
+	}
+	dir, err := Programs()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "sluice"), nil
+}
+
+// scrubbedEnv is this process's environment without what would lead a
+// harness's sluice to the caller's own spool, log, policy or settings:
+// HOME, XDG_*, SLUICE_* and the keys named.
+func scrubbedEnv(keys ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "HOME" || strings.HasPrefix(k, "XDG_") || strings.HasPrefix(k, "SLUICE_") || slices.Contains(keys, k) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// serveArgs are 'sluice serve's arguments with --max-auto maxAuto, or
+// without it for 0 (the engine's own).
+func serveArgs(maxAuto int) []string {
+	args := []string{"serve"}
+	if maxAuto > 0 {
+		args = append(args, "--max-auto", fmt.Sprint(maxAuto))
+	}
+	return args
 }
