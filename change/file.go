@@ -83,7 +83,9 @@ func Plan(req *queue.Request, jail []string) (*Change, error) {
 	return c, nil
 }
 
-func planWrite(j fileJail, req *queue.Request) (FileChange, error) {
+// current is the file req.Path names, resolved in j, as it is now: its
+// Path, Old, Exists and Mode, with New still empty.
+func current(j fileJail, req *queue.Request) (FileChange, error) {
 	p, err := resolveTarget(j, req.Cwd, req.Path)
 	if err != nil {
 		return FileChange{}, err
@@ -92,20 +94,26 @@ func planWrite(j fileJail, req *queue.Request) (FileChange, error) {
 	if err != nil {
 		return FileChange{}, err
 	}
-	return FileChange{Path: p, Old: old, New: []byte(req.Content), Exists: exists, Mode: mode}, nil
+	return FileChange{Path: p, Old: old, Exists: exists, Mode: mode}, nil
+}
+
+func planWrite(j fileJail, req *queue.Request) (FileChange, error) {
+	fc, err := current(j, req)
+	if err != nil {
+		return FileChange{}, err
+	}
+	fc.New = []byte(req.Content)
+	return fc, nil
 }
 
 func planEdit(j fileJail, req *queue.Request) (FileChange, error) {
-	p, err := resolveTarget(j, req.Cwd, req.Path)
+	fc, err := current(j, req)
 	if err != nil {
 		return FileChange{}, err
 	}
-	old, exists, mode, err := readCurrent(p)
-	if err != nil {
-		return FileChange{}, err
-	}
+	old := fc.Old
 	switch n := strings.Count(string(old), req.OldString); {
-	case !exists:
+	case !fc.Exists:
 		return FileChange{}, fmt.Errorf("exec: edit %s: the file does not exist", req.Path)
 	case req.OldString == "":
 		return FileChange{}, fmt.Errorf("exec: edit %s: old_string is empty", req.Path)
@@ -116,13 +124,12 @@ func planEdit(j fileJail, req *queue.Request) (FileChange, error) {
 	case n > 1 && !req.ReplaceAll:
 		return FileChange{}, fmt.Errorf("exec: edit %s: old_string occurs %d times; set replace_all or give more context", req.Path, n)
 	}
-	var nw []byte
 	if req.ReplaceAll {
-		nw = bytes.ReplaceAll(old, []byte(req.OldString), []byte(req.NewString))
+		fc.New = bytes.ReplaceAll(old, []byte(req.OldString), []byte(req.NewString))
 	} else {
-		nw = bytes.Replace(old, []byte(req.OldString), []byte(req.NewString), 1)
+		fc.New = bytes.Replace(old, []byte(req.OldString), []byte(req.NewString), 1)
 	}
-	return FileChange{Path: p, Old: old, New: nw, Exists: true, Mode: mode}, nil
+	return fc, nil
 }
 
 // readCurrent reads the regular file at the resolved path p. A missing file

@@ -55,6 +55,27 @@ func project(t *testing.T) (string, []string) {
 	return dir, []string{dir}
 }
 
+// twoFiles is a project holding main.go and README.md, the two files
+// multiPatch starts from.
+func twoFiles(t *testing.T) (string, []string) {
+	t.Helper()
+	dir, jail := project(t)
+	put(t, filepath.Join(dir, "main.go"), mainGo, 0o644)
+	put(t, filepath.Join(dir, "README.md"), readme, 0o644)
+	return dir, jail
+}
+
+// multiPlanned is twoFiles with multiPatch planned over it.
+func multiPlanned(t *testing.T) (string, []string, *Change) {
+	t.Helper()
+	dir, jail := twoFiles(t)
+	c, err := Plan(patchReq(dir, multiPatch), jail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, jail, c
+}
+
 func put(t *testing.T, path, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -381,13 +402,7 @@ func TestChangedBetweenPlanAndApply(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir, jail := project(t)
-			put(t, filepath.Join(dir, "main.go"), mainGo, 0o644)
-			put(t, filepath.Join(dir, "README.md"), readme, 0o644)
-			c, err := Plan(patchReq(dir, multiPatch), jail)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir, jail, c := multiPlanned(t)
 			tt.meddle(t, dir)
 			before := snapshot(t, dir)
 			if err := c.Apply(jail); !errors.Is(err, ErrChanged) {
@@ -421,13 +436,7 @@ func snapshot(t *testing.T, dir string) string {
 
 func TestApplyTempFileInSameDir(t *testing.T) {
 	t.Parallel()
-	dir, jail := project(t)
-	put(t, filepath.Join(dir, "main.go"), mainGo, 0o644)
-	put(t, filepath.Join(dir, "README.md"), readme, 0o644)
-	c, err := Plan(patchReq(dir, multiPatch), jail)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, jail, c := multiPlanned(t)
 	var temps []string
 	c.hooks = &applyHooks{afterTemp: func(tmp string) {
 		if _, err := os.Stat(tmp); err != nil {
@@ -461,9 +470,7 @@ func TestApplyTempFileInSameDir(t *testing.T) {
 
 func TestApplyRollsBack(t *testing.T) {
 	t.Parallel()
-	dir, jail := project(t)
-	put(t, filepath.Join(dir, "main.go"), mainGo, 0o644)
-	put(t, filepath.Join(dir, "README.md"), readme, 0o644)
+	dir, jail := twoFiles(t)
 	before := snapshot(t, dir)
 	c, err := Plan(patchReq(dir, multiPatch), jail)
 	if err != nil {

@@ -212,9 +212,7 @@ func TestPatchRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir, jail := project(t)
-			put(t, filepath.Join(dir, "main.go"), mainGo, 0o644)
-			put(t, filepath.Join(dir, "README.md"), readme, 0o644)
+			dir, jail := twoFiles(t)
 			before := snapshot(t, dir)
 			_, err := Plan(patchReq(dir, tt.diff), jail)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -273,13 +271,7 @@ func TestDiffGitApply(t *testing.T) {
 	if _, err := osexec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	dir, jail := project(t)
-	put(t, filepath.Join(dir, "main.go"), mainGo, 0o644)
-	put(t, filepath.Join(dir, "README.md"), readme, 0o644)
-	c, err := Plan(patchReq(dir, multiPatch), jail)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, _, c := multiPlanned(t)
 	d := c.Diff()
 	for _, h := range []string{"diff --git a/README.md b/README.md\ndeleted file mode 100644\n--- a/README.md\n+++ /dev/null\n",
 		"diff --git a/docs/usage.md b/docs/usage.md\nnew file mode 100644\n--- /dev/null\n+++ b/docs/usage.md\n",
