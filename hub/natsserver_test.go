@@ -3,7 +3,7 @@ package hub
 import (
 	"bufio"
 	"context"
-
+	"io"
 	"net"
 	"os"
 	osexec "os/exec"
@@ -62,6 +62,24 @@ func natsServer(t *testing.T, st *Store) *natsProc {
 	return p
 }
 
+// watchStderr reads a child's stderr: "" on the channel when a line holds
+// ready, then, when the stream ends, all it read.
+func watchStderr(stderr io.Reader, ready string) <-chan string {
+	out := make(chan string, 1)
+	go func() {
+		var log strings.Builder
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), ready) {
+				out <- ""
+			}
+		}
+		out <- log.String()
+	}()
+	return out
+}
+
 // start runs the server and waits until it says it is ready.
 func (p *natsProc) start() {
 	p.t.Helper()
@@ -76,18 +94,7 @@ func (p *natsProc) start() {
 		p.t.Fatal(err)
 	}
 	p.cmd = cmd
-	ready := make(chan string, 1)
-	go func() {
-		var log strings.Builder
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "Server is ready") {
-				ready <- ""
-			}
-		}
-		ready <- log.String()
-	}()
+	ready := watchStderr(stderr, "Server is ready")
 	select {
 	case out := <-ready:
 		if out != "" {

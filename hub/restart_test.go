@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"os"
@@ -77,18 +76,7 @@ func (p *hubProc) start() {
 		p.t.Fatal(err)
 	}
 	p.cmd, p.done = cmd, make(chan struct{})
-	ready := make(chan string, 1)
-	go func() {
-		var log strings.Builder
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "listening on") {
-				ready <- ""
-			}
-		}
-		ready <- log.String()
-	}()
+	ready := watchStderr(stderr, "listening on")
 	go func(cmd *osexec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(cmd, p.done)
 	select {
 	case out := <-ready:
