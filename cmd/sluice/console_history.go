@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/sluice-dev/sluice/audit"
@@ -58,11 +60,36 @@ func followHistory(ctx context.Context, path string, n int, logged func([]queue.
 // ownSpool passes on the events of spool dir only: one audit log may
 // serve several spools, and a console's History is its own spool's. Lines
 // that name no spool (older ones, undos, trusts) pass.
+//
+// A spool may be named through different paths (a symlinked parent): a
+// name is compared by where it leads, each name resolved once.
 func ownSpool(dir string, logged func([]queue.Event)) func([]queue.Event) {
+	resolve := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return p
+	}
+	own := resolve(dir)
+	var mu sync.Mutex
+	seen := map[string]bool{dir: true, own: true} // name → names this spool
+	mine := func(name string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		is, ok := seen[name]
+		if !ok {
+			if len(seen) > 64 {
+				seen = map[string]bool{dir: true, own: true}
+			}
+			is = resolve(name) == own
+			seen[name] = is
+		}
+		return is
+	}
 	return func(evs []queue.Event) {
 		kept := evs[:0:0]
 		for _, ev := range evs {
-			if ev.Spool == "" || ev.Spool == dir {
+			if ev.Spool == "" || mine(ev.Spool) {
 				kept = append(kept, ev)
 			}
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -99,5 +100,32 @@ func TestHistoryOwnSpool(t *testing.T) {
 	})
 	if len(got) != 2 || got[0] != "make mine" || got[1] != "make older" {
 		t.Errorf("History got %q, want the own spool's and the unnamed", got)
+	}
+}
+
+// TestHistoryOwnSpoolThroughALink: the same spool named through a
+// symlinked parent (another engine opened it by that path) is the
+// console's own: its lines show.
+func TestHistoryOwnSpoolThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.MkdirAll(filepath.Join(real, "spool"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	keep := ownSpool(filepath.Join(real, "spool"), func(evs []queue.Event) {
+		for _, ev := range evs {
+			got = append(got, ev.Command)
+		}
+	})
+	keep([]queue.Event{
+		{ID: queue.NewID(), Event: queue.EventApproved, Command: "make via-link", Spool: filepath.Join(dir, "link", "spool")},
+		{ID: queue.NewID(), Event: queue.EventApproved, Command: "make other", Spool: filepath.Join(dir, "other")},
+	})
+	if len(got) != 1 || got[0] != "make via-link" {
+		t.Errorf("History got %q, want the line of the spool named through the link", got)
 	}
 }
