@@ -76,6 +76,29 @@ func approver(t *testing.T, b *Box) func(id string) {
 	}
 }
 
+// askLoop has an agent ask for a run of Loop (beating into "beat", until
+// the file gate exists when gate is not ""), and returns it and the
+// request's id.
+func askLoop(b *Box, gate string) (*Agent, string) {
+	b.T.Helper()
+	cmd := Loop("beat", gate)
+	agent := b.Ask(cmd)
+	return agent, b.IDOf(cmd)
+}
+
+// afterFault checks what every fault case checks once the fault is over:
+// the agent's answer is true, no process of the run is left, the audit
+// log grew by at most maxFaultLines since before, the chain verifies, and
+// a new request is served (approve as servesAgain takes it).
+func afterFault(t *testing.T, b *Box, agent *Agent, id string, before int, what string, approve func(id string)) {
+	t.Helper()
+	b.CheckTold(id, agent.Answer(b))
+	b.NoOrphans(id, "beat")
+	faultLines(t, b, before, what)
+	b.Verify()
+	servesAgain(t, b, approve)
+}
+
 // needCgroup skips a case where runs get no cgroup: there nothing kills
 // what a dead engine's run left running (docs/reliability.md, known
 // limits).
@@ -97,20 +120,13 @@ func TestFaultServeKilled(t *testing.T) {
 	needCgroup(t)
 	b := NewBox(t, BoxOptions{Policy: AllowAll})
 	serve := b.Serve()
-	cmd := Loop("beat", "")
-	agent := b.Ask(cmd)
-	id := b.IDOf(cmd)
+	agent, id := askLoop(b, "")
 	b.WaitMarked(id)
 	before := b.AuditLines()
 
 	serve.Kill()
 	b.Serve()
-	ans := agent.Answer(b)
-	b.CheckTold(id, ans)
-	b.NoOrphans(id, "beat")
-	faultLines(t, b, before, "serve was killed mid-run")
-	b.Verify()
-	servesAgain(t, b, nil)
+	afterFault(t, b, agent, id, before, "serve was killed mid-run", nil)
 }
 
 // TestFaultApproveKilled: the 'sluice approve' running a request a
@@ -122,20 +138,13 @@ func TestFaultApproveKilled(t *testing.T) {
 	needCgroup(t)
 	b := NewBox(t, BoxOptions{Policy: AskAll})
 	b.Serve()
-	cmd := Loop("beat", "")
-	agent := b.Ask(cmd)
-	id := b.IDOf(cmd)
+	agent, id := askLoop(b, "")
 	approve := b.Start("approve", "--yes", id)
 	b.WaitMarked(id)
 	before := b.AuditLines()
 
 	approve.Kill()
-	ans := agent.Answer(b)
-	b.CheckTold(id, ans)
-	b.NoOrphans(id, "beat")
-	faultLines(t, b, before, "sluice approve was killed mid-run")
-	b.Verify()
-	servesAgain(t, b, approver(t, b))
+	afterFault(t, b, agent, id, before, "sluice approve was killed mid-run", approver(t, b))
 }
 
 // fleet is a hub and one box "b1" bridged to it ('sluice serve --hub'),
@@ -194,9 +203,7 @@ func outcome(t *testing.T, h *Hub, id string) *hub.Outcome {
 func TestFaultBridgeKilled(t *testing.T) {
 	needCgroup(t)
 	h, b, serve := fleet(t)
-	cmd := Loop("beat", "")
-	agent := b.Ask(cmd)
-	id := b.IDOf(cmd)
+	agent, id := askLoop(b, "")
 	h.WaitListed("b1", id)
 	person := h.StartSluice("hub", "approve", "b1/"+id, "--yes")
 	b.WaitMarked(id)
@@ -237,9 +244,7 @@ func TestFaultBridgeKilled(t *testing.T) {
 func TestFaultHubKilled(t *testing.T) {
 	slow(t)
 	h, b, _ := fleet(t)
-	cmd := Loop("beat", "gate")
-	agent := b.Ask(cmd)
-	id := b.IDOf(cmd)
+	agent, id := askLoop(b, "gate")
 	h.WaitListed("b1", id)
 	person := h.StartSluice("hub", "approve", "b1/"+id, "--yes")
 	b.WaitMarked(id)
@@ -415,9 +420,7 @@ func heldResult(t *testing.T, b *Box, agent *Agent, before int) {
 // is space.
 func TestFaultFullAtResult(t *testing.T) {
 	fs, b, serve := fullSpool(t, AllowAll)
-	cmd := Loop("beat", "gate")
-	agent := b.Ask(cmd)
-	id := b.IDOf(cmd)
+	agent, id := askLoop(b, "gate")
 	b.WaitMarked(id)
 	free := Fill(t, fs)
 	before := b.AuditLines()
@@ -442,9 +445,7 @@ func TestFaultFullAtResult(t *testing.T) {
 // (done, exit 0), not "stopped" and never "not run".
 func TestFaultFullAtResultServeKilled(t *testing.T) {
 	fs, b, serve := fullSpool(t, AllowAll)
-	cmd := Loop("beat", "gate")
-	agent := b.Ask(cmd)
-	id := b.IDOf(cmd)
+	agent, id := askLoop(b, "gate")
 	b.WaitMarked(id)
 	free := Fill(t, fs)
 	before := b.AuditLines()
@@ -453,12 +454,7 @@ func TestFaultFullAtResultServeKilled(t *testing.T) {
 	serve.Kill()
 	free()
 	b.Serve()
-	ans := agent.Answer(b)
-	b.CheckTold(id, ans)
-	b.NoOrphans(id, "beat")
-	faultLines(t, b, before, "the disk was full and serve was killed")
-	b.Verify()
-	servesAgain(t, b, nil)
+	afterFault(t, b, agent, id, before, "the disk was full and serve was killed", nil)
 }
 
 // TestFaultReadOnlyWhileWaiting: the file system of the spool and the
