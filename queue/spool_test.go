@@ -906,6 +906,27 @@ func (l *ledger) LastRun(req *Request) (*Event, error) {
 	return nil, nil
 }
 
+// deadActor is a spool whose actor died holding three claims: one never
+// started, one started and not ended, one ended (exit code code, decided
+// by actor) whose result was lost; the audit log (the ledger) says so.
+func deadActor(t *testing.T, code int, actor string) (sp *Spool, l *ledger, never, started, ended *Request) {
+	t.Helper()
+	sp = newSpool(t)
+	l = &ledger{}
+	sp.Recorder = l
+	never, started, ended = execReq("make lint"), execReq("terraform apply"), execReq("go test ./...")
+	for _, r := range []*Request{never, started, ended} {
+		mustDo(t, sp.Submit(r))
+		c, err := sp.Claim(r.ID, time.Now())
+		mustDo(t, err)
+		c.Close() // its actor died
+	}
+	mustDo(t, l.Record(Event{ID: started.ID, Event: EventStarted}))
+	mustDo(t, l.Record(Event{ID: ended.ID, Event: EventStarted}))
+	mustDo(t, l.Record(Event{ID: ended.ID, Event: EventFinished, Status: StatusDone, ExitCode: &code, Actor: actor}))
+	return sp, l, never, started, ended
+}
+
 // TestRecoverAnswersFromTheLog: an orphaned claim is answered as the
 // audit log has it: interrupted only when the run never started; stopped
 // when it started and did not end (never "not run"); and as it ended,
@@ -913,20 +934,7 @@ func (l *ledger) LastRun(req *Request) (*Event, error) {
 // each fact, none for what the log already holds.
 func TestRecoverAnswersFromTheLog(t *testing.T) {
 	t.Parallel()
-	sp := newSpool(t)
-	l := &ledger{}
-	sp.Recorder = l
-	never, started, ended := execReq("make lint"), execReq("terraform apply"), execReq("go test ./...")
-	for _, r := range []*Request{never, started, ended} {
-		mustDo(t, sp.Submit(r))
-		c, err := sp.Claim(r.ID, time.Now())
-		mustDo(t, err)
-		c.Close() // its actor died
-	}
-	three := 3
-	mustDo(t, l.Record(Event{ID: started.ID, Event: EventStarted}))
-	mustDo(t, l.Record(Event{ID: ended.ID, Event: EventStarted}))
-	mustDo(t, l.Record(Event{ID: ended.ID, Event: EventFinished, Status: StatusDone, ExitCode: &three, Actor: "alice"}))
+	sp, l, never, started, ended := deadActor(t, 3, "alice")
 	before := len(l.events)
 
 	ids, err := sp.Recover()
@@ -962,22 +970,9 @@ func TestRecoverAnswersFromTheLog(t *testing.T) {
 // that never started, or one that ended, kills nothing.
 func TestRecoverStopsOrphansFirst(t *testing.T) {
 	t.Parallel()
-	sp := newSpool(t)
-	l := &ledger{}
-	sp.Recorder = l
+	sp, l, never, started, ended := deadActor(t, 0, "")
 	var order []string
 	sp.StopOrphans = func() { order = append(order, fmt.Sprintf("kill after %d lines", len(l.events))) }
-	never, started, ended := execReq("make lint"), execReq("terraform apply"), execReq("go test ./...")
-	for _, r := range []*Request{never, started, ended} {
-		mustDo(t, sp.Submit(r))
-		c, err := sp.Claim(r.ID, time.Now())
-		mustDo(t, err)
-		c.Close() // its actor died
-	}
-	zero := 0
-	mustDo(t, l.Record(Event{ID: started.ID, Event: EventStarted}))
-	mustDo(t, l.Record(Event{ID: ended.ID, Event: EventStarted}))
-	mustDo(t, l.Record(Event{ID: ended.ID, Event: EventFinished, Status: StatusDone, ExitCode: &zero}))
 	for _, r := range []*Request{never, ended} {
 		if !sp.RecoverID(r.ID) {
 			t.Fatalf("%s not recovered", r.Command)
