@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -18,7 +19,7 @@ import (
 // made the first time a command asks for it, so that run, hook, sandbox
 // and check, which never ask for an engine, pay only for what they use.
 type app struct {
-	g *globals
+	g *cli.Globals
 	// policyFile and auditFile are --policy and --audit of the commands
 	// that build an engine ("": the environment, else the default).
 	policyFile, auditFile string
@@ -36,11 +37,11 @@ type app struct {
 	reconfigure func(*config)
 }
 
-func newApp(g *globals) *app { return &app{g: g} }
+func newApp(g *cli.Globals) *app { return &app{g: g} }
 
 // registerEngine adds --policy and --audit, the flags of the commands that
 // build an engine.
-func (a *app) registerEngine(fs *flagSet) {
+func (a *app) registerEngine(fs *cli.FlagSet) {
 	fs.StringVar(&a.policyFile, "policy", "", "policy `FILE` layered over the embedded default (env SLUICE_POLICY)")
 	fs.StringVar(&a.auditFile, "audit", "", auditFlagHelp)
 }
@@ -49,7 +50,7 @@ func (a *app) registerEngine(fs *flagSet) {
 // once.
 func (a *app) config() (*config, error) {
 	if a.cfg == nil {
-		cfg, err := loadConfig(a.g.config)
+		cfg, err := loadConfig(a.g.Config)
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +62,7 @@ func (a *app) config() (*config, error) {
 // spool is the spool (--spool, $SLUICE_SPOOL or the default), opened once.
 func (a *app) spool() (*queue.Spool, error) {
 	if a.sp == nil {
-		sp, err := a.g.openSpool()
+		sp, err := a.g.OpenSpool()
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +172,7 @@ func engineErrExit(err error) int {
 	var le *policy.LoadError
 	var ape *audit.PermError
 	if errors.As(err, &le) || errors.As(err, &ape) {
-		return exitUsage
+		return cli.ExitUsage
 	}
-	return exitFail
+	return cli.ExitFail
 }

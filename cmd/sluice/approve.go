@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/sluice-dev/sluice/change"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -45,46 +46,46 @@ Exit status: the command's own; 126 the policy denies it; 124 timeout; 125
 not run; 1 no such request or not confirmed; 2 usage; 130/143 interrupted.
 `
 
-func cmdApprove(args []string, std stdio, g *globals) int {
-	fs := newFlags("approve", "[--policy FILE] [--audit FILE] [--unconfined] [--yes] [--digest SHA256] [--as NAME] ID", approveHelp, std, g)
+func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("approve", "[--policy FILE] [--audit FILE] [--unconfined] [--yes] [--digest SHA256] [--as NAME] ID", approveHelp, std, g)
 	a := newApp(g)
 	a.registerEngine(fs)
 	unconfined := fs.Bool("unconfined", false, "run the command WITHOUT its confinement (it can read your secrets, write anywhere, use the network); audited as unconfined")
 	yes := fs.Bool("yes", false, "apply a file change without showing its diff and asking")
 	digest := fs.String("digest", "", "approve only the request file with this `SHA256` (hex)")
 	as := fs.String("as", "", "record `NAME` as who approved it (default: your login name)")
-	ids, code, ok := fs.parse(args, true)
+	ids, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(ids) != 1 {
-		return usageErr(std, "approve", "give one request ID (see 'sluice ls')")
+		return cli.UsageErr(std, "approve", "give one request ID (see 'sluice ls')")
 	}
 	if _, err := a.config(); err != nil {
-		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(std.Err, "sluice approve: %v\n", err)
+		return cli.ExitUsage
 	}
 	sp, err := a.spool()
 	if err != nil {
-		return spoolErr(std, "approve", err)
+		return cli.SpoolErr(std, "approve", err)
 	}
 	id, err := resolveID(sp, ids[0])
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice approve: %v\n", err)
+		return cli.ExitFail
 	}
 	if !*yes && !confirmFileChange(std, sp, id) {
-		fmt.Fprintf(std.err, "sluice approve: %s not approved; it is still pending\n", id)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice approve: %s not approved; it is still pending\n", id)
+		return cli.ExitFail
 	}
 	// What goes wrong while the approved request is carried out (its
 	// result cannot be written yet: a full disk) is said as it happens.
 	a.logf = func(format string, args ...any) {
-		fmt.Fprintf(std.err, "sluice approve: %s\n", show(fmt.Sprintf(format, args...)))
+		fmt.Fprintf(std.Err, "sluice approve: %s\n", cli.Show(fmt.Sprintf(format, args...)))
 	}
 	eng, err := a.engine()
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice approve: %v\n", err)
+		fmt.Fprintf(std.Err, "sluice approve: %v\n", err)
 		return engineErrExit(err)
 	}
 	defer a.close()
@@ -93,30 +94,30 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 	// Say what runs: it is what the claimed file holds, which is what the
 	// policy judges and the audit log records.
 	started := func(req *queue.Request) {
-		fmt.Fprintf(std.err, "sluice approve: %s (%s) in %s: %s\n", id, req.Kind, show(req.Cwd), show(req.Summary()))
+		fmt.Fprintf(std.Err, "sluice approve: %s (%s) in %s: %s\n", id, req.Kind, cli.Show(req.Cwd), cli.Show(req.Summary()))
 		if *unconfined && req.Kind == queue.KindExec {
-			fmt.Fprintf(std.err, "sluice approve: running it UNCONFINED, as asked\n")
+			fmt.Fprintf(std.Err, "sluice approve: running it UNCONFINED, as asked\n")
 		}
 	}
 	// The output goes to a person's terminal: text only.
-	out := io.Writer(&queue.TermSafe{W: std.out})
+	out := io.Writer(&queue.TermSafe{W: std.Out})
 	res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actorName(*as), Claimed: started, ShownDigest: *digest,
 		Output: func(p []byte) { out.Write(p) }, Unconfined: *unconfined})
 	if err != nil {
 		if errors.Is(err, queue.ErrPolicyDenies) {
-			fmt.Fprintf(std.err, "sluice approve: %s: %s\n", id, show(err.Error()))
+			fmt.Fprintf(std.Err, "sluice approve: %s: %s\n", id, cli.Show(err.Error()))
 			return exitDenied
 		}
 		if errors.Is(err, queue.ErrChangedSinceShown) {
-			fmt.Fprintf(std.err, "sluice approve: %s: the request file is not the one with digest %s: it changed since it was shown, so it was refused (answered denied)\n", id, show(*digest))
-			return exitFail
+			fmt.Fprintf(std.Err, "sluice approve: %s: the request file is not the one with digest %s: it changed since it was shown, so it was refused (answered denied)\n", id, cli.Show(*digest))
+			return cli.ExitFail
 		}
-		fmt.Fprintf(std.err, "sluice approve: %s\n", show(explainClaim(sp, id, err).Error()))
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice approve: %s\n", cli.Show(explainClaim(sp, id, err).Error()))
+		return cli.ExitFail
 	}
 	if res.Status == queue.StatusDecided {
-		fmt.Fprintf(std.out, "approved %s (decide mode: the agent runs it)\n", id)
-		return exitOK
+		fmt.Fprintf(std.Out, "approved %s (decide mode: the agent runs it)\n", id)
+		return cli.ExitOK
 	}
 	return exitFor("approve", &res, std)
 }
@@ -124,7 +125,7 @@ func cmdApprove(args []string, std stdio, g *globals) int {
 // confirmFileChange shows the diff a pending file request would apply and
 // asks; true for a request that is not a file change (or not pending:
 // approving it then says what became of it).
-func confirmFileChange(std stdio, sp *queue.Spool, id string) bool {
+func confirmFileChange(std cli.Stdio, sp *queue.Spool, id string) bool {
 	list, err := sp.List()
 	if err != nil {
 		return true
@@ -140,11 +141,11 @@ func confirmFileChange(std stdio, sp *queue.Spool, id string) bool {
 		}
 		diff, err := change.Preview(req, policy.Roots(req.Cwd))
 		if err != nil {
-			fmt.Fprintf(std.err, "sluice approve: %s: %s\n", id, show(err.Error()))
+			fmt.Fprintf(std.Err, "sluice approve: %s: %s\n", id, cli.Show(err.Error()))
 			return true // ApproveAs refuses it the same way, and answers the agent
 		}
-		printDiff(std.out, diff)
-		return confirm(std, fmt.Sprintf("Apply this %s to %s? [y/N] ", req.Kind, show(req.Path)))
+		printDiff(std.Out, diff)
+		return confirm(std, fmt.Sprintf("Apply this %s to %s? [y/N] ", req.Kind, cli.Show(req.Path)))
 	}
 	return true
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/internal/cli"
 )
 
 const auditUsage = `Usage: sluice audit verify [--audit FILE]
@@ -40,9 +41,9 @@ $XDG_STATE_HOME/sluice/audit.jsonl (~/.local/state/sluice/audit.jsonl).
 Run 'sluice audit verify --help' or 'sluice audit tail --help' for flags.
 `
 
-func cmdAudit(args []string, std stdio, g *globals) int {
+func cmdAudit(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(args) == 0 {
-		return usageErr(std, "audit", "verify or tail? ('sluice audit verify', 'sluice audit tail')")
+		return cli.UsageErr(std, "audit", "verify or tail? ('sluice audit verify', 'sluice audit tail')")
 	}
 	switch args[0] {
 	case "verify":
@@ -50,10 +51,10 @@ func cmdAudit(args []string, std stdio, g *globals) int {
 	case "tail":
 		return cmdAuditTail(args[1:], std, g)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(std.out, auditUsage)
-		return exitOK
+		fmt.Fprint(std.Out, auditUsage)
+		return cli.ExitOK
 	}
-	return usageErr(std, "audit", "unknown subcommand %q; use verify or tail", show(args[0]))
+	return cli.UsageErr(std, "audit", "unknown subcommand %q; use verify or tail", cli.Show(args[0]))
 }
 
 // auditPath is --audit, else $SLUICE_AUDIT, else the default.
@@ -85,20 +86,20 @@ Exit 1 naming, on stderr, the first line that breaks the chain and how:
              the next append records it as repaired and carries on
 `
 
-func cmdAuditVerify(args []string, std stdio, g *globals) int {
-	fs := newFlags("audit verify", "[--audit FILE]", verifyHelp, std, g)
+func cmdAuditVerify(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("audit verify", "[--audit FILE]", verifyHelp, std, g)
 	file := fs.String("audit", "", auditFlagHelp)
-	pos, code, ok := fs.parse(args, true)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageErr(std, "audit verify", "takes no arguments; give the log with --audit FILE")
+		return cli.UsageErr(std, "audit verify", "takes no arguments; give the log with --audit FILE")
 	}
 	path, err := auditPath(*file)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice audit verify: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice audit verify: %v\n", err)
+		return cli.ExitFail
 	}
 	rep, err := audit.VerifyFile(path)
 	var ce *audit.ChainError
@@ -108,18 +109,18 @@ func cmdAuditVerify(args []string, std stdio, g *globals) int {
 		if ce.Line > 1 {
 			intact = fmt.Sprintf("; lines 1-%d verify", ce.Line-1)
 		}
-		fmt.Fprintf(std.err, "sluice audit verify: %s: line %d: %s: %s%s\n", show(path), ce.Line, ce.Kind, ce.Detail, intact)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice audit verify: %s: line %d: %s: %s%s\n", cli.Show(path), ce.Line, ce.Kind, ce.Detail, intact)
+		return cli.ExitFail
 	case err != nil:
-		fmt.Fprintf(std.err, "sluice audit verify: %s\n", explainOpen(path, err))
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice audit verify: %s\n", explainOpen(path, err))
+		return cli.ExitFail
 	}
 	if rep.Lines == 0 {
-		fmt.Fprintf(std.out, "%s: ok, empty\n", show(path))
-		return exitOK
+		fmt.Fprintf(std.Out, "%s: ok, empty\n", cli.Show(path))
+		return cli.ExitOK
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: ok, %d lines, %s to %s, head %s", show(path), rep.Lines,
+	fmt.Fprintf(&b, "%s: ok, %d lines, %s to %s, head %s", cli.Show(path), rep.Lines,
 		rep.First.UTC().Format(time.RFC3339), rep.Last.UTC().Format(time.RFC3339), rep.Head)
 	if n := len(rep.Repaired); n > 0 {
 		lines := make([]string, n)
@@ -128,14 +129,14 @@ func cmdAuditVerify(args []string, std stdio, g *globals) int {
 		}
 		fmt.Fprintf(&b, "; %d torn by a crash and repaired (line %s)", n, strings.Join(lines, ", "))
 	}
-	fmt.Fprintln(std.out, b.String())
-	return exitOK
+	fmt.Fprintln(std.Out, b.String())
+	return cli.ExitOK
 }
 
 // explainOpen says what to do about a log that cannot be read.
 func explainOpen(path string, err error) string {
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Sprintf("no audit log at %s: nothing was recorded there yet, or it was removed; point --audit (or SLUICE_AUDIT) at the log", show(path))
+		return fmt.Sprintf("no audit log at %s: nothing was recorded there yet, or it was removed; point --audit (or SLUICE_AUDIT) at the log", cli.Show(path))
 	}
-	return show(err.Error())
+	return cli.Show(err.Error())
 }

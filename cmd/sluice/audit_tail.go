@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -31,8 +32,8 @@ JSON value); lines that are not events are left out, with a note on stderr.
 append them, until interrupted. Filters apply to what -f shows too.
 `
 
-func cmdAuditTail(args []string, std stdio, g *globals) int {
-	fs := newFlags("audit tail", "[-n N] [-f] [--json] [--id ID] [--event E] [--agent A] [--since DUR] [--audit FILE]",
+func cmdAuditTail(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("audit tail", "[-n N] [-f] [--json] [--id ID] [--event E] [--agent A] [--since DUR] [--audit FILE]",
 		tailHelp, std, g)
 	n := fs.Int("n", 10, "show the last `N` lines that match")
 	follow := fs.Bool("f", false, "follow: show lines as they are appended, until interrupted")
@@ -42,22 +43,22 @@ func cmdAuditTail(args []string, std stdio, g *globals) int {
 	agent := fs.String("agent", "", "only the events of requests from agent `A`")
 	since := fs.String("since", "", "only events of the last `DUR` (30m, 2h, 48h), or since a time (2026-11-21T15:04:05Z)")
 	file := fs.String("audit", "", auditFlagHelp)
-	pos, code, ok := fs.parse(args, true)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageErr(std, "audit tail", "takes no arguments; give the log with --audit FILE")
+		return cli.UsageErr(std, "audit tail", "takes no arguments; give the log with --audit FILE")
 	}
 	if *n < 0 {
-		return usageErr(std, "audit tail", "-n %d: give a count of 0 or more", *n)
+		return cli.UsageErr(std, "audit tail", "-n %d: give a count of 0 or more", *n)
 	}
 	filter := audit.Filter{ID: *id, Agent: *agent}
 	if *events != "" {
 		for _, e := range strings.Split(*events, ",") {
 			name := queue.EventName(strings.TrimSpace(e))
 			if !knownEvent(name) {
-				return usageErr(std, "audit tail", "--event: no event %q; events are %s", show(string(name)), eventList())
+				return cli.UsageErr(std, "audit tail", "--event: no event %q; events are %s", cli.Show(string(name)), eventList())
 			}
 			filter.Events = append(filter.Events, name)
 		}
@@ -65,31 +66,31 @@ func cmdAuditTail(args []string, std stdio, g *globals) int {
 	if *since != "" {
 		t, err := parseSince(*since, time.Now())
 		if err != nil {
-			return usageErr(std, "audit tail", "--since: %v", err)
+			return cli.UsageErr(std, "audit tail", "--since: %v", err)
 		}
 		filter.Since = t
 	}
 	path, err := auditPath(*file)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice audit tail: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice audit tail: %v\n", err)
+		return cli.ExitFail
 	}
 
-	out := &tailPrinter{w: std.out, std: std, json: *asJSON, width: termWidth(std.out)}
+	out := &tailPrinter{w: std.Out, std: std, json: *asJSON, width: termWidth(std.Out)}
 	var end int64
 	f, err := os.Open(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist) && *follow:
 		// The follower waits for it.
 	case err != nil:
-		fmt.Fprintf(std.err, "sluice audit tail: %s\n", explainOpen(path, err))
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice audit tail: %s\n", explainOpen(path, err))
+		return cli.ExitFail
 	default:
 		lines, e, err := lastLines(f, *n, filter)
 		f.Close()
 		if err != nil {
-			fmt.Fprintf(std.err, "sluice audit tail: %s\n", show(err.Error()))
-			return exitFail
+			fmt.Fprintf(std.Err, "sluice audit tail: %s\n", cli.Show(err.Error()))
+			return cli.ExitFail
 		}
 		end = e
 		for _, l := range lines {
@@ -100,14 +101,14 @@ func cmdAuditTail(args []string, std stdio, g *globals) int {
 			if !filter.Match(audit.Line{}) { // only the zero Filter selects a non-event
 				what = "no events match"
 			}
-			fmt.Fprintf(std.err, "%s in %s\n", what, show(path))
+			fmt.Fprintf(std.Err, "%s in %s\n", what, cli.Show(path))
 		}
 	}
 	if !*follow {
-		return exitOK
+		return cli.ExitOK
 	}
 	fw := &audit.Follower{Path: path, Offset: end, Notice: func(s string) {
-		fmt.Fprintf(std.err, "sluice audit tail: %s\n", show(s))
+		fmt.Fprintf(std.Err, "sluice audit tail: %s\n", cli.Show(s))
 	}}
 	err = fw.Run(context.Background(), func(l audit.Line) error {
 		if filter.Match(l) {
@@ -116,10 +117,10 @@ func cmdAuditTail(args []string, std stdio, g *globals) int {
 		return nil
 	})
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice audit tail: %s\n", show(err.Error()))
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice audit tail: %s\n", cli.Show(err.Error()))
+		return cli.ExitFail
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func lastLines(f *os.File, n int, filter audit.Filter) ([]audit.Line, int64, error) {
@@ -161,13 +162,13 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 			return t, nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("%q is neither a duration (30m, 2h, 48h) nor a time (2026-11-21T15:04:05Z, 2026-11-21)", show(s))
+	return time.Time{}, fmt.Errorf("%q is neither a duration (30m, 2h, 48h) nor a time (2026-11-21T15:04:05Z, 2026-11-21)", cli.Show(s))
 }
 
 // tailPrinter prints lines as a table or as JSON.
 type tailPrinter struct {
 	w      io.Writer
-	std    stdio
+	std    cli.Stdio
 	json   bool
 	width  int // of the terminal; 0: do not cut
 	header bool
@@ -179,7 +180,7 @@ const tailRowFormat = "%-14s %-14s %-10s %-8s %s\n"
 func (p *tailPrinter) print(l audit.Line) error {
 	if p.json {
 		if l.Event == nil {
-			fmt.Fprintf(p.std.err, "sluice audit tail: byte %d: not an event (torn by a crash, or edited); left out; run 'sluice audit verify'\n", l.Offset)
+			fmt.Fprintf(p.std.Err, "sluice audit tail: byte %d: not an event (torn by a crash, or edited); left out; run 'sluice audit verify'\n", l.Offset)
 			return nil
 		}
 		_, err := p.w.Write(append(queue.JSONSafe(l.Raw), '\n'))
@@ -197,7 +198,7 @@ func (p *tailPrinter) print(l audit.Line) error {
 		if l.Raw != nil {
 			raw = string(l.Raw)
 		}
-		_, err := fmt.Fprintf(p.w, tailRowFormat, "-", "(not an event)", "-", "-", p.cut(show(raw)))
+		_, err := fmt.Fprintf(p.w, tailRowFormat, "-", "(not an event)", "-", "-", p.cut(cli.Show(raw)))
 		return err
 	}
 	status := "-"
@@ -205,10 +206,10 @@ func (p *tailPrinter) print(l audit.Line) error {
 	case ev.ExitCode != nil:
 		status = "exit " + strconv.Itoa(*ev.ExitCode)
 	case ev.Status != "" && string(ev.Status) != string(ev.Event):
-		status = show(string(ev.Status))
+		status = cli.Show(string(ev.Status))
 	}
-	_, err := fmt.Fprintf(p.w, tailRowFormat, ev.TS.Local().Format("01-02 15:04:05"), clip(show(string(ev.Event)), 14),
-		clip(orDash(show(ev.Actor)), 10), clip(status, 8), p.cut(show(eventSummary(ev))))
+	_, err := fmt.Fprintf(p.w, tailRowFormat, ev.TS.Local().Format("01-02 15:04:05"), clip(cli.Show(string(ev.Event)), 14),
+		clip(orDash(cli.Show(ev.Actor)), 10), clip(status, 8), p.cut(cli.Show(eventSummary(ev))))
 	return err
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -35,7 +36,7 @@ type policyFlags struct {
 	spool string // the --spool in effect, to protect it
 }
 
-func (pf *policyFlags) register(fs *flagSet) {
+func (pf *policyFlags) register(fs *cli.FlagSet) {
 	fs.StringVar(&pf.file, "policy", "", "policy `FILE` layered over the embedded default (env SLUICE_POLICY; default $XDG_CONFIG_HOME/sluice/policy.toml)")
 	fs.StringVar(&pf.cwd, "cwd", "", "judge as if run in `DIR` (default: the current directory)")
 }
@@ -102,55 +103,55 @@ func defaultPolicyFile() string {
 	return filepath.Join(dir, "sluice", "policy.toml")
 }
 
-func cmdCheck(args []string, std stdio, g *globals) int {
-	fs := newFlags("check", "[--policy FILE] [--cwd DIR] [--json] -- COMMAND...", checkHelp, std, g).unused("config")
+func cmdCheck(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("check", "[--policy FILE] [--cwd DIR] [--json] -- COMMAND...", checkHelp, std, g).Unused("config")
 	var pf policyFlags
 	pf.register(fs)
 	asJSON := fs.Bool("json", false, "print the verdict as one JSON object")
-	words, code, ok := fs.parse(args, true)
+	words, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
-	pf.spool = g.spool
+	pf.spool = g.Spool
 	if len(words) == 0 {
-		return usageErr(std, "check", "no command given (sluice check -- COMMAND...)")
+		return cli.UsageErr(std, "check", "no command given (sluice check -- COMMAND...)")
 	}
 	p, env, err := pf.load()
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice check: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(std.Err, "sluice check: %v\n", err)
+		return cli.ExitUsage
 	}
 	for _, w := range p.Warnings() {
-		fmt.Fprintf(std.err, "sluice check: warning: %s\n", w)
+		fmt.Fprintf(std.Err, "sluice check: warning: %s\n", w)
 	}
 	v := p.Check(strings.Join(words, " "), env)
 	if *asJSON {
 		// The verdict of protocol section 4, and the profile a run of the line
 		// would be confined to.
-		writeJSON(std.out, struct {
+		writeJSON(std.Out, struct {
 			*policy.Verdict
 			Profile string `json:"profile"`
 		}{v, v.Profile()})
-		return exitOK
+		return cli.ExitOK
 	}
-	fmt.Fprintf(std.out, "%s  %s  risk %s\n", strings.ToUpper(v.Action.String()), v.Category, v.Risk)
-	tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(std.Out, "%s  %s  risk %s\n", strings.ToUpper(v.Action.String()), v.Category, v.Risk)
+	tw := tabwriter.NewWriter(std.Out, 0, 0, 2, ' ', 0)
 	for _, c := range v.Commands {
 		argv := make([]string, len(c.Argv))
 		for i, a := range c.Argv {
-			argv[i] = show(a)
+			argv[i] = cli.Show(a)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Action, c.Category, clip(strings.Join(argv, " "), 48), show(c.Rule))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Action, c.Category, clip(strings.Join(argv, " "), 48), cli.Show(c.Rule))
 	}
 	tw.Flush()
 	if prof, err := sandbox.ParseProfile(v.Profile()); err == nil {
-		fmt.Fprintf(std.out, "runs confined: %s (%s)\n", prof, prof.Describe())
+		fmt.Fprintf(std.Out, "runs confined: %s (%s)\n", prof, prof.Describe())
 	}
 	if len(v.Reasons) > 0 {
-		fmt.Fprintln(std.out, "because:")
+		fmt.Fprintln(std.Out, "because:")
 		for _, r := range v.Reasons {
-			fmt.Fprintf(std.out, "  - %s\n", show(r))
+			fmt.Fprintf(std.Out, "  - %s\n", cli.Show(r))
 		}
 	}
-	return exitOK
+	return cli.ExitOK
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/checkpoint"
+	"github.com/sluice-dev/sluice/internal/cli"
 )
 
 const checkpointsHelp = `Prune the checkpoints taken around runs: keep the newest runs'
@@ -17,32 +18,32 @@ undone.
 Exit status: 0; 1 when the checkpoints cannot be read; 2 usage.
 `
 
-func cmdCheckpoints(args []string, std stdio, g *globals) int {
+func cmdCheckpoints(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(args) == 0 || args[0] != "prune" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprintf(std.out, "Usage: sluice checkpoints prune [--keep N] [--max-age DUR]\n\n%s", checkpointsHelp)
-			return exitOK
+			fmt.Fprintf(std.Out, "Usage: sluice checkpoints prune [--keep N] [--max-age DUR]\n\n%s", checkpointsHelp)
+			return cli.ExitOK
 		}
-		return usageErr(std, "checkpoints", "the subcommand is prune: sluice checkpoints prune [--keep N] [--max-age DUR]")
+		return cli.UsageErr(std, "checkpoints", "the subcommand is prune: sluice checkpoints prune [--keep N] [--max-age DUR]")
 	}
-	fs := newFlags("checkpoints prune", "[--keep N] [--max-age DUR]", checkpointsHelp, std, g).unused("spool")
+	fs := cli.NewFlags("checkpoints prune", "[--keep N] [--max-age DUR]", checkpointsHelp, std, g).Unused("spool")
 	keep := fs.Int("keep", 0, "keep the newest `N` runs' checkpoints (default checkpoint_keep)")
 	maxAge := fs.Duration("max-age", 0, "drop checkpoints older than `DUR` (default checkpoint_max_age)")
-	pos, code, ok := fs.parse(args[1:], true)
+	pos, code, ok := fs.ParseArgs(args[1:], true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageErr(std, "checkpoints prune", "takes no arguments")
+		return cli.UsageErr(std, "checkpoints prune", "takes no arguments")
 	}
-	cfg, err := loadConfig(g.config)
+	cfg, err := loadConfig(g.Config)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice checkpoints: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(std.Err, "sluice checkpoints: %v\n", err)
+		return cli.ExitUsage
 	}
 	k, age := cfg.checkpointRetention()
 	if *keep < 0 || *maxAge < 0 {
-		return usageErr(std, "checkpoints prune", "--keep and --max-age must be positive")
+		return cli.UsageErr(std, "checkpoints prune", "--keep and --max-age must be positive")
 	}
 	if *keep > 0 {
 		k = *keep
@@ -53,9 +54,9 @@ func cmdCheckpoints(args []string, std stdio, g *globals) int {
 	st := &checkpoint.Store{Dir: checkpointDir()}
 	n, err := st.Prune(context.Background(), k, age, time.Now())
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice checkpoints: %s\n", show(err.Error()))
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice checkpoints: %s\n", cli.Show(err.Error()))
+		return cli.ExitFail
 	}
-	fmt.Fprintf(std.out, "pruned the checkpoints of %d run(s); the newest %d, no older than %s, are kept in %s\n", n, k, age, checkpointDir())
-	return exitOK
+	fmt.Fprintf(std.Out, "pruned the checkpoints of %d run(s); the newest %d, no older than %s, are kept in %s\n", n, k, age, checkpointDir())
+	return cli.ExitOK
 }

@@ -5,32 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
-	"github.com/sluice-dev/sluice/audit"
-	"github.com/sluice-dev/sluice/exec/sandbox"
-	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/internal/cli"
 )
-
-// Exit codes shared by every subcommand. `sluice run` adds its own
-// (protocol section 5): the command's code, 126 denied, 124 timeout, 125 other.
-const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
-)
-
-type stdio struct {
-	in       io.Reader
-	out, err io.Writer
-}
 
 // command is one subcommand.
 type command struct {
 	name    string
 	summary string
-	run     func(args []string, std stdio, g *globals) int
+	run     func(args []string, std cli.Stdio, g *cli.Globals) int
 }
 
 var commands = []command{
@@ -92,39 +76,39 @@ func usage(w io.Writer) {
 }
 
 // run is the whole program; main only exits with its code.
-func run(args []string, std stdio) int {
-	g := &globals{}
+func run(args []string, std cli.Stdio) int {
+	g := &cli.Globals{}
 	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are said below, with what to do
 	fs.Usage = func() {}     // --help prints to stdout below; errors get the hint
-	g.register(fs)
+	g.Register(fs)
 	showVersion := fs.Bool("version", false, "print the version (sluice version)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			usage(std.out)
-			return exitOK
+			usage(std.Out)
+			return cli.ExitOK
 		}
-		fmt.Fprint(std.err, explainFlagErr(fs, nil, err))
-		fmt.Fprintln(std.err, "Run 'sluice --help' for usage.")
-		return exitUsage
+		fmt.Fprint(std.Err, cli.ExplainFlagErr(fs, nil, err))
+		fmt.Fprintln(std.Err, "Run 'sluice --help' for usage.")
+		return cli.ExitUsage
 	}
 	if *showVersion {
 		return cmdVersion(fs.Args(), std, g)
 	}
 	args = fs.Args()
 	if len(args) == 0 {
-		usage(std.err)
-		return exitUsage
+		usage(std.Err)
+		return cli.ExitUsage
 	}
 	name, args := args[0], args[1:]
 	if name == "help" {
 		if len(args) == 0 {
-			usage(std.out)
-			return exitOK
+			usage(std.Out)
+			return cli.ExitOK
 		}
 		if args[0] == "config" {
-			fmt.Fprint(std.out, configHelp)
-			return exitOK
+			fmt.Fprint(std.Out, configHelp)
+			return cli.ExitOK
 		}
 		name, args = args[0], []string{"--help"}
 	}
@@ -136,165 +120,9 @@ func run(args []string, std stdio) int {
 		names = append(names, c.name)
 	}
 	hint := ""
-	if near := didYouMean(name, names); len(near) > 0 {
-		hint = " (did you mean " + orList(near, func(n string) string { return "'sluice " + n + "'" }) + "?)"
+	if near := cli.DidYouMean(name, names); len(near) > 0 {
+		hint = " (did you mean " + cli.OrList(near, func(n string) string { return "'sluice " + n + "'" }) + "?)"
 	}
-	fmt.Fprintf(std.err, "sluice: unknown command %q%s; run 'sluice --help' for the list\n", name, hint)
-	return exitUsage
-}
-
-// globals are the flags every subcommand accepts.
-type globals struct {
-	spool  string
-	config string
-}
-
-func (g *globals) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.spool, "spool", g.spool, "spool `DIR` (env SLUICE_SPOOL)")
-	fs.StringVar(&g.config, "config", g.config, "configuration `FILE` (env SLUICE_CONFIG; see 'sluice help config')")
-}
-
-// openSpool opens the spool from --spool, SLUICE_SPOOL or the default.
-func (g *globals) openSpool() (*queue.Spool, error) {
-	dir := g.spool
-	if dir == "" {
-		dir = os.Getenv("SLUICE_SPOOL")
-	}
-	if dir == "" {
-		d, err := queue.DefaultDir()
-		if err != nil {
-			return nil, err
-		}
-		dir = d
-	}
-	sp, err := queue.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	// What the spool answers on its own (an expired or invalid request, an
-	// orphaned claim) is audited like everything else; commands with an
-	// --audit flag replace this with their log.
-	sp.Recorder = &audit.Lazy{Path: func() (string, error) { return writerAudit(sp) }}
-	// Whoever answers a run whose actor died "stopped" (an engine, or
-	// the writer waiting for it) first kills what the run left running.
-	sp.StopOrphans = sandbox.KillOrphans
-	return sp, nil
-}
-
-// writerAudit is the audit log a writer records its own steps in (a
-// request withdrawn): SLUICE_AUDIT, else the one the engine serving the
-// spool published, else the default.
-func writerAudit(sp *queue.Spool) (string, error) {
-	if p := os.Getenv("SLUICE_AUDIT"); p != "" {
-		return p, nil
-	}
-	if p := sp.AuditPath(); p != "" {
-		return p, nil
-	}
-	return audit.DefaultPath()
-}
-
-// flagSet is a subcommand's flags with its help text.
-type flagSet struct {
-	*flag.FlagSet
-	name, synopsis, help string
-	std                  stdio
-	hidden               map[string]bool // accepted, but not listed by --help
-}
-
-// unused marks global flags the subcommand has no use for: still
-// accepted (scripts pass them to every command), but not listed by --help.
-func (fs *flagSet) unused(names ...string) *flagSet {
-	if fs.hidden == nil {
-		fs.hidden = map[string]bool{}
-	}
-	for _, n := range names {
-		fs.hidden[n] = true
-	}
-	return fs
-}
-
-// newFlags makes a subcommand's flag set with the global flags on it.
-// synopsis and help describe the command for --help.
-func newFlags(name, synopsis, help string, std stdio, g *globals) *flagSet {
-	fs := &flagSet{FlagSet: flag.NewFlagSet("sluice "+name, flag.ContinueOnError),
-		name: name, synopsis: synopsis, help: help, std: std}
-	// The flag package would print its errors and call Usage on each;
-	// parse says them instead, with what to do, and --help prints the
-	// whole text to stdout.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	g.register(fs.FlagSet)
-	return fs
-}
-
-func (fs *flagSet) printHelp() {
-	w := fs.std.out
-	fmt.Fprintf(w, "Usage: %s\n\n%s", strings.TrimSpace("sluice "+fs.name+" "+fs.synopsis), fs.help)
-	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
-	n := 0
-	fs.VisitAll(func(f *flag.Flag) {
-		if !fs.hidden[f.Name] {
-			shown.Var(f.Value, f.Name, f.Usage)
-			n++
-		}
-	})
-	if n == 0 {
-		return
-	}
-	fmt.Fprint(w, "\nFlags:\n")
-	shown.SetOutput(w)
-	shown.PrintDefaults()
-}
-
-// parse parses the flags. With interspersed set, flags may also follow the
-// positional arguments ("deny ID --reason x"); otherwise the first word
-// that is not a flag ends them ('run ls -la'). "--" always ends them. It
-// returns the positional arguments, or false and the exit code when the
-// command should stop (help shown: 0; bad flags: 2).
-func (fs *flagSet) parse(args []string, interspersed bool) ([]string, int, bool) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fs.printHelp()
-				return nil, exitOK, false
-			}
-			fmt.Fprint(fs.std.err, explainFlagErr(fs.FlagSet, fs.hidden, err))
-			fmt.Fprintf(fs.std.err, "Run 'sluice %s --help' for usage.\n", fs.name)
-			return nil, exitUsage, false
-		}
-		rest := fs.Args()
-		if !interspersed || len(rest) == 0 {
-			return append(pos, rest...), 0, true
-		}
-		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), 0, true
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// usageErr prints a usage error for a subcommand and returns exit 2.
-func usageErr(std stdio, name, format string, args ...any) int {
-	fmt.Fprintf(std.err, "sluice %s: %s\nRun 'sluice %s --help' for usage.\n", name, fmt.Sprintf(format, args...), name)
-	return exitUsage
-}
-
-// spoolErr reports a spool that cannot be opened; unsafe spools are a
-// configuration error (exit 2), as for the console.
-func spoolErr(std stdio, name string, err error) int {
-	fmt.Fprintf(std.err, "sluice %s: %v\n", name, err)
-	var pe *queue.PermError
-	if errors.As(err, &pe) {
-		return exitUsage
-	}
-	return exitFail
-}
-
-// show makes agent-written text safe to print to a terminal.
-func show(s string) string {
-	p, _ := queue.Printable(s)
-	return p
+	fmt.Fprintf(std.Err, "sluice: unknown command %q%s; run 'sluice --help' for the list\n", name, hint)
+	return cli.ExitUsage
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/sluice-dev/sluice/internal/cli"
 )
 
 const configHelp = `Configuration is --config FILE, else $SLUICE_CONFIG, else
@@ -108,8 +109,8 @@ func unknownKey(data []byte, k toml.Key) error {
 	}
 	slices.Sort(known)
 	hint := ""
-	if near := didYouMean(k.String(), known); len(near) > 0 {
-		hint = "; did you mean " + orList(near, func(s string) string {
+	if near := cli.DidYouMean(k.String(), known); len(near) > 0 {
+		hint = "; did you mean " + cli.OrList(near, func(s string) string {
 			if s == "console" {
 				return "[console]" // the table
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/checkpoint"
 	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/tui"
@@ -72,42 +73,42 @@ sluice-hub not installed, a configuration, policy or theme that does not
 load, or an unsafe path.
 `
 
-func cmdConsole(args []string, std stdio, g *globals) int {
-	fs := newFlags("console", "[--policy FILE] [--audit FILE] [--theme NAME] [--demo | --hub URL [--hub-creds FILE]]", consoleHelp, std, g)
+func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("console", "[--policy FILE] [--audit FILE] [--theme NAME] [--demo | --hub URL [--hub-creds FILE]]", consoleHelp, std, g)
 	a := newApp(g)
 	a.registerEngine(fs)
 	theme := fs.String("theme", "", "colour `THEME`: auto, dark, light, high-contrast, mono, or a user theme (default [console] theme in config.toml, else auto)")
 	demo := fs.Bool("demo", false, "run on a temporary spool with a built-in fake agent")
 	hubURL := fs.String("hub", "", "be the console of a fleet: every box's requests from the hub at `URL` (nats://HOST:PORT; see 'sluice hub --help')")
 	hubCreds := fs.String("hub-creds", "", "the console's hub credentials `FILE` (default ~/.config/sluice/hub.creds, written by 'sluice hub add-console NAME')")
-	pos, code, ok := fs.parse(args, true)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageErr(std, "console", "takes no arguments")
+		return cli.UsageErr(std, "console", "takes no arguments")
 	}
 	if !term.IsTerminal(os.Stdout.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {
-		fmt.Fprintln(std.err, "sluice console: needs a terminal (run it in a terminal, a tmux pane or an ssh -t session); for a headless engine use 'sluice serve'")
-		return exitUsage
+		fmt.Fprintln(std.Err, "sluice console: needs a terminal (run it in a terminal, a tmux pane or an ssh -t session); for a headless engine use 'sluice serve'")
+		return cli.ExitUsage
 	}
 	cfg, err := a.config()
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice console: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(std.Err, "sluice console: %v\n", err)
+		return cli.ExitUsage
 	}
 	styles, auto, err := pickTheme(*theme, cfg.Console.Theme)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice console: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(std.Err, "sluice console: %v\n", err)
+		return cli.ExitUsage
 	}
 
 	if *hubURL != "" || *hubCreds != "" {
 		switch {
 		case *demo:
-			return usageErr(std, "console", "--demo runs on a temporary spool of its own, not with --hub")
+			return cli.UsageErr(std, "console", "--demo runs on a temporary spool of its own, not with --hub")
 		case a.policyFile != "" || a.auditFile != "":
-			return usageErr(std, "console", "--policy and --audit are each box's own, not the fleet console's (--hub)")
+			return cli.UsageErr(std, "console", "--policy and --audit are each box's own, not the fleet console's (--hub)")
 		}
 		return consoleFleet(std, *hubURL, *hubCreds, styles, auto, cfg)
 	}
@@ -116,32 +117,32 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	if *demo {
 		demoDir, err = os.MkdirTemp("", "sluice-demo-")
 		if err != nil {
-			fmt.Fprintf(std.err, "sluice console: %v\n", err)
-			return exitFail
+			fmt.Fprintf(std.Err, "sluice console: %v\n", err)
+			return cli.ExitFail
 		}
 		defer os.RemoveAll(demoDir)
-		g.spool = filepath.Join(demoDir, "spool")
+		g.Spool = filepath.Join(demoDir, "spool")
 		a.auditFile = filepath.Join(demoDir, "audit.jsonl")
 		// A rule added with A goes here, not into the person's own
 		// policy file.
 		a.policyFile = filepath.Join(demoDir, "policy.toml")
 		if err := os.WriteFile(a.policyFile, []byte("# sluice console --demo: rules added with A land here, and go with the demo\n"), 0o600); err != nil {
-			fmt.Fprintf(std.err, "sluice console: demo: %v\n", err)
-			return exitFail
+			fmt.Fprintf(std.Err, "sluice console: demo: %v\n", err)
+			return cli.ExitFail
 		}
 		if err := demoProject(filepath.Join(demoDir, "project")); err != nil {
-			fmt.Fprintf(std.err, "sluice console: demo: %v\n", err)
-			return exitFail
+			fmt.Fprintf(std.Err, "sluice console: demo: %v\n", err)
+			return cli.ExitFail
 		}
 	}
 	sp, err := a.spool()
 	if err != nil {
-		return spoolErr(std, "console", err)
+		return cli.SpoolErr(std, "console", err)
 	}
 	shared := sp.Serving() // before this console's own engine joins
 	eng, err := a.engine()
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice console: %v\n", err)
+		fmt.Fprintf(std.Err, "sluice console: %v\n", err)
 		return engineErrExit(err)
 	}
 	defer a.close()
@@ -192,7 +193,7 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	}()
 	go followHistory(serveCtx, log.Path(), cfg.Console.history(), ownSpool(sp.Dir(), m.Logged))
 	go watchSpoolWritable(serveCtx, sp, m.SpoolProblem)
-	cw := &configWatch{flagValue: g.config,
+	cw := &configWatch{flagValue: g.Config,
 		apply: func(old, nw *config) {
 			a.reconfigure(nw)
 			sb, off := sandboxStatus(actor.Runner.Confinement())
@@ -221,10 +222,10 @@ func cmdConsole(args []string, std stdio, g *globals) int {
 	<-served
 	m.Wait()
 	if runErr != nil && sigCtx.Err() == nil {
-		fmt.Fprintf(std.err, "sluice console: %v\n", runErr)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice console: %v\n", runErr)
+		return cli.ExitFail
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // previewer computes a file request's diff against the files as they are.

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/sluice-dev/sluice/hub/link"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/themes"
 	"github.com/sluice-dev/sluice/tui"
 )
@@ -27,14 +28,14 @@ func startHubLink(url, creds string) (*link.Link, error) {
 }
 
 // consoleFleet runs the console over a hub: no spool or engine of its own.
-func consoleFleet(std stdio, url, creds string, styles *themes.Styles, auto bool, cfg *config) int {
+func consoleFleet(std cli.Stdio, url, creds string, styles *themes.Styles, auto bool, cfg *config) int {
 	fleet, err := startHubLink(url, creds)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice console: --hub: %v\n", err)
+		fmt.Fprintf(std.Err, "sluice console: --hub: %v\n", err)
 		if errors.As(err, new(errHubMissing)) {
-			return exitUsage
+			return cli.ExitUsage
 		}
-		return exitFail
+		return cli.ExitFail
 	}
 	defer fleet.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -47,8 +48,8 @@ func consoleFleet(std stdio, url, creds string, styles *themes.Styles, auto bool
 	cancel()
 	m.Wait()
 	if runErr != nil && sigCtx.Err() == nil {
-		fmt.Fprintf(std.err, "sluice console: %v\n", runErr)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice console: %v\n", runErr)
+		return cli.ExitFail
 	}
-	return exitOK
+	return cli.ExitOK
 }

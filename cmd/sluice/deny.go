@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -22,33 +23,33 @@ Exit status: 0 when every request was denied; 1 when one was not pending
 (already decided, or no such id) or the audit log failed; 2 for bad flags.
 `
 
-func cmdDeny(args []string, std stdio, g *globals) int {
-	fs := newFlags("deny", "[--reason TEXT] [--as NAME] ID...", denyHelp, std, g).unused("config")
+func cmdDeny(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("deny", "[--reason TEXT] [--as NAME] ID...", denyHelp, std, g).Unused("config")
 	reason := fs.String("reason", "", "tell the agent why (it sees this text)")
 	as := fs.String("as", "", "record `NAME` as who denied it (default: your login name)")
 	auditFile := fs.String("audit", "", auditFlagHelp)
-	ids, code, ok := fs.parse(args, true)
+	ids, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(ids) == 0 {
-		return usageErr(std, "deny", "which request? give its ID (see 'sluice ls')")
+		return cli.UsageErr(std, "deny", "which request? give its ID (see 'sluice ls')")
 	}
-	sp, err := g.openSpool()
+	sp, err := g.OpenSpool()
 	if err != nil {
-		return spoolErr(std, "deny", err)
+		return cli.SpoolErr(std, "deny", err)
 	}
 	// The decision is recorded before it is acted on: a log that cannot be
 	// opened stops the denial before anything changes.
 	logPath, err := auditPath(*auditFile)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice deny: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice deny: %v\n", err)
+		return cli.ExitFail
 	}
 	log, err := audit.Open(logPath)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice deny: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice deny: %v\n", err)
+		return cli.ExitFail
 	}
 	defer log.Close()
 	sp.Recorder = log
@@ -59,7 +60,7 @@ func cmdDeny(args []string, std stdio, g *globals) int {
 	if why == "" {
 		why = "denied by a person with sluice deny"
 	}
-	status := exitOK
+	status := cli.ExitOK
 	for _, arg := range ids {
 		id, err := resolveID(sp, arg)
 		if err == nil {
@@ -68,11 +69,11 @@ func cmdDeny(args []string, std stdio, g *globals) int {
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(std.err, "sluice deny: %v\n", err)
-			status = exitFail
+			fmt.Fprintf(std.Err, "sluice deny: %v\n", err)
+			status = cli.ExitFail
 			continue
 		}
-		fmt.Fprintf(std.out, "denied %s\n", id)
+		fmt.Fprintf(std.Out, "denied %s\n", id)
 	}
 	return status
 }
@@ -86,7 +87,7 @@ func actorName(as string) string {
 	if as == "" {
 		return loginName()
 	}
-	return show(as)
+	return cli.Show(as)
 }
 
 // explainClaim turns a failed claim into a message that says what happened
@@ -110,9 +111,9 @@ func explainClaim(sp *queue.Spool, id string, err error) error {
 	case errors.Is(err, queue.ErrExists):
 		return fmt.Errorf("%s reuses an id already answered; it was moved to bad/", id)
 	case errors.As(err, &inv):
-		return fmt.Errorf("%s is invalid (%s); it was moved to bad/ and answered invalid", id, show(inv.Reason))
+		return fmt.Errorf("%s is invalid (%s); it was moved to bad/ and answered invalid", id, cli.Show(inv.Reason))
 	case errors.Is(err, queue.ErrNotFound):
-		return fmt.Errorf("no request %s in %s; see 'sluice ls'", show(id), sp.Dir())
+		return fmt.Errorf("no request %s in %s; see 'sluice ls'", cli.Show(id), sp.Dir())
 	}
 	return err
 }

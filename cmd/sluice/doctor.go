@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/setup"
 )
@@ -34,24 +35,24 @@ start as it is set up), or a warning. Exit status: 1 if there is any
 problem but warnings, else 0.
 `
 
-func cmdDoctor(args []string, std stdio, g *globals) int {
-	fs := newFlags("doctor", "", doctorHelp, std, g)
-	pos, code, ok := fs.parse(args, true)
+func cmdDoctor(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("doctor", "", doctorHelp, std, g)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageErr(std, "doctor", "takes no arguments")
+		return cli.UsageErr(std, "doctor", "takes no arguments")
 	}
 	opt, err := setupOptions(g, false)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice doctor: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice doctor: %v\n", err)
+		return cli.ExitFail
 	}
 	worst := map[setup.Severity]bool{}
 	report := func(p setup.Problem) {
 		worst[p.Severity] = true
-		fmt.Fprintln(std.out, p.String())
+		fmt.Fprintln(std.Out, p.String())
 	}
 	for _, p := range sluiceProblems(g) {
 		report(p)
@@ -65,16 +66,16 @@ func cmdDoctor(args []string, std stdio, g *globals) int {
 		}
 		switch {
 		case !f.Configured && len(f.Problems) == 0:
-			fmt.Fprintf(std.out, "%s: not set up (sluice install %s)\n", f.Agent, f.Agent)
+			fmt.Fprintf(std.Out, "%s: not set up (sluice install %s)\n", f.Agent, f.Agent)
 		case f.Configured && len(f.Problems) == 0:
-			fmt.Fprintf(std.out, "%s: ok\n", f.Agent)
+			fmt.Fprintf(std.Out, "%s: ok\n", f.Agent)
 		}
 		for _, p := range f.Problems {
 			report(p)
 		}
 	}
 	if configured == 0 && unknown == 0 {
-		fmt.Fprintln(std.out, "no agent is set up to use sluice: run 'sluice install claude' (or codex, gemini)")
+		fmt.Fprintln(std.Out, "no agent is set up to use sluice: run 'sluice install claude' (or codex, gemini)")
 	}
 	for _, s := range []struct {
 		sev  setup.Severity
@@ -85,18 +86,18 @@ func cmdDoctor(args []string, std stdio, g *globals) int {
 		{setup.Broken, "an agent does not start as it is set up"},
 	} {
 		if worst[s.sev] {
-			fmt.Fprintf(std.out, "%s: fix the %s problems above\n", s.what, s.sev)
+			fmt.Fprintf(std.Out, "%s: fix the %s problems above\n", s.what, s.sev)
 		}
 	}
 	if worst[setup.FailOpen] || worst[setup.Hangs] || worst[setup.Broken] {
-		return exitFail
+		return cli.ExitFail
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // sluiceProblems checks sluice's own side: someone serving the spool,
 // the spool an agent would find, confinement.
-func sluiceProblems(g *globals) []setup.Problem {
+func sluiceProblems(g *cli.Globals) []setup.Problem {
 	var ps []setup.Problem
 	add := func(failOpen bool, what, fix string) {
 		sev := setup.Warning
@@ -105,7 +106,7 @@ func sluiceProblems(g *globals) []setup.Problem {
 		}
 		ps = append(ps, setup.Problem{Agent: "sluice", Severity: sev, What: what, Fix: fix})
 	}
-	sp, err := g.openSpool()
+	sp, err := g.OpenSpool()
 	if err != nil {
 		add(false, fmt.Sprintf("the spool cannot be opened: %v", err), "see the message above")
 		return ps
@@ -114,11 +115,11 @@ func sluiceProblems(g *globals) []setup.Problem {
 		add(false, fmt.Sprintf("nothing serves the spool %s: every hook answers its fallback (ask or deny) and 'sluice run' waits", sp.Dir()),
 			"start 'sluice console' (or 'sluice serve') in another terminal")
 	}
-	if env := os.Getenv("SLUICE_SPOOL"); env != "" && g.spool == "" {
+	if env := os.Getenv("SLUICE_SPOOL"); env != "" && g.Spool == "" {
 		add(false, fmt.Sprintf("SLUICE_SPOOL=%s is set here: an agent started where it is not set uses the default spool, and meets no console", env),
 			"install the hooks with 'sluice --spool "+env+" install AGENT', or unset SLUICE_SPOOL")
 	}
-	if xdg := os.Getenv("XDG_RUNTIME_DIR"); xdg != "" && g.spool == "" && os.Getenv("SLUICE_SPOOL") == "" {
+	if xdg := os.Getenv("XDG_RUNTIME_DIR"); xdg != "" && g.Spool == "" && os.Getenv("SLUICE_SPOOL") == "" {
 		if run, ok := queue.RunUserDir(); ok && filepath.Clean(xdg) != run {
 			add(false, fmt.Sprintf("XDG_RUNTIME_DIR=%s is not %s: an agent started without it uses %s/sluice, not %s/sluice", xdg, run, run, xdg),
 				"unset XDG_RUNTIME_DIR, or give both sides one spool with SLUICE_SPOOL")
@@ -127,7 +128,7 @@ func sluiceProblems(g *globals) []setup.Problem {
 				"give both sides one spool: SLUICE_SPOOL, or 'sluice --spool DIR install AGENT'")
 		}
 	}
-	cfg, err := loadConfig(g.config)
+	cfg, err := loadConfig(g.Config)
 	if err != nil {
 		add(false, err.Error(), "fix the configuration file")
 		return ps

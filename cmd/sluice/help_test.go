@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/tui"
 )
@@ -16,7 +17,7 @@ import (
 func helpOf(t *testing.T, args ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
-	if code := run(args, stdio{in: strings.NewReader(""), out: &out, err: &errb}); code != 0 || errb.Len() > 0 {
+	if code := run(args, cli.Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 || errb.Len() > 0 {
 		t.Fatalf("sluice %s: exit %d\n%s", strings.Join(args, " "), code, errb.String())
 	}
 	return out.String()

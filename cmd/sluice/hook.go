@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/hook"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/setup"
@@ -39,58 +40,58 @@ configuration so that it cannot fail open), and 'sluice hook AGENT --help'
 for what the agent is answered.
 `
 
-func cmdHook(args []string, std stdio, g *globals) int {
+func cmdHook(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(args) == 0 {
-		fmt.Fprint(std.err, hookHelp)
-		return exitUsage
+		fmt.Fprint(std.Err, hookHelp)
+		return cli.ExitUsage
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(std.out, hookHelp)
-		return exitOK
+		fmt.Fprint(std.Out, hookHelp)
+		return cli.ExitOK
 	}
 	a := hook.Lookup(args[0])
 	if a == nil {
-		return usageErr(std, "hook", "unknown agent %q (want claude, gemini or codex)", show(args[0]))
+		return cli.UsageErr(std, "hook", "unknown agent %q (want claude, gemini or codex)", cli.Show(args[0]))
 	}
 	return runHook(a, args[1:], std, g)
 }
 
 // runHook is one hook call for agent a.
-func runHook(a *hook.Agent, args []string, std stdio, g *globals) int {
+func runHook(a *hook.Agent, args []string, std cli.Stdio, g *cli.Globals) int {
 	// The agent kills a hook it has given up on: withdraw the request
 	// then, so that nobody approves it after the agent moved on.
 	ctx := signalContext()
-	fs := newFlags("hook "+a.Name, a.Synopsis, a.Help, std, g)
+	fs := cli.NewFlags("hook "+a.Name, a.Synopsis, a.Help, std, g)
 	wait := fs.Duration("wait", hook.DefaultWait, "answer the fallback if nobody decides within `DUR`; keep it under the agent's hook timeout ('sluice install' sets both)")
 	fallback := fs.String("fallback", "", "what to answer when nobody decides: `ask` (the agent's own prompt) or deny (env SLUICE_HOOK_FALLBACK; default: "+a.FallbackHelp+")")
 	auditFile := fs.String("audit", "", "the audit log an allow must be recorded in (env SLUICE_AUDIT; default: the one the console or serve publishes in the spool)")
-	pos, code, ok := fs.parse(args, true)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageErr(std, "hook "+a.Name, "takes the hook input on stdin, not as arguments")
+		return cli.UsageErr(std, "hook "+a.Name, "takes the hook input on stdin, not as arguments")
 	}
 	if *wait <= 0 || *wait > queue.MaxTimeout {
-		return usageErr(std, "hook "+a.Name, "--wait must be between 1ms and %s", queue.MaxTimeout)
+		return cli.UsageErr(std, "hook "+a.Name, "--wait must be between 1ms and %s", queue.MaxTimeout)
 	}
 	fb, err := hookFallback(*fallback, a)
 	if err != nil {
 		if *fallback != "" {
-			return usageErr(std, "hook "+a.Name, "%v", err)
+			return cli.UsageErr(std, "hook "+a.Name, "%v", err)
 		}
 		// A bad environment is not the agent's usage error: refuse every
 		// call, loudly, rather than guess.
-		a.Write(std.out, hook.Answer{Decision: hook.Deny, Reason: "sluice: " + err.Error()})
-		return exitOK
+		a.Write(std.Out, hook.Answer{Decision: hook.Deny, Reason: "sluice: " + err.Error()})
+		return cli.ExitOK
 	}
 	opt := hook.Options{Wait: *wait, Fallback: fb, Actor: loginName}
 	var sp *queue.Spool
-	if sp, err = g.openSpool(); err != nil {
+	if sp, err = g.OpenSpool(); err != nil {
 		ans := hook.Answer{Decision: fb, Reason: "sluice: " + err.Error()}
-		a.Write(std.out, ans)
-		return exitOK
+		a.Write(std.Out, ans)
+		return cli.ExitOK
 	}
 	opt.Verify = verifier(*auditFile, sp)
 	// How an allowed command is confined is worked out while the request
@@ -102,7 +103,7 @@ func runHook(a *hook.Agent, args []string, std stdio, g *globals) int {
 	go func() {
 		defer close(confined)
 		var cfg *config
-		if cfg, cfgErr = loadConfig(g.config); cfgErr == nil {
+		if cfg, cfgErr = loadConfig(g.Config); cfgErr == nil {
 			confine = hookConfine(cfg, sp.Dir())
 		}
 	}()
@@ -113,15 +114,15 @@ func runHook(a *hook.Agent, args []string, std stdio, g *globals) int {
 		}
 		return confine(req, res)
 	}
-	ans := hook.Decide(ctx, a, std.in, sp, opt)
+	ans := hook.Decide(ctx, a, std.In, sp, opt)
 	if <-confined; cfgErr != nil && ans.Decision == hook.Allow {
 		// The configuration says how allowed commands run: unreadable,
 		// nothing is allowed.
 		ans = hook.Answer{Decision: hook.Deny, Reason: "sluice: " + cfgErr.Error()}
 	}
-	ans.Reason = show(ans.Reason)
-	a.Write(std.out, ans)
-	return exitOK
+	ans.Reason = cli.Show(ans.Reason)
+	a.Write(std.Out, ans)
+	return cli.ExitOK
 }
 
 // verifier is what a writer believes an allow by: the audit log named by

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -42,7 +43,7 @@ var cliHostile = []struct{ name, text string }{
 func sluiceCmd(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(args, stdio{in: strings.NewReader(stdin), out: &out, err: &errb})
+	code = run(args, cli.Stdio{In: strings.NewReader(stdin), Out: &out, Err: &errb})
 	return out.String(), errb.String(), code
 }
 

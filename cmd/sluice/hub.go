@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/cli"
 )
 
 // hubProgram is the program 'sluice hub' runs (cmd/sluice-hub): the NATS
@@ -24,22 +26,22 @@ or, in a checkout, 'make build' (bin/sluice, bin/sluice-hub, bin/sluice-mcp).
 `
 
 // cmdHub hands 'sluice hub' over to sluice-hub, with --spool passed on.
-func cmdHub(args []string, std stdio, g *globals) int {
+func cmdHub(args []string, std cli.Stdio, g *cli.Globals) int {
 	self, _ := os.Executable()
 	prog, err := findBeside(self, hubProgram)
 	if err != nil {
-		fmt.Fprintf(std.err, hubMissing, self)
-		return exitUsage
+		fmt.Fprintf(std.Err, hubMissing, self)
+		return cli.ExitUsage
 	}
 	argv := []string{prog, "hub"}
-	if g.spool != "" && len(args) > 0 && args[0] == "box" {
-		argv = append(argv, "box", "--spool", g.spool)
+	if g.Spool != "" && len(args) > 0 && args[0] == "box" {
+		argv = append(argv, "box", "--spool", g.Spool)
 		args = args[1:]
 	}
 	argv = append(argv, args...)
 	err = syscall.Exec(prog, argv, os.Environ())
-	fmt.Fprintf(std.err, "sluice hub: run %s: %v\n", prog, err)
-	return exitFail
+	fmt.Fprintf(std.Err, "sluice hub: run %s: %v\n", prog, err)
+	return cli.ExitFail
 }
 
 // errHubMissing says sluice-hub is not installed, and how to install it.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -49,7 +50,7 @@ func matchIDs(arg string, ids []string) []string {
 
 // errIDTooShort is the error for an id shorter than any form names.
 func errIDTooShort(arg string) error {
-	return fmt.Errorf("id %q is too short; give at least %d characters", show(arg), minIDPrefix)
+	return fmt.Errorf("id %q is too short; give at least %d characters", cli.Show(arg), minIDPrefix)
 }
 
 // ambiguous says that arg names several ids (what: "pending requests").
@@ -59,7 +60,7 @@ func ambiguous(arg string, what string, match []string) error {
 	if len(list) > 5 {
 		list, more = list[:5], ", …"
 	}
-	return fmt.Errorf("%q matches %d %s (%s%s); give more of the id", show(arg), len(match), what, strings.Join(list, ", "), more)
+	return fmt.Errorf("%q matches %d %s (%s%s); give more of the id", cli.Show(arg), len(match), what, strings.Join(list, ", "), more)
 }
 
 // resolveID expands arg (a whole id, a prefix of 4+ characters or a
@@ -112,7 +113,7 @@ func resolveID(sp *queue.Spool, arg string) (string, error) {
 	if queue.ValidID(arg) {
 		return arg, nil // let the claim say what became of it
 	}
-	return "", fmt.Errorf("no pending request matches %q; see 'sluice ls'", show(arg))
+	return "", fmt.Errorf("no pending request matches %q; see 'sluice ls'", cli.Show(arg))
 }
 
 // answeredIDs are the ids of the requests whose result is in out/.
@@ -170,7 +171,7 @@ func resolveRunID(logPath, arg string) (string, error) {
 	}
 	switch m := matchIDs(arg, ids); len(m) {
 	case 0:
-		return "", fmt.Errorf("no run %s in %s that changed files (see 'sluice audit tail')", show(arg), logPath)
+		return "", fmt.Errorf("no run %s in %s that changed files (see 'sluice audit tail')", cli.Show(arg), logPath)
 	case 1:
 		return m[0], nil
 	default:

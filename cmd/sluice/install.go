@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/hook"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/setup"
 )
 
@@ -55,20 +56,20 @@ is, byte for byte; a file left with nothing in it is removed, and no file
 is created. Shows the diff and asks first; each file is backed up.
 `
 
-func cmdInstall(args []string, std stdio, g *globals) int {
+func cmdInstall(args []string, std cli.Stdio, g *cli.Globals) int {
 	return runInstall("install", args, std, g)
 }
 
-func cmdUninstall(args []string, std stdio, g *globals) int {
+func cmdUninstall(args []string, std cli.Stdio, g *cli.Globals) int {
 	return runInstall("uninstall", args, std, g)
 }
 
-func runInstall(name string, args []string, std stdio, g *globals) int {
+func runInstall(name string, args []string, std cli.Stdio, g *cli.Globals) int {
 	help, synopsis := installHelp, "claude|codex|gemini [--project] [--mcp] [--wait DUR] [--dry-run] [--yes]"
 	if name == "uninstall" {
 		help, synopsis = uninstallHelp, "claude|codex|gemini [--project] [--dry-run] [--yes]"
 	}
-	fs := newFlags(name, synopsis, help, std, g)
+	fs := cli.NewFlags(name, synopsis, help, std, g)
 	project := fs.Bool("project", false, "the project's settings in the current directory, not the user's")
 	dryRun := fs.Bool("dry-run", false, "show the diff, write nothing")
 	yes := fs.Bool("yes", false, "write without asking")
@@ -78,79 +79,79 @@ func runInstall(name string, args []string, std stdio, g *globals) int {
 		mcp = fs.Bool("mcp", false, "also register sluice's MCP server (run_command, write_file, edit_file)")
 		wait = fs.Duration("wait", hook.DefaultWait, "how long the hook waits for a decision (`DUR`); the agent's timeout is this plus 10s")
 	}
-	pos, code, ok := fs.parse(args, true)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) != 1 || !setup.Known(pos[0]) {
-		return usageErr(std, name, "which agent? claude, codex or gemini")
+		return cli.UsageErr(std, name, "which agent? claude, codex or gemini")
 	}
 	agent := pos[0]
 	opt, err := setupOptions(g, *project)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice %s: %v\n", name, err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice %s: %v\n", name, err)
+		return cli.ExitFail
 	}
 	var plan *setup.Plan
 	if name == "install" {
 		opt.MCP, opt.Wait = *mcp, *wait
 		if opt.Wait <= 0 || opt.Wait+hook.Grace > 10*time.Minute {
-			return usageErr(std, name, "--wait must be positive and under 10m")
+			return cli.UsageErr(std, name, "--wait must be positive and under 10m")
 		}
 		plan, err = setup.Install(agent, opt)
 	} else {
 		plan, err = setup.Uninstall(agent, opt)
 	}
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice %s: %v\n", name, err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice %s: %v\n", name, err)
+		return cli.ExitFail
 	}
 	if plan.Empty() {
-		fmt.Fprintf(std.out, "%s: nothing to change\n", agent)
+		fmt.Fprintf(std.Out, "%s: nothing to change\n", agent)
 		printNotes(std, plan)
-		return exitOK
+		return cli.ExitOK
 	}
-	fmt.Fprint(std.out, plan.Diff())
+	fmt.Fprint(std.Out, plan.Diff())
 	for _, a := range plan.Asks {
-		fmt.Fprintf(std.out, "your setting: %s\n", a)
+		fmt.Fprintf(std.Out, "your setting: %s\n", a)
 	}
 	if *dryRun {
 		printNotes(std, plan)
-		return exitOK
+		return cli.ExitOK
 	}
 	if !*yes {
 		for _, a := range plan.Asks {
 			if !confirm(std, a.Question+" [y/N] ") {
-				fmt.Fprintf(std.err, "nothing written: while %s sets %s, %s\n", a.File, a.Setting, a.Why)
-				return exitFail
+				fmt.Fprintf(std.Err, "nothing written: while %s sets %s, %s\n", a.File, a.Setting, a.Why)
+				return cli.ExitFail
 			}
 		}
 		if !confirm(std, fmt.Sprintf("Write %s? [y/N] ", changedFiles(plan))) {
-			fmt.Fprintln(std.err, "nothing written")
-			return exitFail
+			fmt.Fprintln(std.Err, "nothing written")
+			return cli.ExitFail
 		}
 	}
 	backups, err := plan.Apply(time.Now())
 	for _, b := range backups {
-		fmt.Fprintf(std.out, "backup: %s\n", b)
+		fmt.Fprintf(std.Out, "backup: %s\n", b)
 	}
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice %s: %v\n", name, err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice %s: %v\n", name, err)
+		return cli.ExitFail
 	}
-	fmt.Fprintf(std.out, "%sed %s: %s\n", name, agent, changedFiles(plan))
+	fmt.Fprintf(std.Out, "%sed %s: %s\n", name, agent, changedFiles(plan))
 	for _, a := range plan.Asks {
-		fmt.Fprintf(std.out, "%s: %s (while it was there, %s)\n", a.File, a.Done, lowerFirst(a.Why))
+		fmt.Fprintf(std.Out, "%s: %s (while it was there, %s)\n", a.File, a.Done, lowerFirst(a.Why))
 	}
 	printNotes(std, plan)
 	if name == "install" {
-		fmt.Fprintf(std.out, "check it with: sluice doctor\n")
+		fmt.Fprintf(std.Out, "check it with: sluice doctor\n")
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // setupOptions are the paths every install and check uses.
-func setupOptions(g *globals, project bool) (setup.Options, error) {
+func setupOptions(g *cli.Globals, project bool) (setup.Options, error) {
 	var opt setup.Options
 	home, err := os.UserHomeDir()
 	if err != nil {
@@ -163,7 +164,7 @@ func setupOptions(g *globals, project bool) (setup.Options, error) {
 	if self, err = filepath.EvalSymlinks(self); err != nil {
 		return opt, err
 	}
-	opt.Home, opt.Sluice, opt.Spool = home, self, g.spool
+	opt.Home, opt.Sluice, opt.Spool = home, self, g.Spool
 	opt.Getenv, opt.PathSluice = os.Getenv, setup.LookPath(os.Getenv("PATH"))
 	if ch := os.Getenv("CODEX_HOME"); ch != "" && filepath.IsAbs(ch) {
 		opt.CodexHome = ch
@@ -201,20 +202,20 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-func printNotes(std stdio, p *setup.Plan) {
+func printNotes(std cli.Stdio, p *setup.Plan) {
 	for _, n := range p.Notes {
-		fmt.Fprintf(std.out, "note: %s\n", n)
+		fmt.Fprintf(std.Out, "note: %s\n", n)
 	}
 }
 
 // confirm asks a yes/no question on stdin.
-func confirm(std stdio, question string) bool {
-	fmt.Fprint(std.err, question)
+func confirm(std cli.Stdio, question string) bool {
+	fmt.Fprint(std.Err, question)
 	// One line, a byte at a time: a second question reads the next.
 	var b []byte
 	var c [1]byte
 	for len(b) < 64 {
-		n, err := std.in.Read(c[:])
+		n, err := std.In.Read(c[:])
 		if n == 1 {
 			if c[0] == '\n' {
 				break

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -33,29 +34,29 @@ type lsEntry struct {
 	Request *queue.Request `json:"request,omitempty"`
 }
 
-func cmdLs(args []string, std stdio, g *globals) int {
-	fs := newFlags("ls", "[--json]", lsHelp, std, g)
+func cmdLs(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("ls", "[--json]", lsHelp, std, g)
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
-	pos, code, ok := fs.parse(args, true)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageErr(std, "ls", "takes no arguments")
+		return cli.UsageErr(std, "ls", "takes no arguments")
 	}
 	// A broken configuration is said here too, not first when it matters.
-	if _, err := loadConfig(g.config); err != nil {
-		fmt.Fprintf(std.err, "sluice ls: %v\n", err)
-		return exitUsage
+	if _, err := loadConfig(g.Config); err != nil {
+		fmt.Fprintf(std.Err, "sluice ls: %v\n", err)
+		return cli.ExitUsage
 	}
-	sp, err := g.openSpool()
+	sp, err := g.OpenSpool()
 	if err != nil {
-		return spoolErr(std, "ls", err)
+		return cli.SpoolErr(std, "ls", err)
 	}
 	list, err := sp.List()
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice ls: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice ls: %v\n", err)
+		return cli.ExitFail
 	}
 	now := time.Now()
 	if *asJSON {
@@ -70,31 +71,31 @@ func cmdLs(args []string, std stdio, g *globals) int {
 			}
 			out = append(out, le)
 		}
-		writeJSON(std.out, out)
-		return exitOK
+		writeJSON(std.Out, out)
+		return cli.ExitOK
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(std.err, "nothing pending or running in %s\n", sp.Dir())
-		return exitOK
+		fmt.Fprintf(std.Err, "nothing pending or running in %s\n", sp.Dir())
+		return cli.ExitOK
 	}
-	tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(std.Out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tAGE\tSTATE\tAGENT\tKIND\tCOMMAND")
 	for _, e := range list {
 		id := e.ID
 		if id == "" {
-			id = show(e.Name)
+			id = cli.Show(e.Name)
 		}
 		agent, kind, what := "-", "-", ""
 		if r := e.Request; r != nil {
-			agent, kind, what = orDash(show(r.Agent)), string(r.Kind), show(r.Summary())
+			agent, kind, what = orDash(cli.Show(r.Agent)), string(r.Kind), cli.Show(r.Summary())
 		} else if e.Err != nil {
-			what = show(e.Err.Error())
+			what = cli.Show(e.Err.Error())
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", id, age(now.Sub(e.Since)), e.State,
 			clip(agent, 16), kind, clip(what, 72))
 	}
 	tw.Flush()
-	return exitOK
+	return cli.ExitOK
 }
 
 func orDash(s string) string {

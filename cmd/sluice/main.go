@@ -5,8 +5,12 @@
 // main only wires things; each subcommand lives in its own file.
 package main
 
-import "os"
+import (
+	"os"
+
+	"github.com/sluice-dev/sluice/internal/cli"
+)
 
 func main() {
-	os.Exit(run(os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
+	os.Exit(run(os.Args[1:], cli.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/mcpserver"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
@@ -25,7 +26,7 @@ import (
 // exit status (testscript alone only tells success from failure).
 func TestMain(m *testing.M) {
 	progs := map[string]func(){
-		"sluice": func() { os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})) },
+		"sluice": func() { os.Exit(run(os.Args[1:], cli.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})) },
 		"exits":  exitsMain,
 		// cmd/sluice-mcp, which 'sluice mcp' finds beside itself.
 		"sluice-mcp": func() { os.Exit(mcpserver.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, policy.Roots)) },

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/sluice-dev/sluice/internal/cli"
 )
 
 // mcpProgram is the program 'sluice mcp' runs (cmd/sluice-mcp). The MCP
@@ -21,19 +23,19 @@ or, in a checkout, 'make build' (bin/sluice and bin/sluice-mcp).
 // cmdMCP hands 'sluice mcp' over to sluice-mcp: same flags, same
 // environment, same stdin and stdout. (sluice-mcp needs no configuration
 // file: --config is not passed on.)
-func cmdMCP(args []string, std stdio, g *globals) int {
+func cmdMCP(args []string, std cli.Stdio, g *cli.Globals) int {
 	self, _ := os.Executable()
 	prog, err := findBeside(self, mcpProgram)
 	if err != nil {
-		fmt.Fprintf(std.err, mcpMissing, self)
-		return exitUsage
+		fmt.Fprintf(std.Err, mcpMissing, self)
+		return cli.ExitUsage
 	}
 	argv := []string{prog, "mcp"}
-	if g.spool != "" {
-		argv = append(argv, "--spool", g.spool)
+	if g.Spool != "" {
+		argv = append(argv, "--spool", g.Spool)
 	}
 	argv = append(argv, args...)
 	err = syscall.Exec(prog, argv, os.Environ())
-	fmt.Fprintf(std.err, "sluice mcp: run %s: %v\n", prog, err)
-	return exitFail
+	fmt.Fprintf(std.Err, "sluice mcp: run %s: %v\n", prog, err)
+	return cli.ExitFail
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -30,14 +31,14 @@ const policyHelp = `Inspect the policy.
       comments included, stays as it is
 `
 
-func cmdPolicy(args []string, std stdio, g *globals) int {
+func cmdPolicy(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) == 0 {
-			fmt.Fprint(std.err, "Usage: sluice policy show|lint|rules|revoke ...\n\n"+policyHelp)
-			return exitUsage
+			fmt.Fprint(std.Err, "Usage: sluice policy show|lint|rules|revoke ...\n\n"+policyHelp)
+			return cli.ExitUsage
 		}
-		fmt.Fprint(std.out, "Usage: sluice policy show|lint|rules|revoke ...\n\n"+policyHelp)
-		return exitOK
+		fmt.Fprint(std.Out, "Usage: sluice policy show|lint|rules|revoke ...\n\n"+policyHelp)
+		return cli.ExitOK
 	}
 	switch args[0] {
 	case "show":
@@ -49,32 +50,32 @@ func cmdPolicy(args []string, std stdio, g *globals) int {
 	case "revoke":
 		return policyRevoke(args[1:], std, g)
 	}
-	return usageErr(std, "policy", "unknown subcommand %q (show, lint, rules or revoke)", args[0])
+	return cli.UsageErr(std, "policy", "unknown subcommand %q (show, lint, rules or revoke)", args[0])
 }
 
-func policyShow(args []string, std stdio, g *globals) int {
-	fs := newFlags("policy show", "[--policy FILE] [--cwd DIR]", "Print the effective policy and where each part comes from.\n", std, g)
+func policyShow(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("policy show", "[--policy FILE] [--cwd DIR]", "Print the effective policy and where each part comes from.\n", std, g)
 	var pf policyFlags
 	pf.register(fs)
-	pos, code, ok := fs.parse(args, true)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageErr(std, "policy show", "takes no arguments")
+		return cli.UsageErr(std, "policy show", "takes no arguments")
 	}
 	p, _, err := pf.load()
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice policy show: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(std.Err, "sluice policy show: %v\n", err)
+		return cli.ExitUsage
 	}
-	fmt.Fprintf(std.out, "# %d program names known to the knowledge table\n\n[defaults]\n", p.Programs())
+	fmt.Fprintf(std.Out, "# %d program names known to the knowledge table\n\n[defaults]\n", p.Programs())
 	for c := policy.ReadOnly; c <= policy.HostEscape; c++ {
 		act, origin := p.DefaultFor(c)
-		fmt.Fprintf(std.out, "%-16s = %-7q # %s\n", c, act.String(), origin)
+		fmt.Fprintf(std.Out, "%-16s = %-7q # %s\n", c, act.String(), origin)
 	}
-	tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(std.out, "\n# rules (any matching deny wins, then ask, then allow)")
+	tw := tabwriter.NewWriter(std.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(std.Out, "\n# rules (any matching deny wins, then ask, then allow)")
 	fmt.Fprintln(tw, "ACTION\tMATCH\tORIGIN\tREASON")
 	for _, r := range p.Rules() {
 		match := "command " + r.Command
@@ -85,68 +86,68 @@ func policyShow(args []string, std stdio, g *globals) int {
 	}
 	tw.Flush()
 	for _, w := range p.Warnings() {
-		fmt.Fprintf(std.out, "# warning: %s\n", strings.TrimSpace(w))
+		fmt.Fprintf(std.Out, "# warning: %s\n", strings.TrimSpace(w))
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
-func policyLint(args []string, std stdio, g *globals) int {
-	fs := newFlags("policy lint", "FILE", "Check a policy file; exit 2 naming the file, line and problem if it does not load.\n", std, g)
-	pos, code, ok := fs.parse(args, true)
+func policyLint(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("policy lint", "FILE", "Check a policy file; exit 2 naming the file, line and problem if it does not load.\n", std, g)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) != 1 {
-		return usageErr(std, "policy lint", "give one policy file")
+		return cli.UsageErr(std, "policy lint", "give one policy file")
 	}
 	if err := policy.Lint(pos[0]); err != nil {
-		fmt.Fprintf(std.err, "sluice policy lint: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(std.Err, "sluice policy lint: %v\n", err)
+		return cli.ExitUsage
 	}
-	fmt.Fprintf(std.out, "%s: ok\n", pos[0])
-	return exitOK
+	fmt.Fprintf(std.Out, "%s: ok\n", pos[0])
+	return cli.ExitOK
 }
 
-func policyRules(args []string, std stdio, g *globals) int {
-	fs := newFlags("policy rules", "[--policy FILE] [--cwd DIR] [--audit FILE]", "List every rule: origin, scope, and the past requests it matched.\n", std, g)
+func policyRules(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("policy rules", "[--policy FILE] [--cwd DIR] [--audit FILE]", "List every rule: origin, scope, and the past requests it matched.\n", std, g)
 	var pf policyFlags
 	pf.register(fs)
 	auditFile := fs.String("audit", "", auditFlagHelp)
-	pos, code, ok := fs.parse(args, true)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageErr(std, "policy rules", "takes no arguments")
+		return cli.UsageErr(std, "policy rules", "takes no arguments")
 	}
 	p, _, err := pf.load()
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice policy rules: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(std.Err, "sluice policy rules: %v\n", err)
+		return cli.ExitUsage
 	}
 	counts := map[*policy.Rule]int{}
 	path, err := auditPath(*auditFile)
 	if err == nil {
 		if err := countRuleMatches(p, path, counts); err != nil {
-			fmt.Fprintf(std.err, "sluice policy rules: %v (counts left out)\n", err)
+			fmt.Fprintf(std.Err, "sluice policy rules: %v (counts left out)\n", err)
 		}
 	}
-	tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(std.Out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ORIGIN\tACTION\tMATCH\tSCOPE\tPAST\tREASON")
 	for _, r := range p.Rules() {
-		match, past := "command "+show(r.Command), strconv.Itoa(counts[r])
+		match, past := "command "+cli.Show(r.Command), strconv.Itoa(counts[r])
 		if r.Path != "" {
-			match, past = r.Access+" "+show(r.Path), "-"
+			match, past = r.Access+" "+cli.Show(r.Path), "-"
 		}
 		match = clip(match, 60)
 		scope := "everywhere"
 		if r.Project != "" {
-			scope = "project " + show(homeShort(r.Project))
+			scope = "project " + cli.Show(homeShort(r.Project))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", show(r.Origin), r.Action, match, scope, past, show(r.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cli.Show(r.Origin), r.Action, match, scope, past, cli.Show(r.Reason))
 	}
 	tw.Flush()
-	return exitOK
+	return cli.ExitOK
 }
 
 // countRuleMatches counts, for each command rule, the exec requests in the
@@ -160,26 +161,26 @@ func countRuleMatches(p *policy.Policy, logPath string, counts map[*policy.Rule]
 	})
 }
 
-func policyRevoke(args []string, std stdio, g *globals) int {
-	fs := newFlags("policy revoke", "FILE:LINE", "Take one rule out of your policy file, as 'sluice policy rules' names it.\n", std, g).unused("spool", "config")
-	pos, code, ok := fs.parse(args, true)
+func policyRevoke(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("policy revoke", "FILE:LINE", "Take one rule out of your policy file, as 'sluice policy rules' names it.\n", std, g).Unused("spool", "config")
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) != 1 {
-		return usageErr(std, "policy revoke", "which rule? give its FILE:LINE from 'sluice policy rules'")
+		return cli.UsageErr(std, "policy revoke", "which rule? give its FILE:LINE from 'sluice policy rules'")
 	}
 	i := strings.LastIndexByte(pos[0], ':')
 	line, err := strconv.Atoi(pos[0][i+1:])
 	if i <= 0 || err != nil {
-		return usageErr(std, "policy revoke", "%q is not FILE:LINE (see 'sluice policy rules')", pos[0])
+		return cli.UsageErr(std, "policy revoke", "%q is not FILE:LINE (see 'sluice policy rules')", pos[0])
 	}
 	file := pos[0][:i]
 	removed, err := policy.RemoveRule(file, line)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice policy revoke: %s\n", show(err.Error()))
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice policy revoke: %s\n", cli.Show(err.Error()))
+		return cli.ExitFail
 	}
-	fmt.Fprintf(std.out, "removed from %s:\n%s", file, removed)
-	return exitOK
+	fmt.Fprintf(std.Out, "removed from %s:\n%s", file, removed)
+	return cli.ExitOK
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -52,9 +53,9 @@ Exit status:
   2                usage error
 `
 
-func cmdRun(args []string, std stdio, g *globals) int {
+func cmdRun(args []string, std cli.Stdio, g *cli.Globals) int {
 	ctx := signalContext()
-	fs := newFlags("run", "[flags] -- COMMAND...", runHelp, std, g).unused("config")
+	fs := cli.NewFlags("run", "[flags] -- COMMAND...", runHelp, std, g).Unused("config")
 	cwd := fs.String("cwd", "", "run in `DIR` (default: the current directory)")
 	timeout := fs.Duration("timeout", 0, "kill the command after `DUR`, such as 30s, 5m or 1h (default: the console's configured default)")
 	expires := fs.Duration("expires", 10*time.Minute, "give up if nobody decides within `DUR`")
@@ -64,22 +65,22 @@ func cmdRun(args []string, std stdio, g *globals) int {
 	asJSON := fs.Bool("json", false, "print the result JSON instead of the output")
 	// The command's own words must reach it untouched, so flags end at the
 	// first word that is not one ('sluice run ls -la').
-	words, code, ok := fs.parse(args, false)
+	words, code, ok := fs.ParseArgs(args, false)
 	if !ok {
 		return code
 	}
 	if len(words) == 0 || strings.TrimSpace(strings.Join(words, "")) == "" {
-		return usageErr(std, "run", "no command given (sluice run -- COMMAND...)")
+		return cli.UsageErr(std, "run", "no command given (sluice run -- COMMAND...)")
 	}
 	if *timeout < 0 || *timeout > queue.MaxTimeout {
-		return usageErr(std, "run", "--timeout must be between 1s and %s", queue.MaxTimeout)
+		return cli.UsageErr(std, "run", "--timeout must be between 1s and %s", queue.MaxTimeout)
 	}
 	if *expires <= 0 {
-		return usageErr(std, "run", "--expires must be positive")
+		return cli.UsageErr(std, "run", "--expires must be positive")
 	}
 	dir, err := absDir(*cwd)
 	if err != nil {
-		return usageErr(std, "run", "%v", err)
+		return cli.UsageErr(std, "run", "%v", err)
 	}
 	if *agent == "" {
 		*agent = "cli"
@@ -105,25 +106,25 @@ func cmdRun(args []string, std stdio, g *globals) int {
 		req.TTY = new(bool)
 	}
 	if err := req.Validate(); err != nil {
-		return usageErr(std, "run", "%v", err)
+		return cli.UsageErr(std, "run", "%v", err)
 	}
-	sp, err := g.openSpool()
+	sp, err := g.OpenSpool()
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice run: %v\n", err)
+		fmt.Fprintf(std.Err, "sluice run: %v\n", err)
 		return exitNotRun
 	}
 	if !sp.Serving() {
 		// The request still waits (an engine may start), but the agent's
 		// person should not wait in silence.
-		fmt.Fprintf(std.err, "sluice run: nothing serves the spool %s yet: start 'sluice console' (or 'sluice serve') with the same spool; waiting up to %s\n", show(sp.Dir()), *expires)
+		fmt.Fprintf(std.Err, "sluice run: nothing serves the spool %s yet: start 'sluice console' (or 'sluice serve') with the same spool; waiting up to %s\n", cli.Show(sp.Dir()), *expires)
 	}
-	var logTo io.Writer = std.out
+	var logTo io.Writer = std.Out
 	if *asJSON {
 		logTo = nil
 	}
-	res, err := submitAndWait(ctx, sp, req, logTo, std.err, "run")
+	res, err := submitAndWait(ctx, sp, req, logTo, std.Err, "run")
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice run: %s\n", show(err.Error()))
+		fmt.Fprintf(std.Err, "sluice run: %s\n", cli.Show(err.Error()))
 		if code, ok := interruptCode(err); ok {
 			return code
 		}
@@ -132,17 +133,17 @@ func cmdRun(args []string, std stdio, g *globals) int {
 	// (Output the log lacks, none kept or some lost, came from the
 	// result's tail as the wait ended: queue's logFollower.fill.)
 	if *asJSON {
-		writeJSON(std.out, res)
+		writeJSON(std.Out, res)
 	}
 	return runExit(res, std)
 }
 
 // runExit maps a result to the exit status of protocol section 5 and says on
 // stderr why a command did not run.
-func runExit(res *queue.Result, std stdio) int { return exitFor("run", res, std) }
+func runExit(res *queue.Result, std cli.Stdio) int { return exitFor("run", res, std) }
 
 // exitFor is runExit for command name (run, approve).
-func exitFor(name string, res *queue.Result, std stdio) int {
+func exitFor(name string, res *queue.Result, std cli.Stdio) int {
 	if res.Command != "" {
 		// What ran is not what was asked for: the agent must not take
 		// the output for its own command's.
@@ -150,14 +151,14 @@ func exitFor(name string, res *queue.Result, std stdio) int {
 		if res.Ran() {
 			what = "what ran is"
 		}
-		fmt.Fprintf(std.err, "sluice %s: a person edited the command before approving it; %s: %s\n", name, what, show(res.Command))
+		fmt.Fprintf(std.Err, "sluice %s: a person edited the command before approving it; %s: %s\n", name, what, cli.Show(res.Command))
 	}
 	if s := changedText(res); s != "" {
-		fmt.Fprintf(std.err, "sluice %s: %s\n", name, s)
+		fmt.Fprintf(std.Err, "sluice %s: %s\n", name, s)
 	}
 	reason := ""
 	if res.Reason != "" {
-		reason = ": " + show(res.Reason)
+		reason = ": " + cli.Show(res.Reason)
 	}
 	switch res.Status {
 	case queue.StatusDone:
@@ -165,30 +166,30 @@ func exitFor(name string, res *queue.Result, std stdio) int {
 			return *res.ExitCode
 		}
 		if res.ExitCode != nil {
-			fmt.Fprintf(std.err, "sluice %s: the result's exit code %d is not 0-255%s\n", name, *res.ExitCode, reason)
+			fmt.Fprintf(std.Err, "sluice %s: the result's exit code %d is not 0-255%s\n", name, *res.ExitCode, reason)
 		} else {
-			fmt.Fprintf(std.err, "sluice %s: done without an exit code%s\n", name, reason)
+			fmt.Fprintf(std.Err, "sluice %s: done without an exit code%s\n", name, reason)
 		}
 		return exitNotRun
 	case queue.StatusDenied:
 		by := ""
 		if res.DecidedBy != "" {
-			by = " by " + show(string(res.DecidedBy))
+			by = " by " + cli.Show(string(res.DecidedBy))
 		}
-		fmt.Fprintf(std.err, "sluice %s: denied%s%s\n", name, by, reason)
+		fmt.Fprintf(std.Err, "sluice %s: denied%s%s\n", name, by, reason)
 		return exitDenied
 	case queue.StatusTimeout:
-		fmt.Fprintf(std.err, "sluice %s: killed at its timeout after %s%s\n", name,
+		fmt.Fprintf(std.Err, "sluice %s: killed at its timeout after %s%s\n", name,
 			time.Duration(res.DurationMS)*time.Millisecond, reason)
 		return exitTimeout
 	case queue.StatusKilled:
-		fmt.Fprintf(std.err, "sluice %s: killed by a person while it ran%s\n", name, reason)
+		fmt.Fprintf(std.Err, "sluice %s: killed by a person while it ran%s\n", name, reason)
 		return exitNotRun
 	case queue.StatusStopped:
-		fmt.Fprintf(std.err, "sluice %s: stopped%s\n", name, reason)
+		fmt.Fprintf(std.Err, "sluice %s: stopped%s\n", name, reason)
 		return exitStopped
 	}
-	fmt.Fprintf(std.err, "sluice %s: not run: %s%s\n", name, show(string(res.Status)), reason)
+	fmt.Fprintf(std.Err, "sluice %s: not run: %s%s\n", name, cli.Show(string(res.Status)), reason)
 	return exitNotRun
 }
 
@@ -205,7 +206,7 @@ func changedText(res *queue.Result) string {
 			parts = append(parts, fmt.Sprintf("and %d more", n-10))
 			break
 		}
-		parts = append(parts, show(c.Path)+" ("+c.Change+")")
+		parts = append(parts, cli.Show(c.Path)+" ("+c.Change+")")
 	}
 	s := fmt.Sprintf("changed %d file(s): %s; 'sluice undo %s' puts them back", n, strings.Join(parts, ", "), res.ID)
 	if cp := res.Checkpoint; cp != nil && len(cp.Overlapped) > 0 {
@@ -216,8 +217,8 @@ func changedText(res *queue.Result) string {
 
 // stdoutIsTerminal reports whether the command's output goes to a
 // terminal.
-func stdoutIsTerminal(std stdio) bool {
-	f, ok := std.out.(*os.File)
+func stdoutIsTerminal(std cli.Stdio) bool {
+	f, ok := std.Out.(*os.File)
 	return ok && term.IsTerminal(f.Fd())
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -77,33 +78,33 @@ func (r *rootsFlag) Set(v string) error {
 	return nil
 }
 
-func cmdSandbox(args []string, std stdio, g *globals) int {
-	fs := newFlags("sandbox", "--profile read_only|mutating|networked [--root DIR]... -- COMMAND [ARG]...", sandboxHelp, std, g)
+func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("sandbox", "--profile read_only|mutating|networked [--root DIR]... -- COMMAND [ARG]...", sandboxHelp, std, g)
 	prof := fs.String("profile", "", "the confinement: read_only, mutating or networked (required)")
 	var roots rootsFlag
 	fs.Var(&roots, "root", "a `DIR` a mutating or networked command may write (repeat for more; default: the current directory and its git top level)")
-	words, code, ok := fs.parse(args, false)
+	words, code, ok := fs.ParseArgs(args, false)
 	if !ok {
 		return code
 	}
 	if *prof == "" {
-		return usageErr(std, "sandbox", "--profile is required (read_only, mutating or networked)")
+		return cli.UsageErr(std, "sandbox", "--profile is required (read_only, mutating or networked)")
 	}
 	profile, err := sandbox.ParseProfile(*prof)
 	if err != nil {
-		return usageErr(std, "sandbox", "%v", err)
+		return cli.UsageErr(std, "sandbox", "%v", err)
 	}
 	if len(words) == 0 {
-		return usageErr(std, "sandbox", "no command given (sluice sandbox --profile %s -- COMMAND...)", profile)
+		return cli.UsageErr(std, "sandbox", "no command given (sluice sandbox --profile %s -- COMMAND...)", profile)
 	}
-	cfg, err := loadConfig(g.config)
+	cfg, err := loadConfig(g.Config)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
+		return cli.ExitUsage
 	}
 	path, err := osexec.LookPath(words[0])
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+		fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
 		if errors.Is(err, osexec.ErrNotFound) {
 			return 127
 		}
@@ -111,13 +112,13 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 	}
 	dir, err := os.Getwd()
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+		fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
 		return exitNotRun
 	}
 	if len(roots) == 0 {
 		roots = policy.Roots(dir)
 	}
-	spool := g.spool
+	spool := g.Spool
 	if spool == "" {
 		spool = os.Getenv("SLUICE_SPOOL")
 	}
@@ -150,7 +151,7 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 	} else {
 		tmp, err := os.MkdirTemp("", "sluice-sandbox-")
 		if err != nil {
-			fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+			fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
 			return exitNotRun
 		}
 		defer os.RemoveAll(tmp)
@@ -163,7 +164,7 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 			writable = append(writable, conf.Fetch...)
 		}
 		if err := exec.MakeCaches(writable); err != nil {
-			fmt.Fprintf(std.err, "sluice sandbox: cache directory: %v\n", err)
+			fmt.Fprintf(std.Err, "sluice sandbox: cache directory: %v\n", err)
 			return exitNotRun
 		}
 		writable = append(writable, conf.Named...)
@@ -189,7 +190,7 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 		}
 		box, err = sandbox.Prepare(spec)
 		if err != nil {
-			fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+			fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
 			return exitNotRun
 		}
 		defer box.Close()
@@ -197,10 +198,10 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 	}
 	if box == nil {
 		if conf.Mode == exec.SandboxRequire {
-			fmt.Fprintf(std.err, "sluice sandbox: cannot confine here (%s) and config.toml says sandbox = \"require\"; not running %s\n", why, show(words[0]))
+			fmt.Fprintf(std.Err, "sluice sandbox: cannot confine here (%s) and config.toml says sandbox = \"require\"; not running %s\n", why, cli.Show(words[0]))
 			return exitNotRun
 		}
-		fmt.Fprintf(std.err, "sluice sandbox: warning: running unconfined: %s\n", why)
+		fmt.Fprintf(std.Err, "sluice sandbox: warning: running unconfined: %s\n", why)
 	}
 	cmd.Env = env
 	// `SHELL -c LINE`, the shape 'sluice hook' gives an agent's allowed
@@ -246,7 +247,7 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 		err = sandbox.Start(cmd, box, cg)
 	}
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+		fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
 		return 126
 	}
 	if box != nil {
@@ -262,20 +263,20 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 	cg.Kill(time.Second)
 	if guarded != nil {
 		if note := exec.GuardNote(guarded.Restore()); note != "" {
-			fmt.Fprint(std.err, note)
+			fmt.Fprint(std.Err, note)
 		}
 	}
 	var ee *osexec.ExitError
 	switch {
 	case err == nil:
-		return exitOK
+		return cli.ExitOK
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return 128 + int(ws.Signal())
 		}
 		return ee.ExitCode()
 	}
-	fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)
+	fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
 	return exitNotRun
 }
 

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 )
 
@@ -32,41 +33,41 @@ used; 2 for bad flags, a configuration or policy file that does not load,
 or an unsafe path.
 `
 
-func cmdServe(args []string, std stdio, g *globals) int {
-	fs := newFlags("serve", "[--policy FILE] [--audit FILE] [--max-auto N] [--hub URL [--hub-creds FILE]]", serveHelp, std, g)
+func cmdServe(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("serve", "[--policy FILE] [--audit FILE] [--max-auto N] [--hub URL [--hub-creds FILE]]", serveHelp, std, g)
 	a := newApp(g)
 	a.registerEngine(fs)
 	maxAuto := fs.Int("max-auto", 0, "run at most `N` auto-allowed requests at once (default max_auto in config.toml, else 4)")
 	hubURL := fs.String("hub", "", "also bridge this box to the fleet hub at `URL` (nats://HOST:PORT)")
 	hubCreds := fs.String("hub-creds", "", "the box's hub credentials `FILE` (default ~/.config/sluice/hub.creds)")
-	pos, code, ok := fs.parse(args, true)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageErr(std, "serve", "takes no arguments")
+		return cli.UsageErr(std, "serve", "takes no arguments")
 	}
 	if *maxAuto < 0 || *maxAuto > maxMaxAuto {
-		return usageErr(std, "serve", "--max-auto must be between 1 and %d", maxMaxAuto)
+		return cli.UsageErr(std, "serve", "--max-auto must be between 1 and %d", maxMaxAuto)
 	}
 	cfg, err := a.config()
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice serve: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(std.Err, "sluice serve: %v\n", err)
+		return cli.ExitUsage
 	}
 	sp, err := a.spool()
 	if err != nil {
-		return spoolErr(std, "serve", err)
+		return cli.SpoolErr(std, "serve", err)
 	}
-	logw := newLineWriter(std.err)
+	logw := newLineWriter(std.Err)
 	defer logw.Close()
 	logf := func(format string, args ...any) {
-		fmt.Fprintf(logw, "%s sluice serve: %s\n", time.Now().Format("15:04:05"), show(fmt.Sprintf(format, args...)))
+		fmt.Fprintf(logw, "%s sluice serve: %s\n", time.Now().Format("15:04:05"), cli.Show(fmt.Sprintf(format, args...)))
 	}
 	a.logf = logf
 	eng, err := a.engine()
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice serve: %v\n", err)
+		fmt.Fprintf(std.Err, "sluice serve: %v\n", err)
 		return engineErrExit(err)
 	}
 	defer a.close()
@@ -82,7 +83,7 @@ func cmdServe(args []string, std stdio, g *globals) int {
 	} else {
 		logf("commands run confined by %s", text)
 	}
-	cw := &configWatch{flagValue: g.config,
+	cw := &configWatch{flagValue: g.Config,
 		apply: func(old, nw *config) {
 			a.reconfigure(nw)
 			logf("%s", reloadedText(nw.path, old, nw))
@@ -97,11 +98,11 @@ func cmdServe(args []string, std stdio, g *globals) int {
 	go softMemory(ctx)
 	if *hubURL != "" || *hubCreds != "" {
 		if err := hubBridge(ctx, *hubURL, *hubCreds, sp.Dir(), log.Path(), logf); err != nil {
-			fmt.Fprint(std.err, err)
-			return exitUsage
+			fmt.Fprint(std.Err, err)
+			return cli.ExitUsage
 		}
 	}
 	eng.Serve(ctx)
 	logf("stopped")
-	return exitOK
+	return cli.ExitOK
 }

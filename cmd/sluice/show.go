@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -26,25 +27,25 @@ escaped; a command of several lines shows every line, numbered.
 Exit status: 0, 1 when there is no such request.
 `
 
-func cmdShow(args []string, std stdio, g *globals) int {
-	fs := newFlags("show", "[--policy FILE] ID", showHelp, std, g).unused("config", "cwd")
+func cmdShow(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("show", "[--policy FILE] ID", showHelp, std, g).Unused("config", "cwd")
 	var pf policyFlags
 	pf.register(fs)
-	ids, code, ok := fs.parse(args, true)
+	ids, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(ids) != 1 {
-		return usageErr(std, "show", "give one request ID (see 'sluice ls')")
+		return cli.UsageErr(std, "show", "give one request ID (see 'sluice ls')")
 	}
-	sp, err := g.openSpool()
+	sp, err := g.OpenSpool()
 	if err != nil {
-		return spoolErr(std, "show", err)
+		return cli.SpoolErr(std, "show", err)
 	}
 	id, err := resolveID(sp, ids[0])
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice show: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice show: %v\n", err)
+		return cli.ExitFail
 	}
 	var ent *queue.Entry
 	if list, err := sp.List(); err == nil {
@@ -56,37 +57,37 @@ func cmdShow(args []string, std stdio, g *globals) int {
 	}
 	res, resErr := sp.ReadResult(id)
 	if ent == nil && resErr != nil {
-		fmt.Fprintf(std.err, "sluice show: no request %s in %s (pending, running or answered); see 'sluice ls'\n", show(id), sp.Dir())
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice show: no request %s in %s (pending, running or answered); see 'sluice ls'\n", cli.Show(id), sp.Dir())
+		return cli.ExitFail
 	}
 	if ent != nil {
-		pf.spool = g.spool
+		pf.spool = g.Spool
 		showRequest(std, ent, pf)
 	}
 	switch {
 	case resErr == nil:
 		showResult(std, res)
 	case ent != nil && ent.State == queue.StatePending:
-		fmt.Fprintf(std.out, "status    pending for %s; 'sluice approve %s' or 'sluice deny %s'\n",
+		fmt.Fprintf(std.Out, "status    pending for %s; 'sluice approve %s' or 'sluice deny %s'\n",
 			age(time.Since(ent.Since)), id, id)
 	case ent != nil:
-		fmt.Fprintf(std.out, "status    %s for %s\n", ent.State, age(time.Since(ent.Since)))
+		fmt.Fprintf(std.Out, "status    %s for %s\n", ent.State, age(time.Since(ent.Since)))
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // showRequest prints a request's fields, verdict and preview.
-func showRequest(std stdio, ent *queue.Entry, pf policyFlags) {
+func showRequest(std cli.Stdio, ent *queue.Entry, pf policyFlags) {
 	req := ent.Request
-	w := std.out
+	w := std.Out
 	fmt.Fprintf(w, "request   %s\n", req.ID)
 	fmt.Fprintf(w, "kind      %s (%s mode)\n", req.Kind, req.EffectiveMode())
 	if req.Agent != "" || req.Session != "" {
-		fmt.Fprintf(w, "agent     %s %s\n", show(req.Agent), show(req.Session))
+		fmt.Fprintf(w, "agent     %s %s\n", cli.Show(req.Agent), cli.Show(req.Session))
 	}
-	fmt.Fprintf(w, "cwd       %s\n", show(req.Cwd))
+	fmt.Fprintf(w, "cwd       %s\n", cli.Show(req.Cwd))
 	if req.Note != "" {
-		fmt.Fprintf(w, "note      %s\n", show(req.Note))
+		fmt.Fprintf(w, "note      %s\n", cli.Show(req.Note))
 	}
 	if !req.ExpiresAt.IsZero() {
 		fmt.Fprintf(w, "expires   %s\n", req.ExpiresAt.Local().Format(time.DateTime))
@@ -95,24 +96,24 @@ func showRequest(std stdio, ent *queue.Entry, pf policyFlags) {
 	case queue.KindExec:
 		lines := strings.Split(req.Command, "\n")
 		if len(lines) == 1 {
-			fmt.Fprintf(w, "command   %s\n", show(req.Command))
+			fmt.Fprintf(w, "command   %s\n", cli.Show(req.Command))
 		} else {
 			fmt.Fprintf(w, "command   %d lines:\n", len(lines))
 			for i, l := range lines {
-				fmt.Fprintf(w, "  %3d  %s\n", i+1, show(l))
+				fmt.Fprintf(w, "  %3d  %s\n", i+1, cli.Show(l))
 			}
 		}
 	case queue.KindTool:
-		fmt.Fprintf(w, "tool      %s\n", show(req.Tool))
-		fmt.Fprintf(w, "input     %s\n", show(string(req.Input)))
+		fmt.Fprintf(w, "tool      %s\n", cli.Show(req.Tool))
+		fmt.Fprintf(w, "input     %s\n", cli.Show(string(req.Input)))
 	default:
 		if req.Path != "" {
-			fmt.Fprintf(w, "path      %s\n", show(req.Path))
+			fmt.Fprintf(w, "path      %s\n", cli.Show(req.Path))
 		}
 	}
 	p, _, err := pf.load()
 	if err != nil {
-		fmt.Fprintf(w, "verdict   the policy cannot be loaded: %s\n", show(err.Error()))
+		fmt.Fprintf(w, "verdict   the policy cannot be loaded: %s\n", cli.Show(err.Error()))
 	} else {
 		v := p.CheckRequest(req)
 		fmt.Fprintf(w, "verdict   %s  %s  risk %s\n", strings.ToUpper(v.Action.String()), v.Category, v.Risk)
@@ -120,16 +121,16 @@ func showRequest(std stdio, ent *queue.Entry, pf policyFlags) {
 		for _, c := range v.Commands {
 			argv := make([]string, len(c.Argv))
 			for i, a := range c.Argv {
-				argv[i] = show(a)
+				argv[i] = cli.Show(a)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Action, c.Category, clip(strings.Join(argv, " "), 48), show(c.Rule))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Action, c.Category, clip(strings.Join(argv, " "), 48), cli.Show(c.Rule))
 		}
 		tw.Flush()
 		if prof, err := sandbox.ParseProfile(v.Profile()); err == nil && req.Kind == queue.KindExec {
 			fmt.Fprintf(w, "confined  %s (%s)\n", prof, prof.Describe())
 		}
 		for _, r := range v.Reasons {
-			fmt.Fprintf(w, "  because %s\n", show(r))
+			fmt.Fprintf(w, "  because %s\n", cli.Show(r))
 		}
 	}
 	switch req.Kind {
@@ -137,19 +138,19 @@ func showRequest(std stdio, ent *queue.Entry, pf policyFlags) {
 		diff, err := change.Preview(req, policy.Roots(req.Cwd))
 		switch {
 		case err != nil:
-			fmt.Fprintf(w, "diff      cannot be made: %s\n", show(err.Error()))
+			fmt.Fprintf(w, "diff      cannot be made: %s\n", cli.Show(err.Error()))
 		default:
 			fmt.Fprintln(w, "diff:")
 			for _, l := range strings.Split(strings.TrimRight(diff, "\n"), "\n") {
-				fmt.Fprintf(w, "  %s\n", show(strings.ReplaceAll(l, "\t", "    ")))
+				fmt.Fprintf(w, "  %s\n", cli.Show(strings.ReplaceAll(l, "\t", "    ")))
 			}
 		}
 	}
 }
 
 // showResult prints how a request ended.
-func showResult(std stdio, res *queue.Result) {
-	w := std.out
+func showResult(std cli.Stdio, res *queue.Result) {
+	w := std.Out
 	fmt.Fprintf(w, "status    %s (%s by %s)", res.Status, res.Decision, res.DecidedBy)
 	if res.ExitCode != nil {
 		fmt.Fprintf(w, ", exit %d", *res.ExitCode)
@@ -159,18 +160,18 @@ func showResult(std stdio, res *queue.Result) {
 	}
 	fmt.Fprintln(w)
 	if res.Reason != "" {
-		fmt.Fprintf(w, "reason    %s\n", show(res.Reason))
+		fmt.Fprintf(w, "reason    %s\n", cli.Show(res.Reason))
 	}
 	if res.Command != "" {
-		fmt.Fprintf(w, "ran       %s (edited by a person)\n", show(res.Command))
+		fmt.Fprintf(w, "ran       %s (edited by a person)\n", cli.Show(res.Command))
 	}
 	if res.Sandbox != "" {
-		fmt.Fprintf(w, "sandbox   %s\n", show(res.Sandbox))
+		fmt.Fprintf(w, "sandbox   %s\n", cli.Show(res.Sandbox))
 	}
 	if res.OutputTail != "" {
 		fmt.Fprintln(w, "output (tail):")
 		for _, l := range strings.Split(strings.TrimRight(res.OutputTail, "\n"), "\n") {
-			fmt.Fprintf(w, "  %s\n", show(strings.TrimRight(l, "\r")))
+			fmt.Fprintf(w, "  %s\n", cli.Show(strings.TrimRight(l, "\r")))
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -42,29 +43,29 @@ result says the request was allowed or ran and the audit log does not hold
 the decision (it is not printed), 2 usage.
 `
 
-func cmdSubmit(args []string, std stdio, g *globals) int {
-	fs := newFlags("submit", "[--wait] < request.json", submitHelp, std, g).unused("config")
+func cmdSubmit(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("submit", "[--wait] < request.json", submitHelp, std, g).Unused("config")
 	wait := fs.Bool("wait", false, "wait for the result and print it as JSON")
-	pos, code, ok := fs.parse(args, true)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageErr(std, "submit", "takes the request on stdin, not as arguments")
+		return cli.UsageErr(std, "submit", "takes the request on stdin, not as arguments")
 	}
-	data, err := io.ReadAll(io.LimitReader(std.in, queue.MaxRequestSize+1))
+	data, err := io.ReadAll(io.LimitReader(std.In, queue.MaxRequestSize+1))
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice submit: read stdin: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice submit: read stdin: %v\n", err)
+		return cli.ExitFail
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		fmt.Fprintln(std.err, "sluice submit: no request on stdin; pipe in its JSON (see 'sluice submit --help')")
-		return exitFail
+		fmt.Fprintln(std.Err, "sluice submit: no request on stdin; pipe in its JSON (see 'sluice submit --help')")
+		return cli.ExitFail
 	}
 	req, err := queue.ParseRequest(data)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice submit: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice submit: %v\n", err)
+		return cli.ExitFail
 	}
 	if req.Version == 0 {
 		req.Version = queue.Version
@@ -74,39 +75,39 @@ func cmdSubmit(args []string, std stdio, g *globals) int {
 	}
 	if req.Cwd == "" && req.Kind != queue.KindTool {
 		if req.Cwd, err = os.Getwd(); err != nil {
-			fmt.Fprintf(std.err, "sluice submit: no cwd in the request and none here: %v\n", err)
-			return exitFail
+			fmt.Fprintf(std.Err, "sluice submit: no cwd in the request and none here: %v\n", err)
+			return cli.ExitFail
 		}
 	}
 	if err := req.Validate(); err != nil {
-		fmt.Fprintf(std.err, "sluice submit: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice submit: %v\n", err)
+		return cli.ExitFail
 	}
-	sp, err := g.openSpool()
+	sp, err := g.OpenSpool()
 	if err != nil {
-		return spoolErr(std, "submit", err)
+		return cli.SpoolErr(std, "submit", err)
 	}
 	if !*wait {
 		if err := sp.Submit(req); err != nil {
 			return submitErr(std, err)
 		}
-		fmt.Fprintln(std.out, req.ID)
-		return exitOK
+		fmt.Fprintln(std.Out, req.ID)
+		return cli.ExitOK
 	}
 	ctx := signalContext()
-	res, err := submitAndWait(ctx, sp, req, nil, std.err, "submit")
+	res, err := submitAndWait(ctx, sp, req, nil, std.Err, "submit")
 	if err != nil {
 		return submitErr(std, err)
 	}
-	writeJSON(std.out, res)
-	return exitOK
+	writeJSON(std.Out, res)
+	return cli.ExitOK
 }
 
-func submitErr(std stdio, err error) int {
+func submitErr(std cli.Stdio, err error) int {
 	if errors.Is(err, queue.ErrExists) {
-		fmt.Fprintf(std.err, "sluice submit: %v; leave \"id\" out to get a fresh one\n", err)
+		fmt.Fprintf(std.Err, "sluice submit: %v; leave \"id\" out to get a fresh one\n", err)
 	} else {
-		fmt.Fprintf(std.err, "sluice submit: %s\n", show(err.Error()))
+		fmt.Fprintf(std.Err, "sluice submit: %s\n", cli.Show(err.Error()))
 	}
-	return exitFail
+	return cli.ExitFail
 }

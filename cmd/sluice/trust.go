@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -49,11 +50,11 @@ and revoking are recorded in the audit log.
 Exit status: 0; 1 when there is no such trust or the file cannot be read; 2 usage.
 `
 
-func cmdTrust(args []string, std stdio, g *globals) int {
+func cmdTrust(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		w, code := std.out, exitOK
+		w, code := std.Out, cli.ExitOK
 		if len(args) == 0 {
-			w, code = std.err, exitUsage
+			w, code = std.Err, cli.ExitUsage
 		}
 		fmt.Fprint(w, "Usage: sluice trust ls | revoke ID\n\n"+trustHelp)
 		return code
@@ -63,14 +64,14 @@ func cmdTrust(args []string, std stdio, g *globals) int {
 	switch args[0] {
 	case "ls":
 		if len(args) > 1 {
-			return usageErr(std, "trust ls", "takes no arguments")
+			return cli.UsageErr(std, "trust ls", "takes no arguments")
 		}
 		es, err := ts.All()
 		if err != nil {
-			fmt.Fprintf(std.err, "sluice trust: %s\n", show(err.Error()))
-			return exitFail
+			fmt.Fprintf(std.Err, "sluice trust: %s\n", cli.Show(err.Error()))
+			return cli.ExitFail
 		}
-		tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(std.Out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSESSION\tAGENT\tPATTERN\tLEFT\tBY")
 		n := 0
 		for _, e := range es {
@@ -78,43 +79,43 @@ func cmdTrust(args []string, std stdio, g *globals) int {
 				continue
 			}
 			n++
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, show(e.Session), orDash(show(e.Agent)), show(e.Pattern),
-				e.Until.Sub(now).Round(time.Second), show(e.By))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, cli.Show(e.Session), orDash(cli.Show(e.Agent)), cli.Show(e.Pattern),
+				e.Until.Sub(now).Round(time.Second), cli.Show(e.By))
 		}
 		if n == 0 {
-			fmt.Fprintln(std.err, "no trust in force")
-			return exitOK
+			fmt.Fprintln(std.Err, "no trust in force")
+			return cli.ExitOK
 		}
 		tw.Flush()
-		return exitOK
+		return cli.ExitOK
 	case "revoke":
 		if len(args) != 2 {
-			return usageErr(std, "trust revoke", "which trust? give its id (see 'sluice trust ls')")
+			return cli.UsageErr(std, "trust revoke", "which trust? give its id (see 'sluice trust ls')")
 		}
 		path, err := auditPath("")
 		if err != nil {
-			fmt.Fprintf(std.err, "sluice trust: %v\n", err)
-			return exitFail
+			fmt.Fprintf(std.Err, "sluice trust: %v\n", err)
+			return cli.ExitFail
 		}
 		log, err := audit.Open(path)
 		if err != nil {
-			fmt.Fprintf(std.err, "sluice trust: %v\n", err)
-			return exitFail
+			fmt.Fprintf(std.Err, "sluice trust: %v\n", err)
+			return cli.ExitFail
 		}
 		defer log.Close()
 		ended, err := revokeTrust(ts, log, args[1], loginName())
 		if err != nil {
-			fmt.Fprintf(std.err, "sluice trust: %s\n", show(err.Error()))
-			return exitFail
+			fmt.Fprintf(std.Err, "sluice trust: %s\n", cli.Show(err.Error()))
+			return cli.ExitFail
 		}
 		if len(ended) == 0 {
-			fmt.Fprintf(std.err, "sluice trust: no trust %s (see 'sluice trust ls')\n", show(args[1]))
-			return exitFail
+			fmt.Fprintf(std.Err, "sluice trust: no trust %s (see 'sluice trust ls')\n", cli.Show(args[1]))
+			return cli.ExitFail
 		}
 		for _, e := range ended {
-			fmt.Fprintf(std.out, "revoked %s: %s for session %s\n", e.ID, show(e.Pattern), show(e.Session))
+			fmt.Fprintf(std.Out, "revoked %s: %s for session %s\n", e.ID, cli.Show(e.Pattern), cli.Show(e.Session))
 		}
-		return exitOK
+		return cli.ExitOK
 	}
-	return usageErr(std, "trust", "unknown subcommand %q (ls or revoke)", args[0])
+	return cli.UsageErr(std, "trust", "unknown subcommand %q (ls or revoke)", args[0])
 }

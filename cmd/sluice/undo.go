@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/checkpoint"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/tui"
 )
@@ -66,11 +67,11 @@ func findRun(logPath, id string) (*queue.Event, error) {
 		case ev == nil:
 			ev = e
 		case e.ID != ev.ID:
-			return nil, fmt.Errorf("%s names more than one run (%s, %s, …): give more of the id", show(id), ev.ID, e.ID)
+			return nil, fmt.Errorf("%s names more than one run (%s, %s, …): give more of the id", cli.Show(id), ev.ID, e.ID)
 		}
 	}
 	if ev == nil {
-		return nil, fmt.Errorf("no run %s in %s that changed files (see 'sluice audit tail')", show(id), logPath)
+		return nil, fmt.Errorf("no run %s in %s that changed files (see 'sluice audit tail')", cli.Show(id), logPath)
 	}
 	if ev.Checkpoint == nil || len(ev.Checkpoint.Roots) == 0 {
 		why := "it was not checkpointed"
@@ -130,22 +131,22 @@ func applyUndo(ctx context.Context, st *checkpoint.Store, rec queue.Recorder, pl
 	return changed, nil
 }
 
-func cmdUndo(args []string, std stdio, g *globals) int {
-	fs := newFlags("undo", "[--yes] [--force] ID", undoHelp, std, g).unused("spool")
+func cmdUndo(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("undo", "[--yes] [--force] ID", undoHelp, std, g).Unused("spool")
 	auditFile := fs.String("audit", "", auditFlagHelp)
 	yes := fs.Bool("yes", false, "do not ask before restoring")
 	force := fs.Bool("force", false, "restore files that changed again since the run too (overwriting those changes)")
-	pos, code, ok := fs.parse(args, true)
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) != 1 {
-		return usageErr(std, "undo", "which run? give its ID (see 'sluice audit tail')")
+		return cli.UsageErr(std, "undo", "which run? give its ID (see 'sluice audit tail')")
 	}
-	cfg, err := loadConfig(g.config)
+	cfg, err := loadConfig(g.Config)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice undo: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(std.Err, "sluice undo: %v\n", err)
+		return cli.ExitUsage
 	}
 	st := cfg.checkpointStore()
 	if st == nil {
@@ -153,73 +154,73 @@ func cmdUndo(args []string, std stdio, g *globals) int {
 	}
 	logPath, err := auditPath(*auditFile)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice undo: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice undo: %v\n", err)
+		return cli.ExitFail
 	}
 	ev, err := findRun(logPath, pos[0])
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice undo: %s\n", show(err.Error()))
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice undo: %s\n", cli.Show(err.Error()))
+		return cli.ExitFail
 	}
 	ctx := context.Background()
 	undoID := queue.NewID()
 	plan, err := planUndo(ctx, st, ev, undoID, logPath)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice undo: %s\n", show(err.Error()))
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice undo: %s\n", cli.Show(err.Error()))
+		return cli.ExitFail
 	}
 	if len(plan.Paths) == 0 {
-		fmt.Fprintf(std.out, "%s changed no files: nothing to undo\n", ev.ID)
-		return exitOK
+		fmt.Fprintf(std.Out, "%s changed no files: nothing to undo\n", ev.ID)
+		return cli.ExitOK
 	}
 	if len(plan.Shared) > 0 {
 		// Files a run that ran beside this one changed too: restoring
 		// them undoes that run's work as well, so it is asked apart.
 		with := strings.Join(plan.With, ", ")
-		fmt.Fprintf(std.err, "sluice undo: %d file(s) were also changed by %s, which ran at the same time in the same project:\n", len(plan.Shared), with)
+		fmt.Fprintf(std.Err, "sluice undo: %d file(s) were also changed by %s, which ran at the same time in the same project:\n", len(plan.Shared), with)
 		for _, c := range plan.Shared {
-			fmt.Fprintf(std.err, "  %s\n", show(c))
+			fmt.Fprintf(std.Err, "  %s\n", cli.Show(c))
 		}
-		printDiff(std.err, plan.SharedDiff)
+		printDiff(std.Err, plan.SharedDiff)
 		include := *force || (!*yes && confirm(std, fmt.Sprintf("Restore these too, undoing what %s did to them? [y/N] ", with)))
 		if !include {
 			plan = plan.Without()
-			fmt.Fprintf(std.err, "sluice undo: those are left as they are (answer y, or --force, to restore them too)\n")
+			fmt.Fprintf(std.Err, "sluice undo: those are left as they are (answer y, or --force, to restore them too)\n")
 		}
 		if len(plan.Paths) == 0 {
-			fmt.Fprintln(std.err, "nothing restored")
-			return exitFail
+			fmt.Fprintln(std.Err, "nothing restored")
+			return cli.ExitFail
 		}
 	}
 	if len(plan.Conflicts) > 0 {
-		fmt.Fprintf(std.err, "sluice undo: %d file(s) changed again since %s ran:\n", len(plan.Conflicts), ev.ID)
+		fmt.Fprintf(std.Err, "sluice undo: %d file(s) changed again since %s ran:\n", len(plan.Conflicts), ev.ID)
 		for _, c := range plan.Conflicts {
-			fmt.Fprintf(std.err, "  %s\n", show(c))
+			fmt.Fprintf(std.Err, "  %s\n", cli.Show(c))
 		}
-		printDiff(std.err, plan.Since)
+		printDiff(std.Err, plan.Since)
 		if !*force {
-			fmt.Fprintln(std.err, "sluice undo: refused; --force restores them too, losing those changes")
-			return exitFail
+			fmt.Fprintln(std.Err, "sluice undo: refused; --force restores them too, losing those changes")
+			return cli.ExitFail
 		}
 	}
-	printDiff(std.out, plan.Diff)
+	printDiff(std.Out, plan.Diff)
 	if !*yes && !confirm(std, fmt.Sprintf("Restore %d file(s) to before %s? [y/N] ", len(plan.Paths), ev.ID)) {
-		fmt.Fprintln(std.err, "nothing restored")
-		return exitFail
+		fmt.Fprintln(std.Err, "nothing restored")
+		return cli.ExitFail
 	}
 	log, err := audit.Open(logPath)
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice undo: %v\n", err)
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice undo: %v\n", err)
+		return cli.ExitFail
 	}
 	defer log.Close()
 	changed, err := applyUndo(ctx, st, log, plan, undoID, loginName())
 	if err != nil {
-		fmt.Fprintf(std.err, "sluice undo: %s\n", show(err.Error()))
-		return exitFail
+		fmt.Fprintf(std.Err, "sluice undo: %s\n", cli.Show(err.Error()))
+		return cli.ExitFail
 	}
-	fmt.Fprintf(std.out, "undone: %d file(s) restored to before %s (undo it with 'sluice undo %s')\n", len(changed), ev.ID, undoID)
-	return exitOK
+	fmt.Fprintf(std.Out, "undone: %d file(s) restored to before %s (undo it with 'sluice undo %s')\n", len(changed), ev.ID, undoID)
+	return cli.ExitOK
 }
 
 // consoleUndo gives the console its u key: plans and undos against the
@@ -281,6 +282,6 @@ func printDiff(w io.Writer, diff string) {
 		return
 	}
 	for _, l := range strings.Split(strings.TrimRight(diff, "\n"), "\n") {
-		fmt.Fprintln(w, show(strings.ReplaceAll(l, "\t", "    ")))
+		fmt.Fprintln(w, cli.Show(strings.ReplaceAll(l, "\t", "    ")))
 	}
 }

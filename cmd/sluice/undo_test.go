@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/checkpoint"
 	sexec "github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -189,7 +190,7 @@ func TestUndoOverlappedRuns(t *testing.T) {
 	}
 	undo := func(stdin string, args ...string) (int, string) {
 		var out, errb bytes.Buffer
-		code := run(append([]string{"undo", "--audit", logPath}, args...), stdio{in: strings.NewReader(stdin), out: &out, err: &errb})
+		code := run(append([]string{"undo", "--audit", logPath}, args...), cli.Stdio{In: strings.NewReader(stdin), Out: &out, Err: &errb})
 		return code, out.String() + errb.String()
 	}
 	exists := func(name string) bool {

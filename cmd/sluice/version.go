@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/sluice-dev/sluice/internal/cli"
 )
 
 // version is set at build time: -ldflags "-X main.version=v1.2.3".
@@ -20,15 +22,15 @@ func versionString() string {
 	return fmt.Sprintf("sluice %s (%s %s/%s)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
-func cmdVersion(args []string, std stdio, g *globals) int {
-	fs := newFlags("version", "", "Print the version of sluice and of the Go toolchain that built it\n(sluice --version prints the same).\n", std, g).unused("config", "spool")
-	pos, code, ok := fs.parse(args, true)
+func cmdVersion(args []string, std cli.Stdio, g *cli.Globals) int {
+	fs := cli.NewFlags("version", "", "Print the version of sluice and of the Go toolchain that built it\n(sluice --version prints the same).\n", std, g).Unused("config", "spool")
+	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageErr(std, "version", "takes no arguments")
+		return cli.UsageErr(std, "version", "takes no arguments")
 	}
-	fmt.Fprintln(std.out, versionString())
-	return exitOK
+	fmt.Fprintln(std.Out, versionString())
+	return cli.ExitOK
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -47,7 +48,7 @@ func submitAndWait(ctx context.Context, sp *queue.Spool, req *queue.Request, log
 	notice := func(text string) {
 		if text != last {
 			last = text
-			fmt.Fprintf(errw, "sluice %s: still waiting: %s\n", name, show(text))
+			fmt.Fprintf(errw, "sluice %s: still waiting: %s\n", name, cli.Show(text))
 		}
 	}
 	return sp.Send(ctx, req, queue.SendOptions{Output: logTo, Actor: loginName, Verify: verifier("", sp), Notice: notice})

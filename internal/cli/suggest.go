@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ import (
 // for longer ones, a swap of two neighbours counting as one), else the
 // one name word is the start of (3 characters or more). Nearest first,
 // in the order given among equals; none when nothing is close.
-func didYouMean(word string, names []string) []string {
+func DidYouMean(word string, names []string) []string {
 	if word == "" {
 		return nil
 	}
@@ -87,7 +87,7 @@ func editDistance(a, b string) int {
 }
 
 // orList joins names as "a", "a or b", "a, b or c", each formatted by f.
-func orList(names []string, f func(string) string) string {
+func OrList(names []string, f func(string) string) string {
 	q := make([]string, len(names))
 	for i, n := range names {
 		q[i] = f(n)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"slices"
@@ -24,20 +24,20 @@ func TestDidYouMean(t *testing.T) {
 		{"s", nil},
 		{"", nil},
 	} {
-		if got := didYouMean(tc.word, cmds); !slices.Equal(got, tc.want) {
+		if got := DidYouMean(tc.word, cmds); !slices.Equal(got, tc.want) {
 			t.Errorf("didYouMean(%q) = %q, want %q", tc.word, got, tc.want)
 		}
 	}
-	if got := didYouMean("thme", []string{"theme", "demo", "hub", "hub-creds"}); !slices.Equal(got, []string{"theme"}) {
+	if got := DidYouMean("thme", []string{"theme", "demo", "hub", "hub-creds"}); !slices.Equal(got, []string{"theme"}) {
 		t.Errorf("--thme: %q", got)
 	}
-	if got := didYouMean("default_timout", []string{"default_timeout", "kill_grace", "max_auto"}); !slices.Equal(got, []string{"default_timeout"}) {
+	if got := DidYouMean("default_timout", []string{"default_timeout", "kill_grace", "max_auto"}); !slices.Equal(got, []string{"default_timeout"}) {
 		t.Errorf("default_timout: %q", got)
 	}
-	if got := didYouMean("dny", []string{"deny", "dry"}); !slices.Equal(got, []string{"deny", "dry"}) {
+	if got := DidYouMean("dny", []string{"deny", "dry"}); !slices.Equal(got, []string{"deny", "dry"}) {
 		t.Errorf("two as near: %q", got)
 	}
-	if got := orList([]string{"a", "b", "c"}, func(s string) string { return "--" + s }); got != "--a, --b or --c" {
+	if got := OrList([]string{"a", "b", "c"}, func(s string) string { return "--" + s }); got != "--a, --b or --c" {
 		t.Errorf("orList: %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -13,7 +13,7 @@ import (
 // the flag wants, and for a flag that does not exist the ones with a
 // name close to it (hidden flags are not proposed). Each line ends in a
 // newline.
-func explainFlagErr(fs *flag.FlagSet, hidden map[string]bool, err error) string {
+func ExplainFlagErr(fs *flag.FlagSet, hidden map[string]bool, err error) string {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		var names []string
@@ -22,8 +22,8 @@ func explainFlagErr(fs *flag.FlagSet, hidden map[string]bool, err error) string 
 				names = append(names, f.Name)
 			}
 		})
-		if near := didYouMean(strings.TrimPrefix(name, "-"), names); len(near) > 0 {
-			return fmt.Sprintf("%s\ndid you mean %s?\n", msg, orList(near, func(n string) string { return "--" + n }))
+		if near := DidYouMean(strings.TrimPrefix(name, "-"), names); len(near) > 0 {
+			return fmt.Sprintf("%s\ndid you mean %s?\n", msg, OrList(near, func(n string) string { return "--" + n }))
 		}
 		return msg + "\n"
 	}
