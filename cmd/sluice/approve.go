@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/sluice-dev/sluice/change"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
@@ -48,8 +49,8 @@ not run; 1 no such request or not confirmed; 2 usage; 130/143 interrupted.
 
 func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("approve", "[--policy FILE] [--audit FILE] [--unconfined] [--yes] [--digest SHA256] [--as NAME] ID", approveHelp, std, g)
-	a := newApp(g)
-	a.registerEngine(fs)
+	a := app.New(g)
+	a.RegisterEngine(fs)
 	unconfined := fs.Bool("unconfined", false, "run the command WITHOUT its confinement (it can read your secrets, write anywhere, use the network); audited as unconfined")
 	yes := fs.Bool("yes", false, "apply a file change without showing its diff and asking")
 	digest := fs.String("digest", "", "approve only the request file with this `SHA256` (hex)")
@@ -61,11 +62,11 @@ func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(ids) != 1 {
 		return cli.UsageErr(std, "approve", "give one request ID (see 'sluice ls')")
 	}
-	if _, err := a.config(); err != nil {
+	if _, err := a.Config(); err != nil {
 		fmt.Fprintf(std.Err, "sluice approve: %v\n", err)
 		return cli.ExitUsage
 	}
-	sp, err := a.spool()
+	sp, err := a.Spool()
 	if err != nil {
 		return cli.SpoolErr(std, "approve", err)
 	}
@@ -80,15 +81,15 @@ func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
 	}
 	// What goes wrong while the approved request is carried out (its
 	// result cannot be written yet: a full disk) is said as it happens.
-	a.logf = func(format string, args ...any) {
+	a.Logf = func(format string, args ...any) {
 		fmt.Fprintf(std.Err, "sluice approve: %s\n", cli.Show(fmt.Sprintf(format, args...)))
 	}
-	eng, err := a.engine()
+	eng, err := a.Engine()
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice approve: %v\n", err)
-		return engineErrExit(err)
+		return app.EngineErrExit(err)
 	}
-	defer a.close()
+	defer a.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	// Say what runs: it is what the claimed file holds, which is what the

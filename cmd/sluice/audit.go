@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 )
 
@@ -57,19 +58,6 @@ func cmdAudit(args []string, std cli.Stdio, g *cli.Globals) int {
 	return cli.UsageErr(std, "audit", "unknown subcommand %q; use verify or tail", cli.Show(args[0]))
 }
 
-// auditPath is --audit, else $SLUICE_AUDIT, else the default.
-func auditPath(flagValue string) (string, error) {
-	if flagValue != "" {
-		return flagValue, nil
-	}
-	if p := os.Getenv("SLUICE_AUDIT"); p != "" {
-		return p, nil
-	}
-	return audit.DefaultPath()
-}
-
-const auditFlagHelp = "the audit log `FILE` (env SLUICE_AUDIT)"
-
 const verifyHelp = `Check the audit log's hash chain: every line's hash matches its content,
 every line names the hash of the line before it, and seq counts 1, 2, 3, ...
 
@@ -88,7 +76,7 @@ Exit 1 naming, on stderr, the first line that breaks the chain and how:
 
 func cmdAuditVerify(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("audit verify", "[--audit FILE]", verifyHelp, std, g)
-	file := fs.String("audit", "", auditFlagHelp)
+	file := fs.String("audit", "", app.AuditFlagHelp)
 	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
@@ -96,7 +84,7 @@ func cmdAuditVerify(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(pos) > 0 {
 		return cli.UsageErr(std, "audit verify", "takes no arguments; give the log with --audit FILE")
 	}
-	path, err := auditPath(*file)
+	path, err := app.AuditPath(*file)
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice audit verify: %v\n", err)
 		return cli.ExitFail

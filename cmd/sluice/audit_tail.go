@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -42,7 +43,7 @@ func cmdAuditTail(args []string, std cli.Stdio, g *cli.Globals) int {
 	events := fs.String("event", "", "only events named `E`; a comma-separated list (queued,finished)")
 	agent := fs.String("agent", "", "only the events of requests from agent `A`")
 	since := fs.String("since", "", "only events of the last `DUR` (30m, 2h, 48h), or since a time (2026-11-21T15:04:05Z)")
-	file := fs.String("audit", "", auditFlagHelp)
+	file := fs.String("audit", "", app.AuditFlagHelp)
 	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
@@ -70,7 +71,7 @@ func cmdAuditTail(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 		filter.Since = t
 	}
-	path, err := auditPath(*file)
+	path, err := app.AuditPath(*file)
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice audit tail: %v\n", err)
 		return cli.ExitFail

@@ -9,9 +9,9 @@ import (
 
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
-	"github.com/sluice-dev/sluice/queue"
 )
 
 const checkHelp = `Print the policy's verdict for one command line, without queueing it.
@@ -54,53 +54,12 @@ func (pf *policyFlags) load() (*policy.Policy, policy.Env, error) {
 		if env := os.Getenv("SLUICE_POLICY"); env != "" {
 			opts.User, opts.UserRequired = env, true
 		} else {
-			opts.User = defaultPolicyFile()
+			opts.User = app.DefaultPolicyFile()
 		}
 	}
-	opts.Protect = ownPaths(opts.User, pf.spool)
+	opts.Protect = app.OwnPaths(opts.User, pf.spool)
 	p, err := policy.Load(opts)
 	return p, policy.Env{Cwd: dir, Roots: policy.Roots(dir)}, err
-}
-
-// ownPaths are sluice's own files wherever they are configured to be:
-// the policy file, the spool and the audit log. Writes to them are denied.
-func ownPaths(policyFile, spool string) []string {
-	paths := []string{policyFile, os.Getenv("SLUICE_CONFIG")}
-	if spool == "" {
-		spool = os.Getenv("SLUICE_SPOOL")
-	}
-	if spool == "" {
-		spool, _ = queue.DefaultDir()
-	}
-	paths = append(paths, spool)
-	if a, err := auditPath(""); err == nil {
-		paths = append(paths, a)
-	}
-	// Undo's source, and the trust windows: no run may rewrite them.
-	paths = append(paths, checkpointDir(), trustPath(), trustPath()+".lock")
-	var out []string
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		if abs, err := filepath.Abs(p); err == nil {
-			out = append(out, abs)
-		}
-	}
-	return out
-}
-
-// defaultPolicyFile is $XDG_CONFIG_HOME/sluice/policy.toml.
-func defaultPolicyFile() string {
-	dir := os.Getenv("XDG_CONFIG_HOME")
-	if dir == "" || !filepath.IsAbs(dir) {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(home, ".config")
-	}
-	return filepath.Join(dir, "sluice", "policy.toml")
 }
 
 func cmdCheck(args []string, std cli.Stdio, g *cli.Globals) int {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/checkpoint"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 )
 
@@ -36,12 +37,12 @@ func cmdCheckpoints(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(pos) > 0 {
 		return cli.UsageErr(std, "checkpoints prune", "takes no arguments")
 	}
-	cfg, err := loadConfig(g.Config)
+	cfg, err := app.LoadConfig(g.Config)
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice checkpoints: %v\n", err)
 		return cli.ExitUsage
 	}
-	k, age := cfg.checkpointRetention()
+	k, age := cfg.CheckpointRetention()
 	if *keep < 0 || *maxAge < 0 {
 		return cli.UsageErr(std, "checkpoints prune", "--keep and --max-age must be positive")
 	}
@@ -51,12 +52,12 @@ func cmdCheckpoints(args []string, std cli.Stdio, g *cli.Globals) int {
 	if *maxAge > 0 {
 		age = *maxAge
 	}
-	st := &checkpoint.Store{Dir: checkpointDir()}
+	st := &checkpoint.Store{Dir: app.CheckpointDir()}
 	n, err := st.Prune(context.Background(), k, age, time.Now())
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice checkpoints: %s\n", cli.Show(err.Error()))
 		return cli.ExitFail
 	}
-	fmt.Fprintf(std.Out, "pruned the checkpoints of %d run(s); the newest %d, no older than %s, are kept in %s\n", n, k, age, checkpointDir())
+	fmt.Fprintf(std.Out, "pruned the checkpoints of %d run(s); the newest %d, no older than %s, are kept in %s\n", n, k, age, app.CheckpointDir())
 	return cli.ExitOK
 }

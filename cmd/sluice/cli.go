@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 )
 
@@ -107,7 +108,7 @@ func run(args []string, std cli.Stdio) int {
 			return cli.ExitOK
 		}
 		if args[0] == "config" {
-			fmt.Fprint(std.Out, configHelp)
+			fmt.Fprint(std.Out, app.ConfigHelp)
 			return cli.ExitOK
 		}
 		name, args = args[0], []string{"--help"}

@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/checkpoint"
 	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
@@ -75,8 +76,8 @@ load, or an unsafe path.
 
 func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("console", "[--policy FILE] [--audit FILE] [--theme NAME] [--demo | --hub URL [--hub-creds FILE]]", consoleHelp, std, g)
-	a := newApp(g)
-	a.registerEngine(fs)
+	a := app.New(g)
+	a.RegisterEngine(fs)
 	theme := fs.String("theme", "", "colour `THEME`: auto, dark, light, high-contrast, mono, or a user theme (default [console] theme in config.toml, else auto)")
 	demo := fs.Bool("demo", false, "run on a temporary spool with a built-in fake agent")
 	hubURL := fs.String("hub", "", "be the console of a fleet: every box's requests from the hub at `URL` (nats://HOST:PORT; see 'sluice hub --help')")
@@ -92,7 +93,7 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 		fmt.Fprintln(std.Err, "sluice console: needs a terminal (run it in a terminal, a tmux pane or an ssh -t session); for a headless engine use 'sluice serve'")
 		return cli.ExitUsage
 	}
-	cfg, err := a.config()
+	cfg, err := a.Config()
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice console: %v\n", err)
 		return cli.ExitUsage
@@ -107,7 +108,7 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 		switch {
 		case *demo:
 			return cli.UsageErr(std, "console", "--demo runs on a temporary spool of its own, not with --hub")
-		case a.policyFile != "" || a.auditFile != "":
+		case a.PolicyFile != "" || a.AuditFile != "":
 			return cli.UsageErr(std, "console", "--policy and --audit are each box's own, not the fleet console's (--hub)")
 		}
 		return consoleFleet(std, *hubURL, *hubCreds, styles, auto, cfg)
@@ -122,11 +123,11 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 		defer os.RemoveAll(demoDir)
 		g.Spool = filepath.Join(demoDir, "spool")
-		a.auditFile = filepath.Join(demoDir, "audit.jsonl")
+		a.AuditFile = filepath.Join(demoDir, "audit.jsonl")
 		// A rule added with A goes here, not into the person's own
 		// policy file.
-		a.policyFile = filepath.Join(demoDir, "policy.toml")
-		if err := os.WriteFile(a.policyFile, []byte("# sluice console --demo: rules added with A land here, and go with the demo\n"), 0o600); err != nil {
+		a.PolicyFile = filepath.Join(demoDir, "policy.toml")
+		if err := os.WriteFile(a.PolicyFile, []byte("# sluice console --demo: rules added with A land here, and go with the demo\n"), 0o600); err != nil {
 			fmt.Fprintf(std.Err, "sluice console: demo: %v\n", err)
 			return cli.ExitFail
 		}
@@ -135,25 +136,25 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 			return cli.ExitFail
 		}
 	}
-	sp, err := a.spool()
+	sp, err := a.Spool()
 	if err != nil {
 		return cli.SpoolErr(std, "console", err)
 	}
 	shared := sp.Serving() // before this console's own engine joins
-	eng, err := a.engine()
+	eng, err := a.Engine()
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice console: %v\n", err)
-		return engineErrExit(err)
+		return app.EngineErrExit(err)
 	}
-	defer a.close()
-	actor, judge, log := a.actor, a.judge, a.log
-	sbText, sbOff := sandboxStatus(actor.Runner.Confine)
+	defer a.Close()
+	actor, judge, log := a.Actor, a.Judge, a.Log
+	sbText, sbOff := app.SandboxStatus(actor.Runner.Confine)
 
-	rules := &consoleRules{judge: judge, file: a.userPolicyFile(), trust: judge.Trusts, rec: log,
-		actor: loginName(), trustOf: cfg.Console.trustMinutes()}
-	undoer := &consoleUndo{st: cfg.checkpointStore(), logPath: log.Path(), rec: log, actor: loginName()}
+	rules := &consoleRules{judge: judge, file: a.UserPolicyFile(), trust: judge.Trusts, rec: log,
+		actor: loginName(), trustOf: cfg.Console.TrustWindow()}
+	undoer := &consoleUndo{st: cfg.CheckpointStore(), logPath: log.Path(), rec: log, actor: loginName()}
 	if undoer.st == nil {
-		undoer.st = &checkpoint.Store{Dir: checkpointDir()} // off for new runs; old ones can still be undone
+		undoer.st = &checkpoint.Store{Dir: app.CheckpointDir()} // off for new runs; old ones can still be undone
 	}
 	runCtx, killRuns := context.WithCancel(context.Background())
 	defer killRuns()
@@ -174,13 +175,13 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 			},
 		},
 		Trusts:     tui.TrustFuncs{Trust: rules.trustRule, List: rules.trusts},
-		PolicyFile: homeShort(a.userPolicyFile()),
+		PolicyFile: app.HomeShort(a.UserPolicyFile()),
 		Undo:       tui.UndoFuncs{Note: actor.CheckpointNote, Plan: undoer.plan, Apply: undoer.apply},
 		Demo:       *demo,
 		Ctx:        runCtx,
 		Sandbox:    sbText,
 		SandboxOff: sbOff,
-		Spool:      homeShort(sp.Dir()),
+		Spool:      app.HomeShort(sp.Dir()),
 		Shared:     shared,
 	}))
 	actor.Runner.Size = func() (uint16, uint16) { return m.PaneSize() }
@@ -191,18 +192,18 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 		defer close(served)
 		eng.Serve(serveCtx)
 	}()
-	go followHistory(serveCtx, log.Path(), cfg.Console.history(), ownSpool(sp.Dir(), m.Logged))
+	go followHistory(serveCtx, log.Path(), cfg.Console.HistoryLen(), ownSpool(sp.Dir(), m.Logged))
 	go watchSpoolWritable(serveCtx, sp, m.SpoolProblem)
-	cw := &configWatch{flagValue: g.Config,
-		apply: func(old, nw *config) {
-			a.reconfigure(nw)
-			sb, off := sandboxStatus(actor.Runner.Confinement())
+	cw := &app.ConfigWatch{FlagValue: g.Config,
+		Apply: func(old, nw *app.Config) {
+			a.Reconfigure(nw)
+			sb, off := app.SandboxStatus(actor.Runner.Confinement())
 			m.Reconfigured(tui.Settings{Bell: nw.Console.Bell == nil || *nw.Console.Bell,
 				Notify: nw.Console.Notify == nil || *nw.Console.Notify, Grace: nw.Console.Grace,
-				Sandbox: sb, SandboxOff: off}, reloadedText(nw.path, old, nw))
+				Sandbox: sb, SandboxOff: off}, app.ReloadedText(nw.Path, old, nw))
 		},
-		problem: m.ConfigProblem}
-	cw.start(serveCtx, cfg)
+		Problem: m.ConfigProblem}
+	cw.Start(serveCtx, cfg)
 	go rules.trust.ExpireEvery(serveCtx, trustExpiry, log, nil)
 	if *demo {
 		go func() {

@@ -11,10 +11,6 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 )
 
-// defaultHistory is how many past requests the console shows from the
-// audit log at start ([console] history).
-const defaultHistory = 200
-
 // historyEvents are the audit events History is built from: every step
 // of a request after it was queued.
 var historyEvents = func() []queue.EventName {

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/sluice-dev/sluice/hub/link"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/themes"
 	"github.com/sluice-dev/sluice/tui"
@@ -28,7 +29,7 @@ func startHubLink(url, creds string) (*link.Link, error) {
 }
 
 // consoleFleet runs the console over a hub: no spool or engine of its own.
-func consoleFleet(std cli.Stdio, url, creds string, styles *themes.Styles, auto bool, cfg *config) int {
+func consoleFleet(std cli.Stdio, url, creds string, styles *themes.Styles, auto bool, cfg *app.Config) int {
 	fleet, err := startHubLink(url, creds)
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice console: --hub: %v\n", err)

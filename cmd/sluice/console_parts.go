@@ -5,10 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/themes"
 	"github.com/sluice-dev/sluice/tui"
@@ -16,7 +16,7 @@ import (
 
 // consoleOptions is o with what every console takes from the person's
 // settings: the theme, the name, the grace period, bell, notifications.
-func consoleOptions(styles *themes.Styles, auto bool, cfg *config, o tui.Options) tui.Options {
+func consoleOptions(styles *themes.Styles, auto bool, cfg *app.Config, o tui.Options) tui.Options {
 	o.Styles, o.AutoTheme, o.Actor, o.Grace = styles, auto, loginName(), cfg.Console.Grace
 	o.Bell = cfg.Console.Bell == nil || *cfg.Console.Bell
 	o.Notify = cfg.Console.Notify == nil || *cfg.Console.Notify
@@ -37,24 +37,9 @@ func pickTheme(flagValue, configValue string) (*themes.Styles, bool, error) {
 	if name == "" || name == "auto" {
 		return themes.Default(true), true, nil
 	}
-	dir := filepath.Join(filepath.Dir(defaultPolicyFile()), "themes")
+	dir := filepath.Join(filepath.Dir(app.DefaultPolicyFile()), "themes")
 	st, err := themes.Load(name, dir)
 	return st, false, err
-}
-
-// homeShort writes a path under the home directory as ~/….
-func homeShort(p string) string {
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" || home == "/" {
-		return p
-	}
-	if p == home {
-		return "~"
-	}
-	if rest, ok := strings.CutPrefix(p, home+"/"); ok {
-		return "~/" + rest
-	}
-	return p
 }
 
 // watchSpoolWritable tells the console, at once and then whenever it

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/tui"
@@ -116,7 +117,7 @@ func (c *consoleRules) add(req *queue.Request, pattern string, scope tui.RuleSco
 		return "", err
 	}
 	c.judge.Reset()
-	return homeShort(c.file), nil
+	return app.HomeShort(c.file), nil
 }
 
 // grant trusts pattern for req's agent session for d.

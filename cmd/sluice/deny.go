@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -27,7 +28,7 @@ func cmdDeny(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("deny", "[--reason TEXT] [--as NAME] ID...", denyHelp, std, g).Unused("config")
 	reason := fs.String("reason", "", "tell the agent why (it sees this text)")
 	as := fs.String("as", "", "record `NAME` as who denied it (default: your login name)")
-	auditFile := fs.String("audit", "", auditFlagHelp)
+	auditFile := fs.String("audit", "", app.AuditFlagHelp)
 	ids, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
@@ -41,7 +42,7 @@ func cmdDeny(args []string, std cli.Stdio, g *cli.Globals) int {
 	}
 	// The decision is recorded before it is acted on: a log that cannot be
 	// opened stops the denial before anything changes.
-	logPath, err := auditPath(*auditFile)
+	logPath, err := app.AuditPath(*auditFile)
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice deny: %v\n", err)
 		return cli.ExitFail

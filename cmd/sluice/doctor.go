@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/setup"
@@ -128,15 +129,15 @@ func sluiceProblems(g *cli.Globals) []setup.Problem {
 				"give both sides one spool: SLUICE_SPOOL, or 'sluice --spool DIR install AGENT'")
 		}
 	}
-	cfg, err := loadConfig(g.Config)
+	cfg, err := app.LoadConfig(g.Config)
 	if err != nil {
 		add(false, err.Error(), "fix the configuration file")
 		return ps
 	}
-	if how, off := sandboxStatus(cfg.confine(sp.Dir())); off {
+	if how, off := app.SandboxStatus(cfg.Confine(sp.Dir())); off {
 		add(false, "commands run unconfined: "+how, `a Linux kernel with Landlock (5.13 or later), or sandbox = "prefer" in config.toml`)
 	}
-	if _, err := sandbox.Available(); err == nil && !cfg.hookConfine() {
+	if _, err := sandbox.Available(); err == nil && !cfg.ConfineHook() {
 		add(false, "hook_confine = false: commands an agent's hook allows run unconfined in the agent", "remove hook_confine from config.toml")
 	}
 	return ps

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/hook"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
@@ -102,8 +103,8 @@ func runHook(a *hook.Agent, args []string, std cli.Stdio, g *cli.Globals) int {
 	confined := make(chan struct{})
 	go func() {
 		defer close(confined)
-		var cfg *config
-		if cfg, cfgErr = loadConfig(g.Config); cfgErr == nil {
+		var cfg *app.Config
+		if cfg, cfgErr = app.LoadConfig(g.Config); cfgErr == nil {
 			confine = hookConfine(cfg, sp.Dir())
 		}
 	}()
@@ -189,8 +190,8 @@ func boundRoots(roots []string, project string) []string {
 // so that the agent runs it confined to its verdict's profile, when
 // confinement is on (hook_confine and sandbox in config.toml) and the
 // kernel can confine; nil otherwise.
-func hookConfine(cfg *config, spool string) func(*queue.Request, *queue.Result) string {
-	if !cfg.hookConfine() || cfg.sandboxMode() == exec.SandboxOff {
+func hookConfine(cfg *app.Config, spool string) func(*queue.Request, *queue.Result) string {
+	if !cfg.ConfineHook() || cfg.SandboxMode() == exec.SandboxOff {
 		return nil
 	}
 	if _, err := sandbox.Available(); err != nil {

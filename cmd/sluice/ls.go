@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -45,7 +46,7 @@ func cmdLs(args []string, std cli.Stdio, g *cli.Globals) int {
 		return cli.UsageErr(std, "ls", "takes no arguments")
 	}
 	// A broken configuration is said here too, not first when it matters.
-	if _, err := loadConfig(g.Config); err != nil {
+	if _, err := app.LoadConfig(g.Config); err != nil {
 		fmt.Fprintf(std.Err, "sluice ls: %v\n", err)
 		return cli.ExitUsage
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -30,16 +31,16 @@ func TestEngineProtectsItsOwnFiles(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte("max_auto = 2\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(cfgFile)
+	cfg, err := app.LoadConfig(cfgFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &app{cfg: cfg, sp: sp, auditFile: auditFile}
-	eng, err := a.engine()
+	a := &app.App{Cfg: cfg, Sp: sp, AuditFile: auditFile}
+	eng, err := a.Engine()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.close()
+	defer a.Close()
 	proj := filepath.Join(dir, "proj")
 	for _, target := range []string{auditFile, cfgFile, filepath.Join(dir, "xdg", "sluice", "themes", "dark.toml"), filepath.Join(sp.Dir(), "out", "x.json")} {
 		now := time.Now().UTC()
@@ -63,8 +64,8 @@ func TestPolicyInSpoolRefused(t *testing.T) {
 	if err := os.WriteFile(planted, []byte("[defaults]\nhost_escape_risk = \"allow\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := &app{cfg: &config{}, sp: sp, policyFile: planted, auditFile: filepath.Join(dir, "audit.jsonl")}
-	if _, err := a.engine(); err == nil || !strings.Contains(err.Error(), "inside the spool") {
+	a := &app.App{Cfg: &app.Config{}, Sp: sp, PolicyFile: planted, AuditFile: filepath.Join(dir, "audit.jsonl")}
+	if _, err := a.Engine(); err == nil || !strings.Contains(err.Error(), "inside the spool") {
 		t.Fatalf("got %v, want the policy inside the spool refused", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
@@ -112,7 +113,7 @@ func policyRules(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("policy rules", "[--policy FILE] [--cwd DIR] [--audit FILE]", "List every rule: origin, scope, and the past requests it matched.\n", std, g)
 	var pf policyFlags
 	pf.register(fs)
-	auditFile := fs.String("audit", "", auditFlagHelp)
+	auditFile := fs.String("audit", "", app.AuditFlagHelp)
 	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
@@ -126,7 +127,7 @@ func policyRules(args []string, std cli.Stdio, g *cli.Globals) int {
 		return cli.ExitUsage
 	}
 	counts := map[*policy.Rule]int{}
-	path, err := auditPath(*auditFile)
+	path, err := app.AuditPath(*auditFile)
 	if err == nil {
 		if err := countRuleMatches(p, path, counts); err != nil {
 			fmt.Fprintf(std.Err, "sluice policy rules: %v (counts left out)\n", err)
@@ -142,7 +143,7 @@ func policyRules(args []string, std cli.Stdio, g *cli.Globals) int {
 		match = clip(match, 60)
 		scope := "everywhere"
 		if r.Project != "" {
-			scope = "project " + cli.Show(homeShort(r.Project))
+			scope = "project " + cli.Show(app.HomeShort(r.Project))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cli.Show(r.Origin), r.Action, match, scope, past, cli.Show(r.Reason))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
@@ -97,7 +98,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(words) == 0 {
 		return cli.UsageErr(std, "sandbox", "no command given (sluice sandbox --profile %s -- COMMAND...)", profile)
 	}
-	cfg, err := loadConfig(g.Config)
+	cfg, err := app.LoadConfig(g.Config)
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
 		return cli.ExitUsage
@@ -125,12 +126,12 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	if spool == "" {
 		spool, _ = queue.DefaultDir()
 	}
-	auditFile, _ := auditPath("")
+	auditFile, _ := app.AuditPath("")
 	policyFile := os.Getenv("SLUICE_POLICY")
 	if policyFile == "" {
-		policyFile = defaultPolicyFile()
+		policyFile = app.DefaultPolicyFile()
 	}
-	conf := cfg.confine(spool, policyFile, auditFile, stateDir(auditFile), checkpointDir())
+	conf := cfg.Confine(spool, policyFile, auditFile, app.StateDir(auditFile), app.CheckpointDir())
 
 	cmd := osexec.Command(path, words[1:]...)
 	cmd.Args[0] = words[0]
@@ -139,7 +140,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	// runs have it (an agent may have exported a variable that carries
 	// options or a program for the very command it was allowed), minus
 	// secrets; the request id passes on if there is one.
-	env := exec.BuildEnv(os.Environ(), cfg.EnvAllow, cfg.secretPatterns(), nil, os.Getenv(exec.RequestIDVar))
+	env := exec.BuildEnv(os.Environ(), cfg.EnvAllow, cfg.Secrets(), nil, os.Getenv(exec.RequestIDVar))
 
 	var box *sandbox.Confinement
 	var guarded *exec.Guard // what later runs with the person's rights, as it was
@@ -158,7 +159,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		// The project's own caches, as the engine's runs have: nothing
 		// confined writes a cache the person's own builds trust, but
 		// for the downloads a networked command makes.
-		caches := exec.ProjectCache(projectCacheDir(), roots)
+		caches := exec.ProjectCache(app.ProjectCacheDir(), roots)
 		writable := []string{caches}
 		if profile.Network() {
 			writable = append(writable, conf.Fetch...)
@@ -217,7 +218,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 			box.Fallback(shellCmd.Path, shellCmd.Args)
 		}
 	}
-	protectProcess() // no core dumps, in the command either
+	app.ProtectProcess() // no core dumps, in the command either
 	// Named for this process: should it be killed (an agent's timeout
 	// sends SIGKILL), the next wrapper sweeps what the command left.
 	cg, _ := sandbox.NewCgroup(strconv.Itoa(os.Getpid())+"-sandbox", conf.MaxProcs)

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 )
@@ -35,8 +36,8 @@ or an unsafe path.
 
 func cmdServe(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("serve", "[--policy FILE] [--audit FILE] [--max-auto N] [--hub URL [--hub-creds FILE]]", serveHelp, std, g)
-	a := newApp(g)
-	a.registerEngine(fs)
+	a := app.New(g)
+	a.RegisterEngine(fs)
 	maxAuto := fs.Int("max-auto", 0, "run at most `N` auto-allowed requests at once (default max_auto in config.toml, else 4)")
 	hubURL := fs.String("hub", "", "also bridge this box to the fleet hub at `URL` (nats://HOST:PORT)")
 	hubCreds := fs.String("hub-creds", "", "the box's hub credentials `FILE` (default ~/.config/sluice/hub.creds)")
@@ -47,15 +48,15 @@ func cmdServe(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(pos) > 0 {
 		return cli.UsageErr(std, "serve", "takes no arguments")
 	}
-	if *maxAuto < 0 || *maxAuto > maxMaxAuto {
-		return cli.UsageErr(std, "serve", "--max-auto must be between 1 and %d", maxMaxAuto)
+	if *maxAuto < 0 || *maxAuto > app.MaxMaxAuto {
+		return cli.UsageErr(std, "serve", "--max-auto must be between 1 and %d", app.MaxMaxAuto)
 	}
-	cfg, err := a.config()
+	cfg, err := a.Config()
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice serve: %v\n", err)
 		return cli.ExitUsage
 	}
-	sp, err := a.spool()
+	sp, err := a.Spool()
 	if err != nil {
 		return cli.SpoolErr(std, "serve", err)
 	}
@@ -64,37 +65,37 @@ func cmdServe(args []string, std cli.Stdio, g *cli.Globals) int {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(logw, "%s sluice serve: %s\n", time.Now().Format("15:04:05"), cli.Show(fmt.Sprintf(format, args...)))
 	}
-	a.logf = logf
-	eng, err := a.engine()
+	a.Logf = logf
+	eng, err := a.Engine()
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice serve: %v\n", err)
-		return engineErrExit(err)
+		return app.EngineErrExit(err)
 	}
-	defer a.close()
-	log := a.log
+	defer a.Close()
+	log := a.Log
 	if *maxAuto > 0 {
 		eng.MaxAuto = *maxAuto
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logf("watching %s (audit log %s)", sp.Dir(), log.Path())
-	if text, off := sandboxStatus(a.actor.Runner.Confine); off {
+	if text, off := app.SandboxStatus(a.Actor.Runner.Confine); off {
 		logf("commands run UNCONFINED: %s", text)
 	} else {
 		logf("commands run confined by %s", text)
 	}
-	cw := &configWatch{flagValue: g.Config,
-		apply: func(old, nw *config) {
-			a.reconfigure(nw)
-			logf("%s", reloadedText(nw.path, old, nw))
+	cw := &app.ConfigWatch{FlagValue: g.Config,
+		Apply: func(old, nw *app.Config) {
+			a.Reconfigure(nw)
+			logf("%s", app.ReloadedText(nw.Path, old, nw))
 		},
-		problem: func(err error) {
+		Problem: func(err error) {
 			if err != nil {
 				logf("configuration NOT reloaded, the last good one stays in force: %v", err)
 			}
 		}}
-	cw.start(ctx, cfg)
-	go policy.TrustStoreFor(trustPath()).ExpireEvery(ctx, trustExpiry, log, logf)
+	cw.Start(ctx, cfg)
+	go policy.TrustStoreFor(app.TrustPath()).ExpireEvery(ctx, trustExpiry, log, logf)
 	go softMemory(ctx)
 	if *hubURL != "" || *hubCreds != "" {
 		if err := hubBridge(ctx, *hubURL, *hubCreds, sp.Dir(), log.Path(), logf); err != nil {

@@ -2,20 +2,15 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
-
-// trustPath is the trust windows' file (policy.TrustStore): beside the
-// checkpoints in sluice's state directory, so that every engine on the
-// machine and 'sluice trust' see the same trusts.
-func trustPath() string { return filepath.Join(filepath.Dir(checkpointDir()), "trust.json") }
 
 // trustExpiry is how often an engine ends the trusts whose time is up.
 const trustExpiry = 5 * time.Second
@@ -59,7 +54,7 @@ func cmdTrust(args []string, std cli.Stdio, g *cli.Globals) int {
 		fmt.Fprint(w, "Usage: sluice trust ls | revoke ID\n\n"+trustHelp)
 		return code
 	}
-	ts := policy.TrustStoreFor(trustPath())
+	ts := policy.TrustStoreFor(app.TrustPath())
 	now := time.Now()
 	switch args[0] {
 	case "ls":
@@ -92,7 +87,7 @@ func cmdTrust(args []string, std cli.Stdio, g *cli.Globals) int {
 		if len(args) != 2 {
 			return cli.UsageErr(std, "trust revoke", "which trust? give its id (see 'sluice trust ls')")
 		}
-		path, err := auditPath("")
+		path, err := app.AuditPath("")
 		if err != nil {
 			fmt.Fprintf(std.Err, "sluice trust: %v\n", err)
 			return cli.ExitFail

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/checkpoint"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/tui"
@@ -133,7 +134,7 @@ func applyUndo(ctx context.Context, st *checkpoint.Store, rec queue.Recorder, pl
 
 func cmdUndo(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("undo", "[--yes] [--force] ID", undoHelp, std, g).Unused("spool")
-	auditFile := fs.String("audit", "", auditFlagHelp)
+	auditFile := fs.String("audit", "", app.AuditFlagHelp)
 	yes := fs.Bool("yes", false, "do not ask before restoring")
 	force := fs.Bool("force", false, "restore files that changed again since the run too (overwriting those changes)")
 	pos, code, ok := fs.ParseArgs(args, true)
@@ -143,16 +144,16 @@ func cmdUndo(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(pos) != 1 {
 		return cli.UsageErr(std, "undo", "which run? give its ID (see 'sluice audit tail')")
 	}
-	cfg, err := loadConfig(g.Config)
+	cfg, err := app.LoadConfig(g.Config)
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice undo: %v\n", err)
 		return cli.ExitUsage
 	}
-	st := cfg.checkpointStore()
+	st := cfg.CheckpointStore()
 	if st == nil {
-		st = &checkpoint.Store{Dir: checkpointDir()} // off for new runs; old ones can still be undone
+		st = &checkpoint.Store{Dir: app.CheckpointDir()} // off for new runs; old ones can still be undone
 	}
-	logPath, err := auditPath(*auditFile)
+	logPath, err := app.AuditPath(*auditFile)
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice undo: %v\n", err)
 		return cli.ExitFail

@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/checkpoint"
 	sexec "github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -132,7 +133,7 @@ func TestUndoOverlappedRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	actor := &sexec.Actor{Runner: &sexec.Runner{}, Checkpoints: &checkpoint.Store{Dir: checkpointDir()}}
+	actor := &sexec.Actor{Runner: &sexec.Runner{}, Checkpoints: &checkpoint.Store{Dir: app.CheckpointDir()}}
 	type ran struct {
 		req  *queue.Request
 		res  queue.Result
@@ -170,7 +171,7 @@ func TestUndoOverlappedRuns(t *testing.T) {
 			t.Fatal("the first run ended early")
 		case <-time.After(20 * time.Millisecond):
 		}
-		if entries, _ := os.ReadDir(filepath.Join(checkpointDir(), "turns")); len(entries) > 0 {
+		if entries, _ := os.ReadDir(filepath.Join(app.CheckpointDir(), "turns")); len(entries) > 0 {
 			b = start("touch b.txt", ahead)
 		}
 	}

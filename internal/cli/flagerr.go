@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// explainFlagErr is what to say about err, an error of fs.Parse: the flag
+// ExplainFlagErr is what to say about err, an error of fs.Parse: the flag
 // package's own line, with its "parse error" replaced by the kind of value
 // the flag wants, and for a flag that does not exist the ones with a
 // name close to it (hidden flags are not proposed). Each line ends in a

@@ -26,7 +26,7 @@ type Stdio struct {
 	Out, Err io.Writer
 }
 
-// globals are the flags every subcommand accepts.
+// Globals are the flags every subcommand accepts.
 type Globals struct {
 	Spool  string
 	Config string
@@ -37,7 +37,7 @@ func (g *Globals) Register(fs *flag.FlagSet) {
 	fs.StringVar(&g.Config, "config", g.Config, "configuration `FILE` (env SLUICE_CONFIG; see 'sluice help config')")
 }
 
-// openSpool opens the spool from --spool, SLUICE_SPOOL or the default.
+// OpenSpool opens the spool from --spool, SLUICE_SPOOL or the default.
 func (g *Globals) OpenSpool() (*queue.Spool, error) {
 	dir := g.Spool
 	if dir == "" {
@@ -77,7 +77,7 @@ func writerAudit(sp *queue.Spool) (string, error) {
 	return audit.DefaultPath()
 }
 
-// flagSet is a subcommand's flags with its help text.
+// FlagSet is a subcommand's flags with its help text.
 type FlagSet struct {
 	*flag.FlagSet
 	name, synopsis, help string
@@ -85,7 +85,7 @@ type FlagSet struct {
 	hidden               map[string]bool // accepted, but not listed by --help
 }
 
-// unused marks global flags the subcommand has no use for: still
+// Unused marks global flags the subcommand has no use for: still
 // accepted (scripts pass them to every command), but not listed by --help.
 func (fs *FlagSet) Unused(names ...string) *FlagSet {
 	if fs.hidden == nil {
@@ -97,7 +97,7 @@ func (fs *FlagSet) Unused(names ...string) *FlagSet {
 	return fs
 }
 
-// newFlags makes a subcommand's flag set with the global flags on it.
+// NewFlags makes a subcommand's flag set with the global flags on it.
 // synopsis and help describe the command for --help.
 func NewFlags(name, synopsis, help string, std Stdio, g *Globals) *FlagSet {
 	fs := &FlagSet{FlagSet: flag.NewFlagSet("sluice "+name, flag.ContinueOnError),
@@ -159,13 +159,13 @@ func (fs *FlagSet) ParseArgs(args []string, interspersed bool) ([]string, int, b
 	}
 }
 
-// usageErr prints a usage error for a subcommand and returns exit 2.
+// UsageErr prints a usage error for a subcommand and returns exit 2.
 func UsageErr(std Stdio, name, format string, args ...any) int {
 	fmt.Fprintf(std.Err, "sluice %s: %s\nRun 'sluice %s --help' for usage.\n", name, fmt.Sprintf(format, args...), name)
 	return ExitUsage
 }
 
-// spoolErr reports a spool that cannot be opened; unsafe spools are a
+// SpoolErr reports a spool that cannot be opened; unsafe spools are a
 // configuration error (exit 2), as for the console.
 func SpoolErr(std Stdio, name string, err error) int {
 	fmt.Fprintf(std.Err, "sluice %s: %v\n", name, err)
@@ -176,7 +176,7 @@ func SpoolErr(std Stdio, name string, err error) int {
 	return ExitFail
 }
 
-// show makes agent-written text safe to print to a terminal.
+// Show makes agent-written text safe to print to a terminal.
 func Show(s string) string {
 	p, _ := queue.Printable(s)
 	return p

@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// didYouMean returns the names closest to word, for an "unknown ..."
+// DidYouMean returns the names closest to word, for an "unknown ..."
 // message: a name that differs only in case, else those within a
 // typo or two (an edit distance of 1 for words of 2 to 4 characters, 2
 // for longer ones, a swap of two neighbours counting as one), else the
@@ -86,7 +86,7 @@ func editDistance(a, b string) int {
 	return prev[len(rb)]
 }
 
-// orList joins names as "a", "a or b", "a, b or c", each formatted by f.
+// OrList joins names as "a", "a or b", "a, b or c", each formatted by f.
 func OrList(names []string, f func(string) string) string {
 	q := make([]string, len(names))
 	for i, n := range names {

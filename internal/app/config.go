@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -16,9 +16,9 @@ import (
 	"github.com/sluice-dev/sluice/exec"
 )
 
-// config is config.toml: how the engine runs things and how the console
+// Config is config.toml: how the engine runs things and how the console
 // behaves. Every field is optional; the zero value means the default.
-type config struct {
+type Config struct {
 	// MaxAuto bounds auto-allowed runs at once.
 	MaxAuto int `toml:"max_auto"`
 	// DefaultTimeout is the timeout of a run whose request has no timeout_s.
@@ -65,8 +65,8 @@ type config struct {
 
 	Console consoleConfig `toml:"console"`
 
-	// path is the file this came from ("" for none).
-	path string
+	// Path is the file this came from ("" for none).
+	Path string
 }
 
 // consoleConfig is the [console] table.
@@ -83,7 +83,7 @@ type consoleConfig struct {
 }
 
 // trustMinutes is [console] trust_minutes, defaulted (15).
-func (c consoleConfig) trustMinutes() time.Duration {
+func (c consoleConfig) TrustWindow() time.Duration {
 	if c.TrustMinutes > 0 {
 		return time.Duration(c.TrustMinutes) * time.Minute
 	}
@@ -91,7 +91,7 @@ func (c consoleConfig) trustMinutes() time.Duration {
 }
 
 // history is [console] history, defaulted.
-func (c consoleConfig) history() int {
+func (c consoleConfig) HistoryLen() int {
 	if c.History == nil {
 		return defaultHistory
 	}
@@ -100,7 +100,7 @@ func (c consoleConfig) history() int {
 
 // Limits a config must stay within.
 const (
-	maxMaxAuto  = 64
+	MaxMaxAuto  = 64
 	maxMaxProcs = 1 << 20
 	minGrace    = 200 * time.Millisecond
 	maxGrace    = 1500 * time.Millisecond
@@ -109,7 +109,7 @@ const (
 
 // defaultConfigFile is $XDG_CONFIG_HOME/sluice/config.toml.
 func defaultConfigFile() string {
-	p := defaultPolicyFile()
+	p := DefaultPolicyFile()
 	if p == "" {
 		return ""
 	}
@@ -128,17 +128,17 @@ func configPath(flagValue string) (p string, required bool) {
 	return defaultConfigFile(), false
 }
 
-// loadConfig reads the configuration from flagValue, else $SLUICE_CONFIG,
+// LoadConfig reads the configuration from flagValue, else $SLUICE_CONFIG,
 // else the default file. A file named by the flag or the environment must
 // exist; the default one may be absent.
-func loadConfig(flagValue string) (*config, error) {
+func LoadConfig(flagValue string) (*Config, error) {
 	p, required := configPath(flagValue)
 	if p == "" {
-		return &config{}, nil
+		return &Config{}, nil
 	}
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) && !required {
-		return &config{}, nil
+		return &Config{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -147,13 +147,13 @@ func loadConfig(flagValue string) (*config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", p, err)
 	}
-	c.path = p
+	c.Path = p
 	return c, nil
 }
 
 // parseConfig decodes and checks config.toml's text.
-func parseConfig(data []byte) (*config, error) {
-	var c config
+func parseConfig(data []byte) (*Config, error) {
+	var c Config
 	md, err := toml.Decode(string(data), &c)
 	if err != nil {
 		var pe toml.ParseError
@@ -182,8 +182,8 @@ func parseConfig(data []byte) (*config, error) {
 		return nil, unknownKey(data, und[0])
 	}
 	switch {
-	case c.MaxAuto < 0 || c.MaxAuto > maxMaxAuto || c.MaxAuto == 0 && md.IsDefined("max_auto"):
-		return nil, fmt.Errorf("max_auto = %d: must be between 1 and %d", c.MaxAuto, maxMaxAuto)
+	case c.MaxAuto < 0 || c.MaxAuto > MaxMaxAuto || c.MaxAuto == 0 && md.IsDefined("max_auto"):
+		return nil, fmt.Errorf("max_auto = %d: must be between 1 and %d", c.MaxAuto, MaxMaxAuto)
 	case c.DefaultTimeout < 0:
 		return nil, fmt.Errorf("default_timeout = %s: must be positive", c.DefaultTimeout)
 	case c.KillGrace < 0:

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -28,18 +28,18 @@ func TestConfigWatch(t *testing.T) {
 		}
 	}
 	write("default_timeout = \"10m\"\n")
-	cfg, err := loadConfig(path)
+	cfg, err := LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	applied := make(chan *config, 4)
+	applied := make(chan *Config, 4)
 	problems := make(chan error, 4)
-	w := &configWatch{flagValue: path, every: 20 * time.Millisecond,
-		apply:   func(_, nw *config) { applied <- nw },
-		problem: func(err error) { problems <- err }}
+	w := &ConfigWatch{FlagValue: path, every: 20 * time.Millisecond,
+		Apply:   func(_, nw *Config) { applied <- nw },
+		Problem: func(err error) { problems <- err }}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w.start(ctx, cfg)
+	w.Start(ctx, cfg)
 
 	wait := func() any {
 		t.Helper()
@@ -54,7 +54,7 @@ func TestConfigWatch(t *testing.T) {
 		return nil
 	}
 	write("default_timeout = \"1m\"\n[console]\nbell = false\n")
-	if c, ok := wait().(*config); !ok || c.DefaultTimeout != time.Minute || c.Console.Bell == nil || *c.Console.Bell {
+	if c, ok := wait().(*Config); !ok || c.DefaultTimeout != time.Minute || c.Console.Bell == nil || *c.Console.Bell {
 		t.Fatalf("after the edit: %#v", c)
 	}
 	write("default_timeout = \"1m\"\nmax_autoo = 3\n")
@@ -65,7 +65,7 @@ func TestConfigWatch(t *testing.T) {
 	if err, ok := wait().(error); ok && err != nil {
 		t.Fatalf("the fix was reported as %v", err)
 	}
-	if c, ok := wait().(*config); !ok || c.DefaultTimeout != 2*time.Minute {
+	if c, ok := wait().(*Config); !ok || c.DefaultTimeout != 2*time.Minute {
 		t.Fatalf("after the fix: %#v", c)
 	}
 }
@@ -74,12 +74,12 @@ func TestConfigWatch(t *testing.T) {
 // start.
 func TestReloadedText(t *testing.T) {
 	t.Parallel()
-	old, nw := &config{}, &config{MaxAuto: 8}
-	got := reloadedText("/etc/sluice.toml", old, nw)
+	old, nw := &Config{}, &Config{MaxAuto: 8}
+	got := ReloadedText("/etc/sluice.toml", old, nw)
 	if !strings.Contains(got, "reloaded from /etc/sluice.toml") || !strings.Contains(got, "max_auto: at the next start") {
 		t.Errorf("reloadedText = %q", got)
 	}
-	if got := reloadedText("", old, old); !strings.Contains(got, "defaults are in force") {
+	if got := ReloadedText("", old, old); !strings.Contains(got, "defaults are in force") {
 		t.Errorf("reloadedText of a removed file = %q", got)
 	}
 }

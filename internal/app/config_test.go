@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"path/filepath"
@@ -19,13 +19,13 @@ func TestParseConfig(t *testing.T) {
 	if c.maxAuto() != 2 || c.KillGrace != 3*time.Second || c.Console.Grace != 600*time.Millisecond || *c.Console.Bell {
 		t.Errorf("decoded %+v", c)
 	}
-	pats := c.secretPatterns()
+	pats := c.Secrets()
 	if pats[len(pats)-1] != "MY_*" || len(pats) < 10 {
 		t.Errorf("extra patterns not added to the defaults: %v", pats)
 	}
 	empty, err := parseConfig([]byte("secret_patterns = []\n"))
-	if err != nil || len(empty.secretPatterns()) != 0 || empty.secretPatterns() == nil {
-		t.Errorf("an empty secret_patterns must strip nothing: %v %v", empty.secretPatterns(), err)
+	if err != nil || len(empty.Secrets()) != 0 || empty.Secrets() == nil {
+		t.Errorf("an empty secret_patterns must strip nothing: %v %v", empty.Secrets(), err)
 	}
 	for _, bad := range []string{"max_auto = 999", "MAX_AUTO = 2", "[console]\ngrace = \"10ms\"", "secret_patterns = [\"\"]", "default_timeout = \"-1s\"", "max_auto = \"four\""} {
 		if _, err := parseConfig([]byte(bad)); err == nil {
@@ -71,7 +71,7 @@ func FuzzParseConfig(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.MaxAuto < 0 || c.MaxAuto > maxMaxAuto || c.DefaultTimeout < 0 || c.KillGrace < 0 {
+		if c.MaxAuto < 0 || c.MaxAuto > MaxMaxAuto || c.DefaultTimeout < 0 || c.KillGrace < 0 {
 			t.Fatalf("out of range config accepted: %+v", c)
 		}
 		if c.MaxProcs != 0 && (c.MaxProcs < 16 || c.MaxProcs > maxMaxProcs) {
@@ -82,11 +82,11 @@ func FuzzParseConfig(f *testing.F) {
 		default:
 			t.Fatalf("sandbox %q accepted", c.Sandbox)
 		}
-		_ = c.secretPatterns()
+		_ = c.Secrets()
 		if err := exec.CheckEnvAllow(c.EnvAllow); err != nil {
 			t.Fatalf("env_allow %q accepted: %v", c.EnvAllow, err)
 		}
-		conf := c.confine("/spool", "/policy.toml")
+		conf := c.Confine("/spool", "/policy.toml")
 		for _, p := range append(append([]string{}, conf.Hidden...), conf.Writable...) {
 			if !filepath.IsAbs(p) {
 				t.Fatalf("a relative sandbox path got through: %q", p)

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -14,91 +14,91 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 )
 
-// app is what a command is built from: the configuration, the spool, and
+// App is what a command is built from: the configuration, the spool, and
 // the engine's concrete parts (judge, actor, audit log, engine). Each is
 // made the first time a command asks for it, so that run, hook, sandbox
 // and check, which never ask for an engine, pay only for what they use.
-type app struct {
+type App struct {
 	g *cli.Globals
-	// policyFile and auditFile are --policy and --audit of the commands
+	// PolicyFile and auditFile are --policy and --audit of the commands
 	// that build an engine ("": the environment, else the default).
-	policyFile, auditFile string
-	// logf says what goes wrong while the engine carries out a request
+	PolicyFile, AuditFile string
+	// Logf says what goes wrong while the engine carries out a request
 	// (nil: nothing is said).
-	logf func(string, ...any)
+	Logf func(string, ...any)
 
-	cfg   *config
-	sp    *queue.Spool
-	judge *policy.Judge
-	actor *exec.Actor
-	log   *audit.Log
+	Cfg   *Config
+	Sp    *queue.Spool
+	Judge *policy.Judge
+	Actor *exec.Actor
+	Log   *audit.Log
 	eng   *queue.Engine
-	// reconfigure applies a reloaded configuration to the actor's runner.
-	reconfigure func(*config)
+	// Reconfigure applies a reloaded configuration to the actor's runner.
+	Reconfigure func(*Config)
 }
 
-func newApp(g *cli.Globals) *app { return &app{g: g} }
+func New(g *cli.Globals) *App { return &App{g: g} }
 
-// registerEngine adds --policy and --audit, the flags of the commands that
+// RegisterEngine adds --policy and --audit, the flags of the commands that
 // build an engine.
-func (a *app) registerEngine(fs *cli.FlagSet) {
-	fs.StringVar(&a.policyFile, "policy", "", "policy `FILE` layered over the embedded default (env SLUICE_POLICY)")
-	fs.StringVar(&a.auditFile, "audit", "", auditFlagHelp)
+func (a *App) RegisterEngine(fs *cli.FlagSet) {
+	fs.StringVar(&a.PolicyFile, "policy", "", "policy `FILE` layered over the embedded default (env SLUICE_POLICY)")
+	fs.StringVar(&a.AuditFile, "audit", "", AuditFlagHelp)
 }
 
-// config is config.toml (--config, $SLUICE_CONFIG or the default), read
+// Config is config.toml (--config, $SLUICE_CONFIG or the default), read
 // once.
-func (a *app) config() (*config, error) {
-	if a.cfg == nil {
-		cfg, err := loadConfig(a.g.Config)
+func (a *App) Config() (*Config, error) {
+	if a.Cfg == nil {
+		cfg, err := LoadConfig(a.g.Config)
 		if err != nil {
 			return nil, err
 		}
-		a.cfg = cfg
+		a.Cfg = cfg
 	}
-	return a.cfg, nil
+	return a.Cfg, nil
 }
 
-// spool is the spool (--spool, $SLUICE_SPOOL or the default), opened once.
-func (a *app) spool() (*queue.Spool, error) {
-	if a.sp == nil {
+// Spool is the spool (--spool, $SLUICE_SPOOL or the default), opened once.
+func (a *App) Spool() (*queue.Spool, error) {
+	if a.Sp == nil {
 		sp, err := a.g.OpenSpool()
 		if err != nil {
 			return nil, err
 		}
-		a.sp = sp
+		a.Sp = sp
 	}
-	return a.sp, nil
+	return a.Sp, nil
 }
 
-// userPolicyFile is the policy file: --policy, $SLUICE_POLICY or the
+// UserPolicyFile is the policy file: --policy, $SLUICE_POLICY or the
 // default; rules the console adds go there.
-func (a *app) userPolicyFile() string {
-	if a.policyFile != "" {
-		return a.policyFile
+func (a *App) UserPolicyFile() string {
+	if a.PolicyFile != "" {
+		return a.PolicyFile
 	}
 	if env := os.Getenv("SLUICE_POLICY"); env != "" {
 		return env
 	}
-	return defaultPolicyFile()
+	return DefaultPolicyFile()
 }
 
-// engine is the engine over the spool with its judge, actor and audit log,
+// Engine is the engine over the spool with its judge, actor and audit log,
 // built on first use (config and spool first); close releases them.
-func (a *app) engine() (*queue.Engine, error) {
+func (a *App) Engine() (*queue.Engine, error) {
 	if a.eng != nil {
 		return a.eng, nil
 	}
-	cfg, err := a.config()
+	cfg, err := a.Config()
 	if err != nil {
 		return nil, err
 	}
-	sp, err := a.spool()
+	sp, err := a.Spool()
 	if err != nil {
 		return nil, err
 	}
-	user, required := a.userPolicyFile(), a.policyFile != "" || os.Getenv("SLUICE_POLICY") != ""
-	path, err := auditPath(a.auditFile)
+	user, required := a.UserPolicyFile(), a.PolicyFile != "" || os.Getenv("SLUICE_POLICY") != ""
+	path, err := AuditPath(a.AuditFile)
 	if err != nil {
 		return nil, err
 	}
@@ -109,15 +109,15 @@ func (a *app) engine() (*queue.Engine, error) {
 	// sluice's own files where this engine actually has them: the policy,
 	// the configuration (--config too) and its directory (themes), the
 	// spool, the audit log (--audit too).
-	own := ownPaths(user, sp.Dir())
-	for _, p := range []string{path, cfg.path, filepath.Dir(defaultConfigFile())} {
+	own := OwnPaths(user, sp.Dir())
+	for _, p := range []string{path, cfg.Path, filepath.Dir(defaultConfigFile())} {
 		if abs, err := filepath.Abs(p); err == nil && p != "" && p != "." {
 			own = append(own, abs)
 		}
 	}
 	opts := policy.Options{User: user, UserRequired: required, Protect: own,
 		ProgramDirs: filepath.SplitList(os.Getenv("PATH")), Shell: exec.ShellDialect()}
-	judge := &policy.Judge{Options: opts, Trusts: policy.TrustStoreFor(trustPath())}
+	judge := &policy.Judge{Options: opts, Trusts: policy.TrustStoreFor(TrustPath())}
 	if err := judge.Start(); err != nil {
 		return nil, err
 	}
@@ -128,47 +128,47 @@ func (a *app) engine() (*queue.Engine, error) {
 	sp.Recorder = log
 	// Nothing this process runs may read its memory or environment
 	// through /proc, nor attach to it.
-	protectProcess()
-	r := cfg.runner(sp.Dir(), user, path, stateDir(path), checkpointDir(), trustPath())
-	actor := &exec.Actor{Runner: r, Jail: policy.Roots, Checkpoints: cfg.checkpointStore(), ProjectCaches: projectCacheDir()}
-	judge.Machine = machine{runner: r, checkpoints: cfg.checkpointStore() != nil}
+	ProtectProcess()
+	r := cfg.runner(sp.Dir(), user, path, StateDir(path), CheckpointDir(), TrustPath())
+	actor := &exec.Actor{Runner: r, Jail: policy.Roots, Checkpoints: cfg.CheckpointStore(), ProjectCaches: ProjectCacheDir()}
+	judge.Machine = machine{runner: r, checkpoints: cfg.CheckpointStore() != nil}
 	// A reloaded configuration changes what new runs get.
-	a.reconfigure = func(c *config) {
-		nr := c.runner(sp.Dir(), user, path, stateDir(path), checkpointDir(), trustPath())
+	a.Reconfigure = func(c *Config) {
+		nr := c.runner(sp.Dir(), user, path, StateDir(path), CheckpointDir(), TrustPath())
 		r.Reconfigure(exec.Settings{EnvAllow: nr.EnvAllow, SecretPatterns: nr.SecretPatterns,
 			DefaultTimeout: nr.DefaultTimeout, Grace: nr.Grace, Confine: nr.Confine})
 	}
-	a.judge, a.actor, a.log = judge, actor, log
+	a.Judge, a.Actor, a.Log = judge, actor, log
 	a.eng = &queue.Engine{Spool: sp, Judge: judge, Runner: actor, Recorder: log, AuditPath: log.Path(),
-		MaxAuto: cfg.maxAuto(), Logf: a.logf}
+		MaxAuto: cfg.maxAuto(), Logf: a.Logf}
 	return a.eng, nil
 }
 
-// close releases what engine built: the cgroups the runner keeps for
+// Close releases what engine built: the cgroups the runner keeps for
 // reuse, then the audit log.
-func (a *app) close() {
-	if a.actor != nil {
-		a.actor.Runner.Close()
+func (a *App) Close() {
+	if a.Actor != nil {
+		a.Actor.Runner.Close()
 	}
-	if a.log != nil {
-		a.log.Close()
+	if a.Log != nil {
+		a.Log.Close()
 	}
 }
 
-// stateDir is sluice's own state directory when the audit log is in one
+// StateDir is sluice's own state directory when the audit log is in one
 // (~/.local/state/sluice), hidden from confined runs whole; "" for a log
 // elsewhere, which is hidden alone.
-func stateDir(auditFile string) string {
+func StateDir(auditFile string) string {
 	if d := filepath.Dir(auditFile); filepath.Base(d) == "sluice" {
 		return d
 	}
 	return ""
 }
 
-// engineErrExit is 2 for a configuration or policy file that does not
+// EngineErrExit is 2 for a configuration or policy file that does not
 // load or an unsafe path (configuration errors), 1 for anything else (the
 // spool or the audit log failed).
-func engineErrExit(err error) int {
+func EngineErrExit(err error) int {
 	var le *policy.LoadError
 	var ape *audit.PermError
 	if errors.As(err, &le) || errors.As(err, &ape) {

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/cli"
 )
 
-const configHelp = `Configuration is --config FILE, else $SLUICE_CONFIG, else
+const ConfigHelp = `Configuration is --config FILE, else $SLUICE_CONFIG, else
 $XDG_CONFIG_HOME/sluice/config.toml (~/.config/sluice/config.toml), which
 may be absent. A running console or 'sluice serve' reads it again when it
 changes (within a second): new runs get the new settings; a broken edit is

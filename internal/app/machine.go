@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	osexec "os/exec"
@@ -53,9 +53,9 @@ var haveGit = sync.OnceValue(func() bool {
 	return err == nil
 })
 
-// sandboxStatus says how this machine confines runs under conf, or, with
+// SandboxStatus says how this machine confines runs under conf, or, with
 // off true, why it does not.
-func sandboxStatus(conf *exec.Confine) (text string, off bool) {
+func SandboxStatus(conf *exec.Confine) (text string, off bool) {
 	if conf == nil || conf.Mode == exec.SandboxOff {
 		return `sandbox = "off" in config.toml`, true
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 )
 
 // secretPatterns is the list of environment names kept from commands.
-func (c *config) secretPatterns() []string {
+func (c *Config) Secrets() []string {
 	base := exec.DefaultSecretPatterns
 	if c.SecretPatterns != nil {
 		base = c.SecretPatterns
@@ -24,31 +24,31 @@ func (c *config) secretPatterns() []string {
 // runner is the pty runner this configuration asks for; own are sluice's
 // own files and directories (policy, audit log, config), hidden from
 // confined runs like the spool.
-func (c *config) runner(spool string, own ...string) *exec.Runner {
+func (c *Config) runner(spool string, own ...string) *exec.Runner {
 	// What the runs of an engine that died left running dies now, before
 	// this one answers their claims.
 	sandbox.SweepStale()
 	return &exec.Runner{
 		BaseEnv:        os.Environ(),
 		EnvAllow:       c.EnvAllow,
-		SecretPatterns: c.secretPatterns(),
+		SecretPatterns: c.Secrets(),
 		DefaultTimeout: c.DefaultTimeout,
 		Grace:          c.KillGrace,
-		Confine:        c.confine(spool, own...),
+		Confine:        c.Confine(spool, own...),
 	}
 }
 
-// checkpointStore is where runs are checkpointed, or nil when
+// CheckpointStore is where runs are checkpointed, or nil when
 // checkpoints = false.
-func (c *config) checkpointStore() *checkpoint.Store {
+func (c *Config) CheckpointStore() *checkpoint.Store {
 	if c.Checkpoints != nil && !*c.Checkpoints {
 		return nil
 	}
-	return &checkpoint.Store{Dir: checkpointDir()}
+	return &checkpoint.Store{Dir: CheckpointDir()}
 }
 
-// checkpointRetention is checkpoint_keep and checkpoint_max_age, defaulted.
-func (c *config) checkpointRetention() (keep int, maxAge time.Duration) {
+// CheckpointRetention is checkpoint_keep and checkpoint_max_age, defaulted.
+func (c *Config) CheckpointRetention() (keep int, maxAge time.Duration) {
 	keep, maxAge = 200, 30*24*time.Hour
 	if c.CheckpointKeep > 0 {
 		keep = c.CheckpointKeep
@@ -59,9 +59,9 @@ func (c *config) checkpointRetention() (keep int, maxAge time.Duration) {
 	return keep, maxAge
 }
 
-// projectCacheDir holds the per-project caches of runs the policy allows
+// ProjectCacheDir holds the per-project caches of runs the policy allows
 // with a checkpoint: $XDG_CACHE_HOME/sluice/projects (~/.cache/...).
-func projectCacheDir() string {
+func ProjectCacheDir() string {
 	if d := os.Getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "sluice", "projects")
 	}
@@ -69,8 +69,8 @@ func projectCacheDir() string {
 	return filepath.Join(home, ".cache", "sluice", "projects")
 }
 
-// checkpointDir is $XDG_STATE_HOME/sluice/checkpoints (~/.local/state/...).
-func checkpointDir() string {
+// CheckpointDir is $XDG_STATE_HOME/sluice/checkpoints (~/.local/state/...).
+func CheckpointDir() string {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "sluice", "checkpoints")
 	}
@@ -80,20 +80,20 @@ func checkpointDir() string {
 
 // hookConfine reports whether hooks wrap the shell commands they allow in
 // 'sluice sandbox' (hook_confine, default true).
-func (c *config) hookConfine() bool { return c.HookConfine == nil || *c.HookConfine }
+func (c *Config) ConfineHook() bool { return c.HookConfine == nil || *c.HookConfine }
 
-// sandboxMode is the sandbox key, prefer when unset.
-func (c *config) sandboxMode() string {
+// SandboxMode is the sandbox key, prefer when unset.
+func (c *Config) SandboxMode() string {
 	if c.Sandbox == "" {
 		return exec.SandboxPrefer
 	}
 	return c.Sandbox
 }
 
-// confine is the runner's confinement: the mode, the hidden paths (the
+// Confine is the runner's confinement: the mode, the hidden paths (the
 // configured secrets, sluice's own files, the spool) and the writable
 // caches.
-func (c *config) confine(spool string, own ...string) *exec.Confine {
+func (c *Config) Confine(spool string, own ...string) *exec.Confine {
 	home, _ := os.UserHomeDir()
 	hidden := exec.DefaultHidden(home)
 	if c.SandboxHidden != nil {
@@ -103,8 +103,8 @@ func (c *config) confine(spool string, own ...string) *exec.Confine {
 	if cfg := defaultConfigFile(); cfg != "" {
 		hidden = append(hidden, filepath.Dir(cfg)) // ~/.config/sluice: policy, config, themes
 	}
-	if c.path != "" {
-		hidden = append(hidden, c.path)
+	if c.Path != "" {
+		hidden = append(hidden, c.Path)
 	}
 	for _, p := range own {
 		if p != "" {
@@ -149,7 +149,7 @@ func expandHome(paths []string, home string) []string {
 }
 
 // maxAuto is max_auto, or the default 4.
-func (c *config) maxAuto() int {
+func (c *Config) maxAuto() int {
 	if c.MaxAuto > 0 {
 		return c.MaxAuto
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -10,30 +10,30 @@ import (
 	"time"
 )
 
-// configWatch follows config.toml while an engine serves: a change is
+// ConfigWatch follows config.toml while an engine serves: a change is
 // read again; a good file is applied, a broken one is reported and the
 // last good configuration stays in force.
-type configWatch struct {
-	flagValue string        // --config, as given
+type ConfigWatch struct {
+	FlagValue string        // --config, as given
 	every     time.Duration // how often to look; 1 s if zero
-	// apply is given each good new configuration (and the one it
+	// Apply is given each good new configuration (and the one it
 	// replaces); problem is given why a changed file does not load, or
 	// nil once a good one loads again.
-	apply   func(old, new *config)
-	problem func(error)
+	Apply   func(old, new *Config)
+	Problem func(error)
 }
 
-// start watches, from a goroutine, until ctx ends; cur is the
+// Start watches, from a goroutine, until ctx ends; cur is the
 // configuration in force, read from the file as it is now.
-func (w *configWatch) start(ctx context.Context, cur *config) {
-	path, _ := configPath(w.flagValue)
+func (w *ConfigWatch) Start(ctx context.Context, cur *Config) {
+	path, _ := configPath(w.FlagValue)
 	if path == "" {
 		return
 	}
 	go w.run(ctx, path, statStamp(path), cur)
 }
 
-func (w *configWatch) run(ctx context.Context, path string, last stamp, cur *config) {
+func (w *ConfigWatch) run(ctx context.Context, path string, last stamp, cur *Config) {
 	every := w.every
 	if every <= 0 {
 		every = time.Second
@@ -62,17 +62,17 @@ func (w *configWatch) run(ctx context.Context, path string, last stamp, cur *con
 			continue
 		}
 		last = st
-		c, err := loadConfig(w.flagValue)
+		c, err := LoadConfig(w.FlagValue)
 		if err != nil {
 			broken = true
-			w.problem(err)
+			w.Problem(err)
 			continue
 		}
 		if broken {
 			broken = false
-			w.problem(nil)
+			w.Problem(nil)
 		}
-		w.apply(cur, c)
+		w.Apply(cur, c)
 		cur = c
 	}
 }
@@ -98,7 +98,7 @@ func statStamp(path string) stamp {
 
 // restartOnly names the keys that changed between old and new which a
 // running engine or console does not take up until it starts again.
-func restartOnly(old, new *config) []string {
+func restartOnly(old, new *Config) []string {
 	var out []string
 	if old.maxAuto() != new.maxAuto() {
 		out = append(out, "max_auto")
@@ -106,16 +106,16 @@ func restartOnly(old, new *config) []string {
 	if old.Console.Theme != new.Console.Theme {
 		out = append(out, "[console] theme")
 	}
-	if old.Console.history() != new.Console.history() {
+	if old.Console.HistoryLen() != new.Console.HistoryLen() {
 		out = append(out, "[console] history")
 	}
 	return out
 }
 
-// reloadedText says a configuration was reloaded, and what waits for a
+// ReloadedText says a configuration was reloaded, and what waits for a
 // restart.
-func reloadedText(path string, old, new *config) string {
-	s := "configuration reloaded from " + homeShort(path)
+func ReloadedText(path string, old, new *Config) string {
+	s := "configuration reloaded from " + HomeShort(path)
 	if path == "" {
 		s = "configuration file removed: the defaults are in force"
 	}
