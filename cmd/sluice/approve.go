@@ -70,7 +70,7 @@ func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
 	if err != nil {
 		return cli.SpoolErr(std, "approve", err)
 	}
-	id, err := resolveID(sp, ids[0])
+	id, err := cli.ResolveID(sp, ids[0])
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice approve: %v\n", err)
 		return cli.ExitFail

@@ -63,7 +63,7 @@ func cmdDeny(args []string, std cli.Stdio, g *cli.Globals) int {
 	}
 	status := cli.ExitOK
 	for _, arg := range ids {
-		id, err := resolveID(sp, arg)
+		id, err := cli.ResolveID(sp, arg)
 		if err == nil {
 			if _, err = eng.Deny(id, actorName(*as), why); err != nil {
 				err = explainClaim(sp, id, err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -36,16 +38,16 @@ func TestMatchIDs(t *testing.T) {
 		{"fix-", ids[3:]},
 		{"", nil},
 	} {
-		if got := matchIDs(tc.arg, ids); !slices.Equal(got, tc.want) {
+		if got := cli.MatchIDs(tc.arg, ids); !slices.Equal(got, tc.want) {
 			t.Errorf("matchIDs(%q) = %q, want %q", tc.arg, got, tc.want)
 		}
 	}
 	// An id equal to the argument is the one meant, even when the
 	// argument also starts a longer id.
-	if got := matchIDs("fix-tests-2", []string{"fix-tests-20", "fix-tests-2"}); !slices.Equal(got, []string{"fix-tests-2"}) {
+	if got := cli.MatchIDs("fix-tests-2", []string{"fix-tests-20", "fix-tests-2"}); !slices.Equal(got, []string{"fix-tests-2"}) {
 		t.Errorf("exact id among longer ones: %q", got)
 	}
-	if got := matchIDs("01JD3T6Q", []string{ids[0], ids[0]}); len(got) != 1 {
+	if got := cli.MatchIDs("01JD3T6Q", []string{ids[0], ids[0]}); len(got) != 1 {
 		t.Errorf("an id listed twice matched %d times", len(got))
 	}
 }
@@ -85,7 +87,7 @@ func TestResolveRunID(t *testing.T) {
 		{"9Z9Z9Z9Z", "", "no run 9Z9Z9Z9Z in " + logPath + " that changed files"},
 		{"01J", "", `id "01J" is too short; give at least 4 characters`},
 	} {
-		got, err := resolveRunID(logPath, tc.arg)
+		got, err := cli.ResolveRunID(logPath, tc.arg)
 		switch {
 		case tc.err == "" && (err != nil || got != tc.want):
 			t.Errorf("resolveRunID(%q) = %q, %v; want %q", tc.arg, got, err, tc.want)
@@ -94,7 +96,7 @@ func TestResolveRunID(t *testing.T) {
 		}
 	}
 	// findRun, undo's own look-up, takes the short forms too.
-	if _, err := findRun(logPath, "E5F6G7H8"); err == nil || !strings.Contains(err.Error(), "cannot undo 01JD3T6QZ0A1B2C3D4E5F6G7H8: it was not checkpointed") {
+	if _, err := app.FindRun(logPath, "E5F6G7H8"); err == nil || !strings.Contains(err.Error(), "cannot undo 01JD3T6QZ0A1B2C3D4E5F6G7H8: it was not checkpointed") {
 		t.Errorf("findRun by the console's short form: %v", err)
 	}
 }

@@ -42,7 +42,7 @@ func cmdShow(args []string, std cli.Stdio, g *cli.Globals) int {
 	if err != nil {
 		return cli.SpoolErr(std, "show", err)
 	}
-	id, err := resolveID(sp, ids[0])
+	id, err := cli.ResolveID(sp, ids[0])
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice show: %v\n", err)
 		return cli.ExitFail

@@ -19,9 +19,9 @@ const trustExpiry = 5 * time.Second
 // the console's short form) for actor; none when arg names none.
 func revokeTrust(ts *policy.TrustStore, rec queue.Recorder, arg, actor string) ([]policy.TrustEntry, error) {
 	return ts.Revoke(rec, actor, func(ids []string) (string, error) {
-		m := matchIDs(arg, ids)
+		m := cli.MatchIDs(arg, ids)
 		if len(m) > 1 {
-			return "", ambiguous(arg, "trusts", m)
+			return "", cli.Ambiguous(arg, "trusts", m)
 		}
 		if len(m) == 1 {
 			return m[0], nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/sluice-dev/sluice/audit"
@@ -12,7 +11,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
-	"github.com/sluice-dev/sluice/tui"
 )
 
 const undoHelp = `Put back the files a run changed: each file the run created, changed or
@@ -38,99 +36,6 @@ checkpointed. 'sluice checkpoints prune' drops old ones.
 Exit status: 0 undone (or nothing to undo); 1 refused (a conflict, not
 confirmed, no checkpoint); 2 usage.
 `
-
-// findRun reads the audit log for the last line that names what run id
-// changed (finished, timeout, killed or undone, with its checkpoint).
-func findRun(logPath, id string) (*queue.Event, error) {
-	id, err := resolveRunID(logPath, id)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("read the audit log: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	lines, _, err := audit.Last(f, fi.Size(), 50, audit.Filter{ID: id,
-		Events: []queue.EventName{queue.EventFinished, queue.EventTimeout, queue.EventKilled, queue.EventUndone}})
-	if err != nil {
-		return nil, err
-	}
-	var ev *queue.Event
-	for i := len(lines) - 1; i >= 0; i-- {
-		e := lines[i].Event
-		switch {
-		case e == nil:
-		case ev == nil:
-			ev = e
-		case e.ID != ev.ID:
-			return nil, fmt.Errorf("%s names more than one run (%s, %s, …): give more of the id", cli.Show(id), ev.ID, e.ID)
-		}
-	}
-	if ev == nil {
-		return nil, fmt.Errorf("no run %s in %s that changed files (see 'sluice audit tail')", cli.Show(id), logPath)
-	}
-	if ev.Checkpoint == nil || len(ev.Checkpoint.Roots) == 0 {
-		why := "it was not checkpointed"
-		if ev.Checkpoint != nil && ev.Checkpoint.Error != "" {
-			why += ": " + ev.Checkpoint.Error
-		}
-		return nil, fmt.Errorf("cannot undo %s: %s", ev.ID, why)
-	}
-	return ev, nil
-}
-
-// undoRun is the checkpointed run an audit line names, as undo needs it.
-func undoRun(ev *queue.Event) checkpoint.Run {
-	r := checkpoint.Run{ID: ev.ID, Cwd: ev.Cwd}
-	if ev.Checkpoint != nil {
-		r.Roots, r.Overlapped = ev.Checkpoint.Roots, ev.Checkpoint.Overlapped
-	}
-	return r
-}
-
-// runFinder looks runs up in the audit log at logPath, for the plan's
-// overlapping runs.
-func runFinder(logPath string) func(id string) (*checkpoint.Run, error) {
-	return func(id string) (*checkpoint.Run, error) {
-		ev, err := findRun(logPath, id)
-		if err != nil {
-			return nil, err
-		}
-		r := undoRun(ev)
-		return &r, nil
-	}
-}
-
-// planUndo works out what undoing ev's run does now (checkpoint's
-// PlanUndo), its overlapping runs looked up in the audit log at logPath.
-func planUndo(ctx context.Context, st *checkpoint.Store, ev *queue.Event, undoID, logPath string) (*checkpoint.UndoPlan, error) {
-	return st.PlanUndo(ctx, undoRun(ev), undoID, runFinder(logPath))
-}
-
-// applyUndo carries plan out and records the undo in the audit log
-// (undoID, "undone"); it returns what the undo changed.
-func applyUndo(ctx context.Context, st *checkpoint.Store, rec queue.Recorder, plan *checkpoint.UndoPlan, undoID, actor string) ([]queue.FileChange, error) {
-	cs, roots, err := st.ApplyUndo(ctx, plan)
-	if err != nil {
-		return nil, err
-	}
-	changed := make([]queue.FileChange, 0, len(cs))
-	for _, c := range cs {
-		changed = append(changed, queue.FileChange{Path: c.Path, Change: c.Change})
-	}
-	ev := queue.Event{ID: undoID, Event: queue.EventUndone, Actor: actor, Cwd: plan.Run.Cwd,
-		Status: queue.StatusDone, Reason: "undid " + plan.Run.ID, ChangedFiles: changed,
-		Checkpoint: &queue.Checkpoint{Roots: roots}}
-	if err := rec.Record(ev); err != nil {
-		return changed, fmt.Errorf("the files were restored, but the audit log did not take the undo: %w", err)
-	}
-	return changed, nil
-}
 
 func cmdUndo(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("undo", "[--yes] [--force] ID", undoHelp, std, g).Unused("spool")
@@ -158,14 +63,14 @@ func cmdUndo(args []string, std cli.Stdio, g *cli.Globals) int {
 		fmt.Fprintf(std.Err, "sluice undo: %v\n", err)
 		return cli.ExitFail
 	}
-	ev, err := findRun(logPath, pos[0])
+	ev, err := app.FindRun(logPath, pos[0])
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice undo: %s\n", cli.Show(err.Error()))
 		return cli.ExitFail
 	}
 	ctx := context.Background()
 	undoID := queue.NewID()
-	plan, err := planUndo(ctx, st, ev, undoID, logPath)
+	plan, err := app.PlanUndo(ctx, st, ev, undoID, logPath)
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice undo: %s\n", cli.Show(err.Error()))
 		return cli.ExitFail
@@ -215,65 +120,13 @@ func cmdUndo(args []string, std cli.Stdio, g *cli.Globals) int {
 		return cli.ExitFail
 	}
 	defer log.Close()
-	changed, err := applyUndo(ctx, st, log, plan, undoID, loginName())
+	changed, err := app.ApplyUndo(ctx, st, log, plan, undoID, loginName())
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice undo: %s\n", cli.Show(err.Error()))
 		return cli.ExitFail
 	}
 	fmt.Fprintf(std.Out, "undone: %d file(s) restored to before %s (undo it with 'sluice undo %s')\n", len(changed), ev.ID, undoID)
 	return cli.ExitOK
-}
-
-// consoleUndo gives the console its u key: plans and undos against the
-// audit log the console's engine writes.
-type consoleUndo struct {
-	st      *checkpoint.Store
-	logPath string
-	rec     queue.Recorder
-	actor   string
-}
-
-// undoToken is what ApplyUndo needs of a plan.
-type undoToken struct {
-	plan   *checkpoint.UndoPlan
-	undoID string
-}
-
-func (u *consoleUndo) plan(id string) (*tui.UndoPlan, error) {
-	ev, err := findRun(u.logPath, id)
-	if err != nil {
-		return nil, err
-	}
-	undoID := queue.NewID()
-	p, err := planUndo(context.Background(), u.st, ev, undoID, u.logPath)
-	if err != nil {
-		return nil, err
-	}
-	return &tui.UndoPlan{ID: ev.ID, Files: p.Paths, Diff: p.Diff, Conflicts: p.Conflicts, Since: p.Since,
-		Shared: p.Shared, SharedWith: p.With, SharedDiff: p.SharedDiff,
-		Token: undoToken{plan: p, undoID: undoID}}, nil
-}
-
-func (u *consoleUndo) apply(p *tui.UndoPlan, force bool) (string, error) {
-	tok, ok := p.Token.(undoToken)
-	if !ok {
-		return "", fmt.Errorf("undo: not a plan of this console")
-	}
-	plan := tok.plan
-	if !force {
-		plan = plan.Without() // another run's files only on F
-	}
-	if len(plan.Paths) == 0 {
-		return "", fmt.Errorf("not undone: every file it changed was also changed by %s; F restores them", strings.Join(plan.With, ", "))
-	}
-	if len(plan.Conflicts) > 0 && !force {
-		return "", fmt.Errorf("not undone: %d file(s) changed again since", len(plan.Conflicts))
-	}
-	changed, err := applyUndo(context.Background(), u.st, u.rec, plan, tok.undoID, u.actor)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("undone %s: %d file(s) restored (History shows the undo; u on it redoes)", p.ID, len(changed)), nil
 }
 
 // printDiff writes a diff of files an agent wrote, line by line, as

@@ -81,19 +81,19 @@ func TestUndoOfUndo(t *testing.T) {
 
 	undo := func(id string) string {
 		t.Helper()
-		found, err := findRun(logPath, id[:12])
+		found, err := app.FindRun(logPath, id[:12])
 		if err != nil {
 			t.Fatal(err)
 		}
 		undoID := queue.NewID()
-		plan, err := planUndo(ctx, st, found, undoID, logPath)
+		plan, err := app.PlanUndo(ctx, st, found, undoID, logPath)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(plan.Conflicts) > 0 {
 			t.Fatalf("conflicts %v", plan.Conflicts)
 		}
-		if _, err := applyUndo(ctx, st, log, plan, undoID, "alice"); err != nil {
+		if _, err := app.ApplyUndo(ctx, st, log, plan, undoID, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		return undoID

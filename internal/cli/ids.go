@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/sluice-dev/sluice/audit"
-	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -25,11 +24,11 @@ const (
 	idLen = 26
 )
 
-// matchIDs returns those of ids that arg names: arg itself, the ids it
+// MatchIDs returns those of ids that arg names: arg itself, the ids it
 // starts (4 or more characters), and the ids it ends (8 or more). An id
 // that equals arg is the only match. Each id is returned once, in the
 // order given.
-func matchIDs(arg string, ids []string) []string {
+func MatchIDs(arg string, ids []string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, id := range ids {
@@ -50,27 +49,27 @@ func matchIDs(arg string, ids []string) []string {
 
 // errIDTooShort is the error for an id shorter than any form names.
 func errIDTooShort(arg string) error {
-	return fmt.Errorf("id %q is too short; give at least %d characters", cli.Show(arg), minIDPrefix)
+	return fmt.Errorf("id %q is too short; give at least %d characters", Show(arg), minIDPrefix)
 }
 
-// ambiguous says that arg names several ids (what: "pending requests").
-func ambiguous(arg string, what string, match []string) error {
+// Ambiguous says that arg names several ids (what: "pending requests").
+func Ambiguous(arg string, what string, match []string) error {
 	list := match
 	more := ""
 	if len(list) > 5 {
 		list, more = list[:5], ", …"
 	}
-	return fmt.Errorf("%q matches %d %s (%s%s); give more of the id", cli.Show(arg), len(match), what, strings.Join(list, ", "), more)
+	return fmt.Errorf("%q matches %d %s (%s%s); give more of the id", Show(arg), len(match), what, strings.Join(list, ", "), more)
 }
 
-// resolveID expands arg (a whole id, a prefix of 4+ characters or a
+// ResolveID expands arg (a whole id, a prefix of 4+ characters or a
 // suffix of 8+) to the id of a request in the spool. Pending requests
 // are looked at first: a form that names one pending request names it,
 // whatever else it matches. Otherwise the running and answered ones are:
 // the command then says what became of the request. A whole id is
 // returned as it is, pending or not, and so is a well-formed id that
 // names nothing, so that the claim says what happened to it.
-func resolveID(sp *queue.Spool, arg string) (string, error) {
+func ResolveID(sp *queue.Spool, arg string) (string, error) {
 	if queue.ValidID(arg) && len(arg) >= idLen {
 		return arg, nil
 	}
@@ -92,28 +91,28 @@ func resolveID(sp *queue.Spool, arg string) (string, error) {
 			other = append(other, e.ID)
 		}
 	}
-	switch m := matchIDs(arg, pending); len(m) {
+	switch m := MatchIDs(arg, pending); len(m) {
 	case 1:
 		return m[0], nil
 	case 0:
 	default:
-		return "", ambiguous(arg, "pending requests", m)
+		return "", Ambiguous(arg, "pending requests", m)
 	}
 	answered, err := answeredIDs(sp)
 	if err != nil {
 		return "", err
 	}
-	switch m := matchIDs(arg, append(other, answered...)); len(m) {
+	switch m := MatchIDs(arg, append(other, answered...)); len(m) {
 	case 1:
 		return m[0], nil
 	case 0:
 	default:
-		return "", ambiguous(arg, "requests, none of them pending", m)
+		return "", Ambiguous(arg, "requests, none of them pending", m)
 	}
 	if queue.ValidID(arg) {
 		return arg, nil // let the claim say what became of it
 	}
-	return "", fmt.Errorf("no pending request matches %q; see 'sluice ls'", cli.Show(arg))
+	return "", fmt.Errorf("no pending request matches %q; see 'sluice ls'", Show(arg))
 }
 
 // answeredIDs are the ids of the requests whose result is in out/.
@@ -138,10 +137,10 @@ func answeredIDs(sp *queue.Spool) ([]string, error) {
 // files (and an undo, which can be undone in turn).
 var runEvents = []queue.EventName{queue.EventFinished, queue.EventTimeout, queue.EventKilled, queue.EventUndone}
 
-// resolveRunID expands arg (a whole id, a prefix of 4+ characters or a
+// ResolveRunID expands arg (a whole id, a prefix of 4+ characters or a
 // suffix of 8+) to the id of a run the audit log at logPath records as
 // ended (or of an undo). A whole id is returned as it is.
-func resolveRunID(logPath, arg string) (string, error) {
+func ResolveRunID(logPath, arg string) (string, error) {
 	if queue.ValidID(arg) && len(arg) >= idLen {
 		return arg, nil
 	}
@@ -169,12 +168,12 @@ func resolveRunID(logPath, arg string) (string, error) {
 			ids = append(ids, ev.ID)
 		}
 	}
-	switch m := matchIDs(arg, ids); len(m) {
+	switch m := MatchIDs(arg, ids); len(m) {
 	case 0:
-		return "", fmt.Errorf("no run %s in %s that changed files (see 'sluice audit tail')", cli.Show(arg), logPath)
+		return "", fmt.Errorf("no run %s in %s that changed files (see 'sluice audit tail')", Show(arg), logPath)
 	case 1:
 		return m[0], nil
 	default:
-		return "", ambiguous(arg, "runs", m)
+		return "", Ambiguous(arg, "runs", m)
 	}
 }
