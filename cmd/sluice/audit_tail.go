@@ -210,7 +210,7 @@ func (p *tailPrinter) print(l audit.Line) error {
 		status = cli.Show(string(ev.Status))
 	}
 	_, err := fmt.Fprintf(p.w, tailRowFormat, ev.TS.Local().Format("01-02 15:04:05"), clip(cli.Show(string(ev.Event)), 14),
-		clip(orDash(cli.Show(ev.Actor)), 10), clip(status, 8), p.cut(cli.Show(eventSummary(ev))))
+		clip(cli.OrDash(cli.Show(ev.Actor)), 10), clip(status, 8), p.cut(cli.Show(eventSummary(ev))))
 	return err
 }
 

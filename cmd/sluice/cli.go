@@ -127,3 +127,10 @@ func run(args []string, std cli.Stdio) int {
 	fmt.Fprintf(std.Err, "sluice: unknown command %q%s; run 'sluice --help' for the list\n", name, hint)
 	return cli.ExitUsage
 }
+
+// cmdConsole hands 'sluice console' over to sluice-console
+// (cmd/sluice-console) with the global flags passed on: the console links
+// the Charm stack, which every agent-side command would pay for at start.
+func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
+	return cli.Handover(std, "console", cli.ConsoleProgram, append(g.Args(), append([]string{"console"}, args...)...))
+}

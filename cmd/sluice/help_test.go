@@ -3,13 +3,11 @@ package main
 import (
 	"bytes"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
-	"github.com/sluice-dev/sluice/tui"
 )
 
 // helpOf runs 'sluice ARGS...' and returns its stdout, which must be
@@ -21,60 +19,6 @@ func helpOf(t *testing.T, args ...string) string {
 		t.Fatalf("sluice %s: exit %d\n%s", strings.Join(args, " "), code, errb.String())
 	}
 	return out.String()
-}
-
-// TestConsoleHelpKeys: 'sluice console --help' lists every key the
-// console answers to (tui.DefaultKeyMap: each key of what ? shows, and
-// F), one a line under "Keys:".
-func TestConsoleHelpKeys(t *testing.T) {
-	t.Parallel()
-	help := helpOf(t, "console", "--help")
-	_, block, ok := strings.Cut(help, "\nKeys:\n")
-	if !ok {
-		t.Fatalf("no Keys: in the console's help:\n%s", help)
-	}
-	block, _, _ = strings.Cut(block, "\n\n")
-	listed := map[string]bool{}
-	for _, line := range strings.Split(block, "\n") {
-		keys, _, ok := strings.Cut(strings.TrimPrefix(line, "  "), "  ")
-		if !ok || !strings.HasPrefix(line, "  ") {
-			continue
-		}
-		for _, k := range strings.Fields(keys) {
-			for _, k := range splitKeys(k) {
-				listed[k] = true
-			}
-		}
-	}
-	km := tui.DefaultKeyMap()
-	bindings := slices.Concat(km.FullHelp()...)
-	bindings = append(bindings, km.Force)
-	for _, b := range bindings {
-		h := b.Help()
-		for _, k := range splitKeys(h.Key) {
-			if !listed[k] {
-				t.Errorf("the console's --help does not list %q (%s); it lists %v", k, h.Desc, slices.Sorted(mapKeys(listed)))
-			}
-		}
-	}
-}
-
-// splitKeys splits "home/g" into its keys; "/" is a key of its own.
-func splitKeys(s string) []string {
-	if s == "/" {
-		return []string{s}
-	}
-	return strings.Split(s, "/")
-}
-
-func mapKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // TestAuditHelpEvents: 'sluice audit --help' names every event the log

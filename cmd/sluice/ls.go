@@ -88,7 +88,7 @@ func cmdLs(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 		agent, kind, what := "-", "-", ""
 		if r := e.Request; r != nil {
-			agent, kind, what = orDash(cli.Show(r.Agent)), string(r.Kind), cli.Show(r.Summary())
+			agent, kind, what = cli.OrDash(cli.Show(r.Agent)), string(r.Kind), cli.Show(r.Summary())
 		} else if e.Err != nil {
 			what = cli.Show(e.Err.Error())
 		}
@@ -97,13 +97,6 @@ func cmdLs(args []string, std cli.Stdio, g *cli.Globals) int {
 	}
 	tw.Flush()
 	return cli.ExitOK
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // clip shortens s to n runes, marking the cut.

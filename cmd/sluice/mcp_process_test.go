@@ -174,23 +174,3 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
-
-// TestMCPMissing: without sluice-mcp beside sluice or on $PATH, 'sluice
-// mcp' says where it looked and how to install both programs.
-func TestMCPMissing(t *testing.T) {
-	t.Setenv("PATH", t.TempDir())
-	if p, err := findBeside(filepath.Join(t.TempDir(), "sluice"), mcpProgram); err == nil {
-		t.Fatalf("found %s", p)
-	}
-	dir := t.TempDir()
-	want := filepath.Join(dir, mcpProgram)
-	if err := os.WriteFile(want, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if p, err := findBeside(filepath.Join(dir, "sluice"), mcpProgram); err != nil || p != want {
-		t.Fatalf("findBeside beside sluice: %q, %v; want %q", p, err, want)
-	}
-	if !strings.Contains(mcpMissing, "go install github.com/sluice-dev/sluice/cmd/...@latest") {
-		t.Error("the message does not say how to install sluice-mcp")
-	}
-}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
@@ -154,7 +155,7 @@ func policyRules(args []string, std cli.Stdio, g *cli.Globals) int {
 // countRuleMatches counts, for each command rule, the exec requests in the
 // audit log (their queued lines) it matches.
 func countRuleMatches(p *policy.Policy, logPath string, counts map[*policy.Rule]int) error {
-	return eachQueuedExec(logPath, func(ev *queue.Event) error {
+	return audit.EachQueuedExec(logPath, func(ev *queue.Event) error {
 		for _, r := range p.RulesMatching(ev.Command, policy.Env{Cwd: ev.Cwd}) {
 			counts[r]++
 		}

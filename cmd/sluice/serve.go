@@ -95,7 +95,7 @@ func cmdServe(args []string, std cli.Stdio, g *cli.Globals) int {
 			}
 		}}
 	cw.Start(ctx, cfg)
-	go policy.TrustStoreFor(app.TrustPath()).ExpireEvery(ctx, trustExpiry, log, logf)
+	go policy.TrustStoreFor(app.TrustPath()).ExpireEvery(ctx, app.TrustExpiry, log, logf)
 	go softMemory(ctx)
 	if *hubURL != "" || *hubCreds != "" {
 		if err := hubBridge(ctx, *hubURL, *hubCreds, sp.Dir(), log.Path(), logf); err != nil {

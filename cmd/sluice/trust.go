@@ -12,9 +12,6 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 )
 
-// trustExpiry is how often an engine ends the trusts whose time is up.
-const trustExpiry = 5 * time.Second
-
 // revokeTrust ends the trust arg names (its whole id, a unique prefix or
 // the console's short form) for actor; none when arg names none.
 func revokeTrust(ts *policy.TrustStore, rec queue.Recorder, arg, actor string) ([]policy.TrustEntry, error) {
@@ -74,7 +71,7 @@ func cmdTrust(args []string, std cli.Stdio, g *cli.Globals) int {
 				continue
 			}
 			n++
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, cli.Show(e.Session), orDash(cli.Show(e.Agent)), cli.Show(e.Pattern),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, cli.Show(e.Session), cli.OrDash(cli.Show(e.Agent)), cli.Show(e.Pattern),
 				e.Until.Sub(now).Round(time.Second), cli.Show(e.By))
 		}
 		if n == 0 {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/queue"
@@ -86,3 +87,6 @@ func HomeShort(p string) string {
 	}
 	return p
 }
+
+// TrustExpiry is how often an engine ends the trusts whose time is up.
+const TrustExpiry = 5 * time.Second

@@ -181,3 +181,23 @@ func Show(s string) string {
 	p, _ := queue.Printable(s)
 	return p
 }
+
+// Args are the global flags as set, for a program this one hands over to.
+func (g *Globals) Args() []string {
+	var a []string
+	if g.Spool != "" {
+		a = append(a, "--spool", g.Spool)
+	}
+	if g.Config != "" {
+		a = append(a, "--config", g.Config)
+	}
+	return a
+}
+
+// OrDash is s, or "-" for nothing (a column of a table).
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/themes"
@@ -17,7 +18,7 @@ import (
 // consoleOptions is o with what every console takes from the person's
 // settings: the theme, the name, the grace period, bell, notifications.
 func consoleOptions(styles *themes.Styles, auto bool, cfg *app.Config, o tui.Options) tui.Options {
-	o.Styles, o.AutoTheme, o.Actor, o.Grace = styles, auto, loginName(), cfg.Console.Grace
+	o.Styles, o.AutoTheme, o.Actor, o.Grace = styles, auto, audit.Login(), cfg.Console.Grace
 	o.Bell = cfg.Console.Bell == nil || *cfg.Console.Bell
 	o.Notify = cfg.Console.Notify == nil || *cfg.Console.Notify
 	o.Tmux = os.Getenv("TMUX") != ""

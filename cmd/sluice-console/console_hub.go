@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/signal"
 	"syscall"
 
@@ -20,12 +19,11 @@ import (
 // startHubLink starts the console's link to the hub: a 'sluice-hub hub
 // feed' child (NATS stays out of this program).
 func startHubLink(url, creds string) (*link.Link, error) {
-	self, _ := os.Executable()
-	prog, err := findBeside(self, hubProgram)
+	prog, err := cli.Program(cli.HubProgram)
 	if err != nil {
-		return nil, errHubMissing{self}
+		return nil, err
 	}
-	return link.Start(link.Feed{Program: prog, Hub: url, Creds: creds, SysProcAttr: childAttr()})
+	return link.Start(link.Feed{Program: prog, Hub: url, Creds: creds, SysProcAttr: cli.ChildAttr()})
 }
 
 // consoleFleet runs the console over a hub: no spool or engine of its own.
@@ -33,7 +31,7 @@ func consoleFleet(std cli.Stdio, url, creds string, styles *themes.Styles, auto 
 	fleet, err := startHubLink(url, creds)
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice console: --hub: %v\n", err)
-		if errors.As(err, new(errHubMissing)) {
+		if errors.As(err, new(*cli.MissingError)) {
 			return cli.ExitUsage
 		}
 		return cli.ExitFail

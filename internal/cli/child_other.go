@@ -1,11 +1,11 @@
 //go:build !linux
 
-package main
+package cli
 
 import "syscall"
 
-// childAttr: there is no parent-death signal here. serve stops the bridge
+// ChildAttr: there is no parent-death signal here. serve stops the bridge
 // when it stops; a serve killed outright leaves it running until it is
 // stopped (it applies decisions through the box's sluice, which needs no
 // engine running).
-func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+func ChildAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }

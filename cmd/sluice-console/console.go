@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
 
+	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/checkpoint"
 	"github.com/sluice-dev/sluice/exec"
@@ -151,8 +152,8 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 	sbText, sbOff := app.SandboxStatus(actor.Runner.Confine)
 
 	rules := &consoleRules{judge: judge, file: a.UserPolicyFile(), trust: judge.Trusts, rec: log,
-		actor: loginName(), trustOf: cfg.Console.TrustWindow()}
-	undoer := &consoleUndo{st: cfg.CheckpointStore(), logPath: log.Path(), rec: log, actor: loginName()}
+		actor: audit.Login(), trustOf: cfg.Console.TrustWindow()}
+	undoer := &consoleUndo{st: cfg.CheckpointStore(), logPath: log.Path(), rec: log, actor: audit.Login()}
 	if undoer.st == nil {
 		undoer.st = &checkpoint.Store{Dir: app.CheckpointDir()} // off for new runs; old ones can still be undone
 	}
@@ -204,7 +205,7 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 		},
 		Problem: m.ConfigProblem}
 	cw.Start(serveCtx, cfg)
-	go rules.trust.ExpireEvery(serveCtx, trustExpiry, log, nil)
+	go rules.trust.ExpireEvery(serveCtx, app.TrustExpiry, log, nil)
 	if *demo {
 		go func() {
 			_, _ = demoAgent(serveCtx, sp, filepath.Join(demoDir, "project"), 1500*time.Millisecond)
@@ -217,7 +218,7 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 	p := tea.NewProgram(m, tea.WithContext(sigCtx))
 	_, runErr := p.Run()
 	// Quitting kills what runs; the audit log names the person who quit.
-	eng.KillAllAs(loginName())
+	eng.KillAllAs(audit.Login())
 	killRuns()
 	stopServe()
 	<-served

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
 	"time"
 
+	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/tui"
@@ -22,7 +20,7 @@ func matchCounter(j *policy.Judge, auditFile string) func(pattern string) (int, 
 	return func(pattern string) (int, error) {
 		matchers := map[string]func(string, policy.Env) bool{} // by cwd's policy
 		n := 0
-		err := eachQueuedExec(auditFile, func(ev *queue.Event) error {
+		err := audit.EachQueuedExec(auditFile, func(ev *queue.Event) error {
 			match, ok := matchers[ev.Cwd]
 			if !ok {
 				p, err := j.Policy(ev.Cwd)
@@ -41,31 +39,6 @@ func matchCounter(j *policy.Judge, auditFile string) func(pattern string) (int, 
 		})
 		return n, err
 	}
-}
-
-// eachQueuedExec calls fn with each exec request the audit log saw queued
-// (a missing log has none), for counting what a rule would have matched.
-func eachQueuedExec(auditFile string, fn func(*queue.Event) error) error {
-	f, err := os.Open(auditFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		var ev queue.Event
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Event != queue.EventQueued || ev.Kind != queue.KindExec {
-			continue
-		}
-		if err := fn(&ev); err != nil {
-			return err
-		}
-	}
-	return sc.Err()
 }
 
 // consoleRules gives the console's A and T keys their effect: a rule in
@@ -97,7 +70,7 @@ func (c *consoleRules) newRule(req *queue.Request, pattern string, scope tui.Rul
 func (c *consoleRules) text(req *queue.Request, pattern string, scope tui.RuleScope) string {
 	if scope == tui.ScopeSession {
 		return fmt.Sprintf("trust %q for %s session %s until %s (sluice trust ls; sluice trust revoke ID)",
-			pattern, orDash(req.Agent), req.Session, time.Now().Add(sessionTrust).Format("15:04"))
+			pattern, cli.OrDash(req.Agent), req.Session, time.Now().Add(sessionTrust).Format("15:04"))
 	}
 	t, err := c.newRule(req, pattern, scope).Text()
 	if err != nil {
