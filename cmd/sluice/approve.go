@@ -107,7 +107,7 @@ func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
 	if err != nil {
 		if errors.Is(err, queue.ErrPolicyDenies) {
 			fmt.Fprintf(std.Err, "sluice approve: %s: %s\n", id, cli.Show(err.Error()))
-			return exitDenied
+			return cli.ExitDenied
 		}
 		if errors.Is(err, queue.ErrChangedSinceShown) {
 			fmt.Fprintf(std.Err, "sluice approve: %s: the request file is not the one with digest %s: it changed since it was shown, so it was refused (answered denied)\n", id, cli.Show(*digest))
@@ -120,7 +120,7 @@ func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
 		fmt.Fprintf(std.Out, "approved %s (decide mode: the agent runs it)\n", id)
 		return cli.ExitOK
 	}
-	return exitFor("approve", &res, std)
+	return cli.ExitFor("approve", &res, std)
 }
 
 // confirmFileChange shows the diff a pending file request would apply and

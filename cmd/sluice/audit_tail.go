@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/internal/app"
@@ -58,14 +54,14 @@ func cmdAuditTail(args []string, std cli.Stdio, g *cli.Globals) int {
 	if *events != "" {
 		for _, e := range strings.Split(*events, ",") {
 			name := queue.EventName(strings.TrimSpace(e))
-			if !knownEvent(name) {
-				return cli.UsageErr(std, "audit tail", "--event: no event %q; events are %s", cli.Show(string(name)), eventList())
+			if !cli.KnownEvent(name) {
+				return cli.UsageErr(std, "audit tail", "--event: no event %q; events are %s", cli.Show(string(name)), cli.EventList())
 			}
 			filter.Events = append(filter.Events, name)
 		}
 	}
 	if *since != "" {
-		t, err := parseSince(*since, time.Now())
+		t, err := cli.ParseSince(*since, time.Now())
 		if err != nil {
 			return cli.UsageErr(std, "audit tail", "--since: %v", err)
 		}
@@ -77,7 +73,7 @@ func cmdAuditTail(args []string, std cli.Stdio, g *cli.Globals) int {
 		return cli.ExitFail
 	}
 
-	out := &tailPrinter{w: std.Out, std: std, json: *asJSON, width: termWidth(std.Out)}
+	out := &cli.TailPrinter{W: std.Out, Std: std, JSON: *asJSON, Width: cli.TermWidth(std.Out)}
 	var end int64
 	f, err := os.Open(path)
 	switch {
@@ -87,7 +83,7 @@ func cmdAuditTail(args []string, std cli.Stdio, g *cli.Globals) int {
 		fmt.Fprintf(std.Err, "sluice audit tail: %s\n", explainOpen(path, err))
 		return cli.ExitFail
 	default:
-		lines, e, err := lastLines(f, *n, filter)
+		lines, e, err := cli.LastLines(f, *n, filter)
 		f.Close()
 		if err != nil {
 			fmt.Fprintf(std.Err, "sluice audit tail: %s\n", cli.Show(err.Error()))
@@ -95,7 +91,7 @@ func cmdAuditTail(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 		end = e
 		for _, l := range lines {
-			out.print(l)
+			out.Print(l)
 		}
 		if len(lines) == 0 && !*follow {
 			what := "no events"
@@ -113,7 +109,7 @@ func cmdAuditTail(args []string, std cli.Stdio, g *cli.Globals) int {
 	}}
 	err = fw.Run(context.Background(), func(l audit.Line) error {
 		if filter.Match(l) {
-			return out.print(l)
+			return out.Print(l)
 		}
 		return nil
 	})
@@ -122,136 +118,4 @@ func cmdAuditTail(args []string, std cli.Stdio, g *cli.Globals) int {
 		return cli.ExitFail
 	}
 	return cli.ExitOK
-}
-
-func lastLines(f *os.File, n int, filter audit.Filter) ([]audit.Line, int64, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, err
-	}
-	return audit.Last(f, fi.Size(), n, filter)
-}
-
-func knownEvent(name queue.EventName) bool {
-	for _, e := range queue.EventNames() {
-		if e == name {
-			return true
-		}
-	}
-	return false
-}
-
-func eventList() string {
-	names := queue.EventNames()
-	s := make([]string, len(names))
-	for i, e := range names {
-		s[i] = string(e)
-	}
-	return strings.Join(s, ", ")
-}
-
-// parseSince reads a duration back from now, or a time.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, fmt.Errorf("%q is negative; give how far back to look (30m, 2h)", s)
-		}
-		return now.Add(-d), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%q is neither a duration (30m, 2h, 48h) nor a time (2026-11-21T15:04:05Z, 2026-11-21)", cli.Show(s))
-}
-
-// tailPrinter prints lines as a table or as JSON.
-type tailPrinter struct {
-	w      io.Writer
-	std    cli.Stdio
-	json   bool
-	width  int // of the terminal; 0: do not cut
-	header bool
-}
-
-// The table's columns before COMMAND, and their widths.
-const tailRowFormat = "%-14s %-14s %-10s %-8s %s\n"
-
-func (p *tailPrinter) print(l audit.Line) error {
-	if p.json {
-		if l.Event == nil {
-			fmt.Fprintf(p.std.Err, "sluice audit tail: byte %d: not an event (torn by a crash, or edited); left out; run 'sluice audit verify'\n", l.Offset)
-			return nil
-		}
-		_, err := p.w.Write(append(queue.JSONSafe(l.Raw), '\n'))
-		return err
-	}
-	if !p.header {
-		p.header = true
-		if _, err := fmt.Fprintf(p.w, tailRowFormat, "TIME", "EVENT", "ACTOR", "STATUS", "COMMAND"); err != nil {
-			return err
-		}
-	}
-	ev := l.Event
-	if ev == nil {
-		raw := "(over the size limit)"
-		if l.Raw != nil {
-			raw = string(l.Raw)
-		}
-		_, err := fmt.Fprintf(p.w, tailRowFormat, "-", "(not an event)", "-", "-", p.cut(cli.Show(raw)))
-		return err
-	}
-	status := "-"
-	switch {
-	case ev.ExitCode != nil:
-		status = "exit " + strconv.Itoa(*ev.ExitCode)
-	case ev.Status != "" && string(ev.Status) != string(ev.Event):
-		status = cli.Show(string(ev.Status))
-	}
-	_, err := fmt.Fprintf(p.w, tailRowFormat, ev.TS.Local().Format("01-02 15:04:05"), clip(cli.Show(string(ev.Event)), 14),
-		clip(cli.OrDash(cli.Show(ev.Actor)), 10), clip(status, 8), p.cut(cli.Show(eventSummary(ev))))
-	return err
-}
-
-// cut shortens an escaped command to what is left of the terminal's width,
-// never in the middle of an escape.
-func (p *tailPrinter) cut(s string) string {
-	if p.width <= 0 {
-		return s
-	}
-	return queue.ClipEscaped(s, max(p.width-48, 20))
-}
-
-// eventSummary is what the COMMAND column shows: raw log text, to escape.
-func eventSummary(ev *queue.Event) string {
-	switch {
-	case ev.Torn != nil:
-		return fmt.Sprintf("%d torn bytes at byte %d skipped", ev.Torn.Bytes, ev.Torn.Offset)
-	case ev.Command != "":
-		return ev.Command
-	case ev.Path != "":
-		return string(ev.Kind) + " " + ev.Path
-	case ev.Tool != "":
-		return "tool " + ev.Tool
-	case ev.Kind == queue.KindPatch:
-		return "patch in " + ev.Cwd
-	case ev.ID != "":
-		return "request " + ev.ID
-	}
-	return "-"
-}
-
-// termWidth is the width of the terminal w writes to, else $COLUMNS, else
-// 0 (not a terminal: nothing is cut).
-func termWidth(w io.Writer) int {
-	if f, ok := w.(*os.File); ok {
-		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
-			return int(ws.Col)
-		}
-	}
-	if c, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && c > 0 {
-		return c
-	}
-	return 0
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
@@ -72,7 +70,7 @@ func cmdLs(args []string, std cli.Stdio, g *cli.Globals) int {
 			}
 			out = append(out, le)
 		}
-		writeJSON(std.Out, out)
+		cli.WriteJSON(std.Out, out)
 		return cli.ExitOK
 	}
 	if len(list) == 0 {
@@ -93,19 +91,10 @@ func cmdLs(args []string, std cli.Stdio, g *cli.Globals) int {
 			what = cli.Show(e.Err.Error())
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", id, age(now.Sub(e.Since)), e.State,
-			clip(agent, 16), kind, clip(what, 72))
+			cli.Clip(agent, 16), kind, cli.Clip(what, 72))
 	}
 	tw.Flush()
 	return cli.ExitOK
-}
-
-// clip shortens s to n runes, marking the cut.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return strings.TrimRight(string(r[:n-1]), " ") + "…"
 }
 
 // age prints a duration the way people read queue ages: 4s, 3m, 2h, 5d.

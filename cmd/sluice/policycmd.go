@@ -57,8 +57,8 @@ func cmdPolicy(args []string, std cli.Stdio, g *cli.Globals) int {
 
 func policyShow(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("policy show", "[--policy FILE] [--cwd DIR]", "Print the effective policy and where each part comes from.\n", std, g)
-	var pf policyFlags
-	pf.register(fs)
+	var pf app.PolicyFlags
+	pf.Register(fs)
 	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
@@ -66,7 +66,7 @@ func policyShow(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(pos) > 0 {
 		return cli.UsageErr(std, "policy show", "takes no arguments")
 	}
-	p, _, err := pf.load()
+	p, _, err := pf.Load()
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice policy show: %v\n", err)
 		return cli.ExitUsage
@@ -112,8 +112,8 @@ func policyLint(args []string, std cli.Stdio, g *cli.Globals) int {
 
 func policyRules(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("policy rules", "[--policy FILE] [--cwd DIR] [--audit FILE]", "List every rule: origin, scope, and the past requests it matched.\n", std, g)
-	var pf policyFlags
-	pf.register(fs)
+	var pf app.PolicyFlags
+	pf.Register(fs)
 	auditFile := fs.String("audit", "", app.AuditFlagHelp)
 	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
@@ -122,7 +122,7 @@ func policyRules(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(pos) > 0 {
 		return cli.UsageErr(std, "policy rules", "takes no arguments")
 	}
-	p, _, err := pf.load()
+	p, _, err := pf.Load()
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice policy rules: %v\n", err)
 		return cli.ExitUsage
@@ -141,7 +141,7 @@ func policyRules(args []string, std cli.Stdio, g *cli.Globals) int {
 		if r.Path != "" {
 			match, past = r.Access+" "+cli.Show(r.Path), "-"
 		}
-		match = clip(match, 60)
+		match = cli.Clip(match, 60)
 		scope := "everywhere"
 		if r.Project != "" {
 			scope = "project " + cli.Show(app.HomeShort(r.Project))

@@ -114,7 +114,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	dir, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
-		return exitNotRun
+		return cli.ExitNotRun
 	}
 	if len(roots) == 0 {
 		roots = policy.Roots(dir)
@@ -153,7 +153,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		tmp, err := os.MkdirTemp("", "sluice-sandbox-")
 		if err != nil {
 			fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
-			return exitNotRun
+			return cli.ExitNotRun
 		}
 		defer os.RemoveAll(tmp)
 		// The project's own caches, as the engine's runs have: nothing
@@ -166,7 +166,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 		if err := exec.MakeCaches(writable); err != nil {
 			fmt.Fprintf(std.Err, "sluice sandbox: cache directory: %v\n", err)
-			return exitNotRun
+			return cli.ExitNotRun
 		}
 		writable = append(writable, conf.Named...)
 		env = append(env, exec.CacheEnv(caches)...)
@@ -192,7 +192,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		box, err = sandbox.Prepare(spec)
 		if err != nil {
 			fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
-			return exitNotRun
+			return cli.ExitNotRun
 		}
 		defer box.Close()
 		env = append(env, "TMPDIR="+tmp)
@@ -200,7 +200,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	if box == nil {
 		if conf.Mode == exec.SandboxRequire {
 			fmt.Fprintf(std.Err, "sluice sandbox: cannot confine here (%s) and config.toml says sandbox = \"require\"; not running %s\n", why, cli.Show(words[0]))
-			return exitNotRun
+			return cli.ExitNotRun
 		}
 		fmt.Fprintf(std.Err, "sluice sandbox: warning: running unconfined: %s\n", why)
 	}
@@ -278,7 +278,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		return ee.ExitCode()
 	}
 	fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
-	return exitNotRun
+	return cli.ExitNotRun
 }
 
 // ttyName is the path of the controlling terminal's device, if stdin is

@@ -60,7 +60,7 @@ func cmdServe(args []string, std cli.Stdio, g *cli.Globals) int {
 	if err != nil {
 		return cli.SpoolErr(std, "serve", err)
 	}
-	logw := newLineWriter(std.Err)
+	logw := cli.NewLineWriter(std.Err)
 	defer logw.Close()
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(logw, "%s sluice serve: %s\n", time.Now().Format("15:04:05"), cli.Show(fmt.Sprintf(format, args...)))

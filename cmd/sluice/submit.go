@@ -99,7 +99,7 @@ func cmdSubmit(args []string, std cli.Stdio, g *cli.Globals) int {
 	if err != nil {
 		return submitErr(std, err)
 	}
-	writeJSON(std.Out, res)
+	cli.WriteJSON(std.Out, res)
 	return cli.ExitOK
 }
 

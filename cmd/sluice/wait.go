@@ -61,5 +61,5 @@ func interruptCode(err error) (int, bool) {
 	if !errors.As(err, &in) {
 		return 0, false
 	}
-	return 128 + signum(in.sig), true
+	return 128 + cli.Signum(in.sig), true
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 // goroutine's in its order, once Close returns.
 func TestLineWriterKeepsEveryLine(t *testing.T) {
 	var out lockedBuffer
-	l := newLineWriter(&out)
+	l := NewLineWriter(&out)
 	const goroutines, lines = 4, 5000
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -81,7 +81,7 @@ func (b *blockingWriter) Write(p []byte) (int, error) {
 // nothing is dropped.
 func TestLineWriterWaitsWhenFull(t *testing.T) {
 	out := &blockingWriter{release: make(chan struct{})}
-	l := newLineWriter(out)
+	l := NewLineWriter(out)
 	line := strings.Repeat("x", 1023) + "\n"
 	wrote := make(chan int)
 	go func() {
@@ -126,7 +126,7 @@ func TestLineWriterWaitsWhenFull(t *testing.T) {
 // nothing panics.
 func TestLineWriterCloseWhileWriterWaits(t *testing.T) {
 	out := &blockingWriter{release: make(chan struct{})}
-	l := newLineWriter(out)
+	l := NewLineWriter(out)
 	line := []byte(strings.Repeat("x", 1023) + "\n")
 	const lines = 3 * maxPending / 1024
 	panicked := make(chan any, 1)

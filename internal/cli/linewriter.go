@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"io"
@@ -25,7 +25,7 @@ type lineWriter struct {
 // maxPending is how much a lineWriter holds before its writers wait.
 const maxPending = 1 << 20
 
-func newLineWriter(w io.Writer) *lineWriter {
+func NewLineWriter(w io.Writer) *lineWriter {
 	l := &lineWriter{w: w, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	l.drained.L = &l.mu
 	go l.loop()

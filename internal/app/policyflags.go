@@ -1,0 +1,43 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/internal/cli"
+	"github.com/sluice-dev/sluice/policy"
+)
+
+// PolicyFlags are the flags that choose a policy and where it applies.
+type PolicyFlags struct {
+	file  string
+	cwd   string
+	Spool string // the --spool in effect, to protect it
+}
+
+func (pf *PolicyFlags) Register(fs *cli.FlagSet) {
+	fs.StringVar(&pf.file, "policy", "", "policy `FILE` layered over the embedded default (env SLUICE_POLICY; default $XDG_CONFIG_HOME/sluice/policy.toml)")
+	fs.StringVar(&pf.cwd, "cwd", "", "judge as if run in `DIR` (default: the current directory)")
+}
+
+// Load loads the policy for pf.cwd: the embedded default, the user's file
+// and the project's .sluice/policy.toml.
+func (pf *PolicyFlags) Load() (*policy.Policy, policy.Env, error) {
+	dir, err := cli.AbsDir(pf.cwd)
+	if err != nil {
+		return nil, policy.Env{}, err
+	}
+	opts := policy.Options{User: pf.file, UserRequired: pf.file != "", Project: policy.ProjectFile(dir),
+		ProgramDirs: filepath.SplitList(os.Getenv("PATH")), Shell: exec.ShellDialect()}
+	if opts.User == "" {
+		if env := os.Getenv("SLUICE_POLICY"); env != "" {
+			opts.User, opts.UserRequired = env, true
+		} else {
+			opts.User = DefaultPolicyFile()
+		}
+	}
+	opts.Protect = OwnPaths(opts.User, pf.Spool)
+	p, err := policy.Load(opts)
+	return p, policy.Env{Cwd: dir, Roots: policy.Roots(dir)}, err
+}
