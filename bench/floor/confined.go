@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
 	"syscall"
 	"time"
@@ -55,14 +54,6 @@ func newConfined(file string) (c *confined, describe string, err error) {
 	if c.cg, err = newCgroups(); err != nil {
 		return nil, "", err
 	}
-	// Stopped with SIGTERM: the cgroups go with it.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
-	go func() {
-		<-sigs
-		c.cg.close()
-		os.Exit(0)
-	}()
 	describe = fmt.Sprintf("Landlock ABI %d; base layer %d rules, built in %.1f ms (%d hidden, %d closed, %d open); cgroup %s",
 		c.abi, rules, float64(took)/float64(time.Millisecond), len(bs.Hidden), len(bs.Closed), len(bs.Open), c.cg.describe())
 	return c, describe, nil

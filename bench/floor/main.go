@@ -38,10 +38,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/creack/pty"
@@ -163,6 +165,14 @@ func server(o opts) error {
 		if conf, describe, err = newConfined(o.confine); err != nil {
 			return err
 		}
+		// Stopped with SIGTERM: its cgroups go with it.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+		go func() {
+			<-sigs
+			conf.cg.close()
+			os.Exit(0)
+		}()
 	}
 	for _, d := range []string{"tmp", "new", "cur", "out"} {
 		if err := os.MkdirAll(filepath.Join(spool, d), 0o700); err != nil {
