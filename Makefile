@@ -56,11 +56,13 @@ lint:
 
 # Every benchmark of issues 2-7 and the end-to-end ones, three runs each;
 # the medians go into the table in BENCHMARKS.md (BENCHFLAGS=-quick skips
-# the heavy ones). Then sluice against the physical floor of its protocol
-# (bench/floor, bench/compare: run, a shell line, a run after a pause,
-# hook, 8-client throughput, tmpfs and disk) and serve's memory and
-# judging time with 10,000 pending (bench/mem; it says MISSED for a
-# target it misses, and make goes on),
+# the heavy ones). Then sluice against the physical floors of its protocol
+# (bench/floor, bench/compare: run against the confined and the bare
+# floor, a shell line, a run after a pause and beside churn, hook, sandbox
+# against the wrapper floor, check, 8-client throughput, tmpfs and disk;
+# it says MISSED for a target of issue 31 it misses, and make goes on)
+# and serve's memory and judging time with 10,000 pending (bench/mem;
+# likewise),
 # and a fleet console's first frame with 100 boxes x 10 pending (bench/fleet).
 bench: build
 	$(GO) run ./scripts/benchtable -count 3 $(BENCHFLAGS)

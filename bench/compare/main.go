@@ -2,20 +2,27 @@
 
 // Command compare measures sluice against the physical floor of its spool
 // protocol (bench/floor), interleaved sample by sample in one run, and
-// prints p50/p90 and the ratio sluice/floor per filesystem:
+// prints p50/p90 and the ratio of each row to its floor, with issue 31's
+// target where it sets one (MISSED where it is missed), per filesystem:
 //
 //	go run ./bench/compare [-n 300] [-fs tmpfs|disk|both] [-sluice bin/sluice] [-clients 8]
 //
-// run: `sluice run -- true` against `sluice serve`, vs `floor client`
-// against `floor server`, one client at a time.
-// run-program: the same with `ls`, a program sluice starts itself.
-// run-shell: the same with `true; true`, a line only a shell runs.
-// run-paused: run, each sample after -pause (a person's pace: what the
-// machine has let go cold meanwhile counts).
-// hook: `sluice hook claude` for Bash `git status` against `sluice serve`,
-// vs `floor client -hook` against `floor server -decide`.
-// throughput: -clients concurrent client loops of -per requests each,
-// rounds alternating floor and sluice; requests per second.
+// The floors: the bare floor (floor server: sh under a pty, unconfined),
+// the confined floor (floor server -confine: bash under a pty, confined as
+// sluice confines a run), the decide-only floor (floor server -decide) and
+// the wrapper floor (floor wrap: a process that confines a thread and
+// starts the command from it).
+//
+// run: `sluice run -- true` against `sluice serve`, vs the confined and
+// the bare floor; run-program (`ls`), run-shell (`true; true`) and
+// run-paused (after -pause) likewise. run-churn: `sluice run -- true`
+// while a process creates and removes a file in the spool's grandparent
+// every 10 ms, vs the same with that process stopped. hook: `sluice hook
+// claude` for Bash `git status` vs the decide-only floor. sandbox:
+// `sluice sandbox --profile read_only -- sh -c true` vs the wrapper floor
+// and `sh -c true`. check: `sluice check -- git status` vs `sluice
+// version`. throughput: -clients concurrent client loops, rounds
+// alternating the floors and sluice; requests per second.
 //
 // See bench/README.md.
 package main
@@ -37,6 +44,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	sluiceexec "github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/exec/sandbox"
 )
 
 type options struct {
@@ -49,15 +59,15 @@ type options struct {
 
 func main() {
 	var o options
-	flag.IntVar(&o.n, "n", 300, "samples per variant for run and hook")
+	flag.IntVar(&o.n, "n", 300, "samples per variant of each latency row")
 	flag.StringVar(&o.fs, "fs", "both", "filesystem for spool, audit log and HOME: tmpfs (/dev/shm), disk (/tmp) or both")
 	flag.StringVar(&o.sluice, "sluice", "bin/sluice", "the sluice binary (make build)")
 	flag.IntVar(&o.clients, "clients", 8, "concurrent client loops for throughput")
 	flag.IntVar(&o.per, "per", 40, "requests per client loop in each throughput round")
-	flag.IntVar(&o.rounds, "rounds", 5, "throughput rounds per variant (alternating floor, sluice)")
+	flag.IntVar(&o.rounds, "rounds", 5, "throughput rounds per variant (alternating bare floor, confined floor, sluice)")
 	flag.IntVar(&o.paused, "paused", 30, "samples per variant of run after a pause (0: none)")
 	flag.DurationVar(&o.pause, "pause", 100*time.Millisecond, "the pause before each run-paused sample")
-	flag.IntVar(&o.warmup, "warmup", 10, "untimed samples per variant before run and hook")
+	flag.IntVar(&o.warmup, "warmup", 10, "untimed samples per variant before each latency row")
 	flag.StringVar(&o.config, "config", "", "`TOML` for sluice's config.toml (default empty: the defaults; e.g. 'sandbox = \"off\"' to see what confinement costs)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the test directories (spools, audit logs, server logs) for a look afterwards")
 	flag.Parse()
@@ -172,13 +182,16 @@ func run(o options) error {
 	ver, _ := exec.Command(sluice, "version").Output()
 	fmt.Printf("# %s %s/%s, %d CPUs; %s: %s; %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), o.sluice, strings.TrimSpace(string(ver)), time.Now().Format(time.DateTime))
-	fmt.Printf("# ratio = sluice/floor (latency: >1 is slower; throughput: <1 is slower); samples interleaved floor, sluice, floor, ...\n")
+	fmt.Printf("# ratio = sluice/floor (latency: >1 is slower; throughput: <1 is slower); samples interleaved bare floor, floor, sluice, ...\n")
+	fmt.Printf("# target: issue 31's, on the p50 ratio to the floor named; MISSED where it is missed\n")
 
+	res := &results{}
 	for _, p := range parents {
-		if err := compareOn(o, p[0], p[1], sluice, floor); err != nil {
+		if err := compareOn(o, p[0], p[1], sluice, floor, res); err != nil {
 			return fmt.Errorf("%s: %w", p[0], err)
 		}
 	}
+	res.summary(os.Stdout)
 	return nil
 }
 
@@ -190,10 +203,12 @@ type bench struct {
 	sluice, floor      string
 	env                []string
 	floorRun, floorDec string // the floor servers' spools
+	floorConf          string // the confined floor's spool
 	hookInput          []byte
+	results            *results
 }
 
-func compareOn(o options, name, parent, sluice, floor string) error {
+func compareOn(o options, name, parent, sluice, floor string, res *results) error {
 	cleanMu.Lock()
 	mark := len(cleanups)
 	cleanMu.Unlock()
@@ -212,52 +227,16 @@ func compareOn(o options, name, parent, sluice, floor string) error {
 	})
 	b := &bench{o: o, dir: dir, sluice: sluice, floor: floor,
 		floorRun: filepath.Join(dir, "floor-run"), floorDec: filepath.Join(dir, "floor-decide"),
-		project: filepath.Join(dir, "project")}
+		floorConf: filepath.Join(dir, "floor-confined"),
+		project:   filepath.Join(dir, "project"), results: res}
 	if err := b.setup(); err != nil {
 		return err
 	}
 	fmt.Printf("\n## %s: %s\n", name, dir)
-	fmt.Printf("%-16s %9s %9s %10s %10s %9s %9s\n", "", "floor p50", "floor p90", "sluice p50", "sluice p90", "ratio p50", "ratio p90")
-
-	runF := b.client(floor, nil, "client", "-spool", b.floorRun)
-	runS := b.client(sluice, nil, "run", "--", "true")
-	if err := b.latency("run", runF, runS, o.n, 0); err != nil {
-		return err
+	if ready, err := os.ReadFile(filepath.Join(b.floorConf, "ready")); err == nil {
+		fmt.Printf("# confined floor: %s\n", ready)
 	}
-	// A program: sluice starts it itself, as bash would exec it (true
-	// above is bash's builtin, so it runs bash); the floor's sh execs it.
-	lsF := b.client(floor, nil, "client", "-spool", b.floorRun, "-cmd", "ls")
-	lsS := b.client(sluice, nil, "run", "--", "ls")
-	if err := b.latency("run-program", lsF, lsS, o.n, 0); err != nil {
-		return err
-	}
-	// A line only a shell can run: sluice's bash against the floor's sh.
-	shF := b.client(floor, nil, "client", "-spool", b.floorRun, "-cmd", "true; true")
-	shS := b.client(sluice, nil, "run", "--", "true; true")
-	if err := b.latency("run-shell", shF, shS, o.n, 0); err != nil {
-		return err
-	}
-	// As a person's agent asks: each command after a pause, when the
-	// kernel's caches and the engines' threads have gone cold.
-	if o.paused > 0 {
-		if err := b.latency("run-paused", runF, runS, o.paused, o.pause); err != nil {
-			return err
-		}
-	}
-	hookF := b.client(floor, []byte(`"permissionDecision":"allow"`), "client", "-spool", b.floorDec, "-hook")
-	hookS := b.client(sluice, []byte(`"permissionDecision":"allow"`), "hook", "claude")
-	hookF.stdin, hookS.stdin = b.hookInput, b.hookInput
-	if err := b.latency("hook", hookF, hookS, o.n, 0); err != nil {
-		return err
-	}
-	if err := b.throughput(runF, runS); err != nil {
-		return err
-	}
-	// sluice's own check that every decision it made is in its log.
-	if out, err := b.command(sluice, "audit", "verify").CombinedOutput(); err != nil {
-		return fmt.Errorf("sluice audit verify: %v\n%s", err, out)
-	}
-	return nil
+	return b.rows(name)
 }
 
 func (b *bench) setup() error {
@@ -304,12 +283,26 @@ func (b *bench) setup() error {
 		"tool_use_id": "toolu_01A7Kq3XbV9cN2mR5tY8wE1d",
 	})
 
-	for _, spool := range []string{b.floorRun, b.floorDec} {
-		args := []string{"server", "-spool", spool}
-		if spool == b.floorDec {
-			args = append(args, "-decide")
-		}
-		if err := b.server(filepath.Base(spool), syscall.SIGTERM, filepath.Join(spool, "ready"), b.floor, args...); err != nil {
+	// The confined floor's base layer hides and closes what sluice's
+	// default does for this environment (exec's defaults for its HOME and
+	// PATH, the project opened), and its own spool.
+	spec, _ := json.Marshal(sandbox.BaseSpec{
+		Hidden: append(sluiceexec.DefaultHidden(home), b.floorConf),
+		Closed: sluiceexec.DefaultClosed(home),
+		Open: slices.Concat(sluiceexec.DefaultReadable(b.env, home), sluiceexec.DefaultWritable(b.env, home),
+			[]string{b.project}),
+	})
+	specFile := filepath.Join(d, "floor-confined.json")
+	if err := os.WriteFile(specFile, spec, 0o600); err != nil {
+		return err
+	}
+	for _, s := range [][]string{
+		{b.floorRun},
+		{b.floorDec, "-decide"},
+		{b.floorConf, "-confine", specFile},
+	} {
+		args := append([]string{"server", "-spool", s[0]}, s[1:]...)
+		if err := b.server(filepath.Base(s[0]), syscall.SIGTERM, filepath.Join(s[0], "ready"), b.floor, args...); err != nil {
 			return err
 		}
 	}
@@ -391,10 +384,10 @@ type client struct {
 	prog  string
 	args  []string
 	stdin []byte
-	want  []byte
+	want  []string
 }
 
-func (b *bench) client(prog string, want []byte, args ...string) *client {
+func (b *bench) client(prog string, want []string, args ...string) *client {
 	return &client{b: b, prog: prog, args: args, want: want}
 }
 
@@ -410,86 +403,15 @@ func (c *client) once() (time.Duration, error) {
 	start := time.Now()
 	out, err := cmd.Output()
 	d := time.Since(start)
-	if err == nil && !bytes.Contains(out, c.want) {
-		err = fmt.Errorf("stdout lacks %s", c.want)
+	for _, w := range c.want {
+		if err == nil && !bytes.Contains(out, []byte(w)) {
+			err = fmt.Errorf("stdout lacks %s", w)
+		}
 	}
 	if err != nil {
 		return d, fmt.Errorf("%s %s: %v\nstdout: %s\nstderr: %s", filepath.Base(c.prog), strings.Join(c.args, " "), err, out, stderr.Bytes())
 	}
 	return d, nil
-}
-
-// latency times n samples each of floor and sluice clients one at a
-// time, interleaved, each after pause.
-func (b *bench) latency(name string, floor, sluice *client, n int, pause time.Duration) error {
-	var fs, ss []time.Duration
-	for i := -b.o.warmup; i < n; i++ {
-		time.Sleep(pause)
-		df, err := floor.once()
-		if err != nil {
-			return err
-		}
-		time.Sleep(pause)
-		ds, err := sluice.once()
-		if err != nil {
-			return err
-		}
-		if i >= 0 {
-			fs, ss = append(fs, df), append(ss, ds)
-		}
-	}
-	f50, f90, s50, s90 := pct(fs, 50), pct(fs, 90), pct(ss, 50), pct(ss, 90)
-	fmt.Printf("%-16s %6.2f ms %6.2f ms %7.2f ms %7.2f ms %8.2fx %8.2fx\n", fmt.Sprintf("%s n=%d", name, n),
-		ms(f50), ms(f90), ms(s50), ms(s90), float64(s50)/float64(f50), float64(s90)/float64(f90))
-	return nil
-}
-
-// throughput runs rounds of -clients concurrent loops of -per requests,
-// alternating floor and sluice, and prints requests per second.
-func (b *bench) throughput(floor, sluice *client) error {
-	var fr, sr []float64
-	for r := 0; r < b.o.rounds; r++ {
-		f, err := b.burst(floor)
-		if err != nil {
-			return err
-		}
-		s, err := b.burst(sluice)
-		if err != nil {
-			return err
-		}
-		fr, sr = append(fr, f), append(sr, s)
-	}
-	ratios := make([]string, len(fr))
-	for i := range fr {
-		ratios[i] = fmt.Sprintf("%.2f", sr[i]/fr[i])
-	}
-	fmed, smed := median(fr), median(sr)
-	fmt.Printf("%-16s floor %.0f req/s, sluice %.0f req/s (medians of %d rounds of %d clients x %d): ratio %.2fx (rounds: %s)\n",
-		"throughput", fmed, smed, b.o.rounds, b.o.clients, b.o.per, smed/fmed, strings.Join(ratios, ", "))
-	return nil
-}
-
-func (b *bench) burst(c *client) (float64, error) {
-	var wg sync.WaitGroup
-	errs := make(chan error, b.o.clients)
-	start := time.Now()
-	for range b.o.clients {
-		wg.Go(func() {
-			for range b.o.per {
-				if _, err := c.once(); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	d := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
-		return 0, err
-	}
-	return float64(b.o.clients*b.o.per) / d.Seconds(), nil
 }
 
 func pct(ds []time.Duration, p int) time.Duration {

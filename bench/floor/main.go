@@ -5,19 +5,29 @@
 // protocol's steps and nothing else, so that what sluice costs on top of
 // them can be measured (bench/compare).
 //
-//	floor server -spool DIR [-decide]
+//	floor server -spool DIR [-decide | -confine BASESPEC.json]
 //	floor client -spool DIR [-cmd true] [-hook]
+//	floor wrap [-root DIR] -- PROGRAM ARGS...
+//	floor churn -file PATH [-every 10ms]
 //
 // The server watches DIR/new with inotify and, for each request, claims it
 // (rename into cur/), reads it, appends one fsynced line to DIR/audit.log,
-// runs `sh -c COMMAND` under a pty (not with -decide), writes
-// out/<id>.json (tmp + rename) and wakes the writer's FIFO out/<id>.wake.
+// runs `sh -c COMMAND` under a pty in the request's cwd (not with
+// -decide), writes out/<id>.json (tmp + rename) and wakes the writer's
+// FIFO out/<id>.wake. With -confine it is the confined floor: it runs
+// `/bin/bash -c COMMAND` instead, confined as sluice confines a run
+// (confined.go).
 //
 // The client makes the FIFO, writes tmp/<id>.json, fsyncs it, renames it
 // into new/, polls the FIFO, reads the result and exits with the
 // command's exit status. With -hook it reads a Claude Code PreToolUse JSON
 // on stdin (its tool_input.command is the command) and prints the allow
 // decision, as an agent hook does.
+//
+// wrap is the floor of `sluice sandbox`: it confines a locked thread of
+// its own, starts PROGRAM from it, waits and exits with its status.
+// churn creates and removes PATH every period, until killed: the
+// unrelated activity near a spool that bench/compare runs beside sluice.
 package main
 
 import (
@@ -28,10 +38,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/creack/pty"
@@ -41,6 +53,7 @@ import (
 type request struct {
 	ID      string `json:"id"`
 	Command string `json:"command"`
+	Cwd     string `json:"cwd"`
 }
 
 type result struct {
@@ -52,18 +65,24 @@ type result struct {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: floor server -spool DIR [-decide] | floor client -spool DIR [-cmd CMD] [-hook]")
+		fmt.Fprintln(os.Stderr, "usage: floor server -spool DIR [-decide | -confine FILE] | floor client -spool DIR [-cmd CMD] [-hook] | floor wrap [-root DIR] -- PROGRAM ARGS... | floor churn -file PATH [-every 10ms]")
 		os.Exit(2)
 	}
-	var err error
+	o, err := args(os.Args[2:])
 	code := 0
-	switch os.Args[1] {
-	case "server":
-		err = server(os.Args[2:])
-	case "client":
-		code, err = client(os.Args[2:])
-	default:
-		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
+	if err == nil {
+		switch os.Args[1] {
+		case "server":
+			err = server(o)
+		case "client":
+			code, err = client(o)
+		case "wrap":
+			code, err = wrap(o.root, o.rest)
+		case "churn":
+			err = churn(o.file, o.every)
+		default:
+			err = fmt.Errorf("unknown subcommand %q", os.Args[1])
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
@@ -72,44 +91,89 @@ func main() {
 	os.Exit(code)
 }
 
-// args parses -spool DIR, -cmd CMD and the boolean flags, by hand: the
-// client is a process per request and the flag package's setup is
-// avoidable work.
-func args(a []string) (spool, cmd string, bools map[string]bool, err error) {
-	cmd = "true"
-	bools = map[string]bool{}
+type opts struct {
+	spool, cmd, confine, root, file string
+	every                           time.Duration
+	decide, hook                    bool
+	rest                            []string // after --
+}
+
+// args parses the flags by hand: the client is a process per request and
+// the flag package's setup is avoidable work.
+func args(a []string) (o opts, err error) {
+	o.cmd, o.every = "true", 10*time.Millisecond
 	for i := 0; i < len(a); i++ {
 		switch a[i] {
-		case "-spool", "-cmd":
+		case "-decide":
+			o.decide = true
+		case "-hook":
+			o.hook = true
+		case "--":
+			o.rest = a[i+1:]
+			i = len(a)
+		case "-spool", "-cmd", "-confine", "-root", "-file", "-every":
 			if i+1 >= len(a) {
-				return "", "", nil, fmt.Errorf("%s needs a value", a[i])
+				return o, fmt.Errorf("%s needs a value", a[i])
 			}
-			if a[i] == "-spool" {
-				spool = a[i+1]
-			} else {
-				cmd = a[i+1]
-			}
+			v := a[i+1]
 			i++
-		case "-decide", "-hook":
-			bools[a[i]] = true
+			switch a[i-1] {
+			case "-spool":
+				o.spool = v
+			case "-cmd":
+				o.cmd = v
+			case "-confine":
+				o.confine = v
+			case "-root":
+				o.root = v
+			case "-file":
+				o.file = v
+			case "-every":
+				if o.every, err = time.ParseDuration(v); err != nil {
+					return o, err
+				}
+			}
 		default:
-			return "", "", nil, fmt.Errorf("unknown flag %q", a[i])
+			return o, fmt.Errorf("unknown flag %q", a[i])
 		}
 	}
-	if spool == "" {
-		err = errors.New("-spool DIR is required")
+	switch os.Args[1] {
+	case "server", "client":
+		if o.spool == "" {
+			err = errors.New("-spool DIR is required")
+		}
+	case "churn":
+		if o.file == "" {
+			err = errors.New("-file PATH is required")
+		}
+	case "wrap":
+		if o.root == "" {
+			o.root, err = os.Getwd()
+		}
 	}
-	return spool, cmd, bools, err
+	return o, err
 }
 
 // ---- server
 
-func server(a []string) error {
-	spool, _, bools, err := args(a)
-	if err != nil {
-		return err
+func server(o opts) error {
+	spool, decide := o.spool, o.decide
+	var conf *confined
+	var describe string
+	if o.confine != "" {
+		var err error
+		if conf, describe, err = newConfined(o.confine); err != nil {
+			return err
+		}
+		// Stopped with SIGTERM: its cgroups go with it.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+		go func() {
+			<-sigs
+			conf.cg.close()
+			os.Exit(0)
+		}()
 	}
-	decide := bools["-decide"]
 	for _, d := range []string{"tmp", "new", "cur", "out"} {
 		if err := os.MkdirAll(filepath.Join(spool, d), 0o700); err != nil {
 			return err
@@ -126,11 +190,12 @@ func server(a []string) error {
 	if _, err := unix.InotifyAddWatch(in, filepath.Join(spool, "new"), unix.IN_MOVED_TO); err != nil {
 		return fmt.Errorf("inotify: %w", err)
 	}
-	// Ready: the watch is in place (bench/compare waits for this file).
-	if err := os.WriteFile(filepath.Join(spool, "ready"), nil, 0o600); err != nil {
+	// Ready: the watch is in place (bench/compare waits for this file,
+	// and prints what it holds).
+	if err := os.WriteFile(filepath.Join(spool, "ready"), []byte(describe), 0o600); err != nil {
 		return err
 	}
-	s := &srv{spool: spool, decide: decide, audit: audit}
+	s := &srv{spool: spool, decide: decide, audit: audit, confined: conf}
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := unix.Read(in, buf)
@@ -152,10 +217,11 @@ func server(a []string) error {
 }
 
 type srv struct {
-	spool  string
-	decide bool
-	mu     sync.Mutex // one audit append (write + fsync) at a time: a chained log
-	audit  *os.File
+	spool    string
+	decide   bool
+	confined *confined  // nil: sh, unconfined
+	mu       sync.Mutex // one audit append (write + fsync) at a time: a chained log
+	audit    *os.File
 }
 
 func (s *srv) path(dir, name string) string { return filepath.Join(s.spool, dir, name) }
@@ -197,8 +263,13 @@ func (s *srv) act(id string) error {
 	res := result{ID: req.ID, Status: "decided", Decision: "allow"}
 	if !s.decide {
 		res.Status = "done"
-		res.ExitCode, err = runPty(req.Command)
+		if s.confined != nil {
+			res.ExitCode, err = s.confined.run(req.Command, req.Cwd)
+		} else {
+			res.ExitCode, err = runPty(req.Command, req.Cwd)
+		}
 		if err != nil {
+			fmt.Fprintln(os.Stderr, "floor server:", id, err)
 			res.Status, res.ExitCode = "failed", -1
 		}
 	}
@@ -221,31 +292,28 @@ func (s *srv) act(id string) error {
 	return nil
 }
 
-// runPty runs sh -c command under a pty: start, read until EIO, wait.
-func runPty(command string) (int, error) {
+// runPty runs sh -c command in dir under a pty: start, read until EIO,
+// wait.
+func runPty(command, dir string) (int, error) {
 	cmd := exec.Command("/bin/sh", "-c", command)
+	cmd.Dir = dir
 	f, err := pty.Start(cmd)
 	if err != nil {
 		return -1, err
 	}
 	_, _ = io.Copy(io.Discard, f) // ends with EIO once the last holder of the tty closes it
 	f.Close()
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode(), nil
-	}
-	return 0, err
+	return exitCode(cmd.Wait())
 }
 
 // ---- client
 
-func client(a []string) (int, error) {
-	spool, command, bools, err := args(a)
+func client(o opts) (int, error) {
+	spool, command, hook := o.spool, o.cmd, o.hook
+	cwd, err := os.Getwd()
 	if err != nil {
 		return 0, err
 	}
-	hook := bools["-hook"]
 	if hook {
 		var in struct {
 			ToolInput struct {
@@ -279,7 +347,7 @@ func client(a []string) (int, error) {
 	}
 
 	// Submit: tmp/<id>.json, fsync, rename into new/.
-	data, _ := json.Marshal(request{ID: id, Command: command})
+	data, _ := json.Marshal(request{ID: id, Command: command, Cwd: cwd})
 	tmp := filepath.Join(spool, "tmp", id+".json")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
