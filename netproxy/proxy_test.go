@@ -272,9 +272,9 @@ func TestTargetPorts(t *testing.T) {
 		}
 	}
 	for s, want := range map[string]string{
-		"A.Test.:443":             "a.test:443",
-		"[::ffff:10.0.0.1]:1":     "10.0.0.1:1",
-		"[2001:DB8::1]:" + "8080": "[2001:db8::1]:8080",
+		"A.Test.:443":                     "a.test:443",
+		"[::ffff:10.0.0.1]:1":             "10.0.0.1:1",
+		"[2001:DB8::1]:" + "8080":         "[2001:db8::1]:8080",
 		"x_y.test:" + strconv.Itoa(65535): "x_y.test:65535",
 	} {
 		tgt, err := parseTarget(s, 0)
