@@ -15,6 +15,8 @@ type question struct {
 	done   chan struct{}
 	answer Answer
 	why    string // set when the answer is a refusal
+	// waiters counts the connections waiting on another's question.
+	waiters int
 }
 
 // ask admits t by an answer the person gave for the run, or asks: the
@@ -34,7 +36,9 @@ func (p *Proxy) ask(ctx context.Context, t target) verdict {
 		return refuse("the person refused it for this run")
 	}
 	q, waiting := p.asking[k]
-	if !waiting {
+	if waiting {
+		q.waiters++
+	} else {
 		q = &question{done: make(chan struct{})}
 		p.asking[k] = q
 	}

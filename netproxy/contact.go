@@ -3,6 +3,7 @@ package netproxy
 import (
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // Contact is one host and port a run contacted or tried to, as the result
@@ -81,20 +82,21 @@ func (l *limitReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// countConn counts what is read from and written to a connection.
+// countConn counts what is read from and written to a connection. The
+// request's writer and the response's reader run at once.
 type countConn struct {
 	io.ReadWriter
-	read, written int64
+	read, written atomic.Int64
 }
 
 func (c *countConn) Read(b []byte) (int, error) {
 	n, err := c.ReadWriter.Read(b)
-	c.read += int64(n)
+	c.read.Add(int64(n))
 	return n, err
 }
 
 func (c *countConn) Write(b []byte) (int, error) {
 	n, err := c.ReadWriter.Write(b)
-	c.written += int64(n)
+	c.written.Add(int64(n))
 	return n, err
 }

@@ -22,7 +22,7 @@ func (u *upstream) close(p *Proxy) {
 		return
 	}
 	p.untrack(u.conn)
-	p.contacts.add(u.t, u.by, u.count.written, u.count.read)
+	p.contacts.add(u.t, u.by, u.count.written.Load(), u.count.read.Load())
 }
 
 // forward passes one absolute-form request on and its response back. The
@@ -157,11 +157,11 @@ func (p *Proxy) splice(c net.Conn, br *bufio.Reader, up *upstream) {
 		defer close(done)
 		counted := int64(up.br.Buffered()) // counted when read into br
 		n, _ := relay(c, up.conn, up.br)
-		up.count.read += n - counted
+		up.count.read.Add(n - counted)
 		closeWrite(c)
 	}()
 	n, _ := relay(up.conn, c, br)
-	up.count.written += n
+	up.count.written.Add(n)
 	closeWrite(up.conn)
 	<-done
 }
