@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -116,6 +117,7 @@ func tlsServer(t testing.TB, body string, names ...string) *httptest.Server {
 		fmt.Fprintf(w, "%s %s", body, r.URL.Path)
 	}))
 	s.TLS = &tls.Config{Certificates: []tls.Certificate{getCA(t).leaf(t, names...)}}
+	s.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are the point
 	s.StartTLS()
 	t.Cleanup(s.Close)
 	return s
