@@ -56,6 +56,7 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req *http.Request, up *ups
 			writeStatus(c, http.StatusBadGateway, "sluice: "+t.String()+" unreachable: "+clean(err.Error()))
 			return nil, false
 		}
+		p.contacts.add(t, v.by, 0, 0) // on record now, the bytes when it closes
 		cc := &countConn{ReadWriter: conn}
 		up = &upstream{t: t, by: v.by, conn: conn, count: cc, br: bufio.NewReader(cc)}
 	}

@@ -202,7 +202,8 @@ func (p *Proxy) Close() error {
 
 // Contacts lists the hosts and ports the run contacted or tried to, in the
 // order first seen: one entry per host, port and what allowed (or
-// refused) it, with the bytes each way of the connections that have ended.
+// refused) it. A connection is listed from when it is let through; its
+// bytes each way are counted in when it ends (after Close, all of them).
 func (p *Proxy) Contacts() []Contact { return p.contacts.list() }
 
 // track files c so that Close closes it; false if the proxy is closed.

@@ -283,3 +283,31 @@ func TestTargetPorts(t *testing.T) {
 		}
 	}
 }
+
+// A tunnel is listed as soon as it is let through (a console shows it
+// while the run goes on); its bytes are counted in when it ends.
+func TestContactListedWhileOpen(t *testing.T) {
+	t.Parallel()
+	srv := tlsServer(t, "ok", "registry.test")
+	local := addrOf(t, srv)
+	p, addr := start(t, Config{
+		Allow:   rules(t, "verdict", "registry.test", local.String()),
+		Resolve: table(map[string]netip.AddrPort{"registry.test": local}),
+	})
+	status, c := connect(t, addr, "registry.test:443")
+	if c == nil {
+		t.Fatal(status)
+	}
+	tc := tls.Client(c, &tls.Config{ServerName: "registry.test", RootCAs: getCA(t).pool})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Contacts(); len(got) != 1 || got[0] != (Contact{Host: "registry.test", Port: 443, AllowedBy: "verdict"}) {
+		t.Fatalf("contacts while open %+v", got)
+	}
+	_ = tc.Close()
+	_ = p.Close()
+	if got := p.Contacts(); len(got) != 1 || got[0].Sent == 0 || got[0].Received == 0 {
+		t.Fatalf("contacts after %+v", got)
+	}
+}

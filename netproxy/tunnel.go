@@ -39,7 +39,7 @@ func (p *Proxy) tunnel(client net.Conn, lr *limitReader, cbr *bufio.Reader, remo
 		closeWrite(client)
 	}()
 
-	sent, why, err := p.relayIn(remote, client, cbr, t)
+	sent, why, err := p.relayIn(remote, client, cbr, t, by)
 	if err != nil || why != "" {
 		_ = client.Close()
 		_ = remote.Close()
@@ -54,14 +54,16 @@ func (p *Proxy) tunnel(client net.Conn, lr *limitReader, cbr *bufio.Reader, remo
 }
 
 // relayIn is the client-to-remote direction: the gate, then the bytes. It
-// returns why the gate refused the tunnel, if it did.
-func (p *Proxy) relayIn(remote, client net.Conn, cbr *bufio.Reader, t target) (sent int64, why string, err error) {
+// returns why the gate refused the tunnel, if it did. Once the gate has
+// passed, the contact is on record (the bytes come when the tunnel ends).
+func (p *Proxy) relayIn(remote, client net.Conn, cbr *bufio.Reader, t target, by string) (sent int64, why string, err error) {
 	first, err := cbr.Peek(1)
 	if err != nil {
 		// The client sent nothing: an end, not an error.
 		if errors.Is(err, io.EOF) {
 			err = nil
 		}
+		p.contacts.add(t, by, 0, 0)
 		return 0, "", err
 	}
 	if first[0] == recordTypeHandshake {
@@ -81,11 +83,14 @@ func (p *Proxy) relayIn(remote, client net.Conn, cbr *bufio.Reader, t target) (s
 		if name != "" && !sameServer(name, t) {
 			return 0, "its TLS ClientHello names " + name + ", another server", nil
 		}
+		p.contacts.add(t, by, 0, 0)
 		n, err := remote.Write(raw)
 		sent += int64(n)
 		if err != nil {
 			return sent, "", err
 		}
+	} else {
+		p.contacts.add(t, by, 0, 0)
 	}
 	n, err := relay(remote, client, cbr)
 	return sent + n, "", err
