@@ -124,6 +124,7 @@ func rawExchange(t *testing.T, addr, req string) string {
 	if _, err := io.WriteString(c, req); err != nil {
 		t.Fatal(err)
 	}
+	_ = c.(*net.TCPConn).CloseWrite()
 	b, _ := io.ReadAll(c)
 	return string(b)
 }

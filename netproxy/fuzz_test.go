@@ -120,6 +120,31 @@ func FuzzClientHello(f *testing.F) {
 	})
 }
 
+// FuzzServerName mutates ClientHello bodies directly, past the record
+// layer FuzzClientHello spends its effort on.
+func FuzzServerName(f *testing.F) {
+	for _, cfg := range []*tls.Config{
+		{ServerName: "registry.npmjs.org"},
+		{ServerName: "a.test", MaxVersion: tls.VersionTLS12},
+		{InsecureSkipVerify: true}, //nolint:gosec // no SNI
+	} {
+		_, hello, err := readClientHello(bytes.NewReader(captureHello(f, cfg)))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(hello)
+	}
+	f.Fuzz(func(t *testing.T, hello []byte) {
+		name, err := serverName(hello)
+		if err != nil || name == "" {
+			return
+		}
+		if _, err := makeTarget(name, 443); err != nil {
+			t.Fatalf("server name %q: %v", name, err)
+		}
+	})
+}
+
 func FuzzParseRule(f *testing.F) {
 	for _, s := range []string{
 		"registry.npmjs.org", "*.npmjs.org", "registry.npmjs.org:443", "10.0.0.0/8", "10.0.0.0/8:5432",

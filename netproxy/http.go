@@ -16,6 +16,9 @@ const (
 	maxHeader = 64 << 10
 	// idleTimeout closes a client connection that sends no request.
 	idleTimeout = 2 * time.Minute
+	// lingerTimeout and lingerBytes bound the reading after a refusal.
+	lingerTimeout = time.Second
+	lingerBytes   = 256 << 10
 )
 
 var errHeaderTooLarge = errors.New("netproxy: request header too large")
@@ -82,7 +85,10 @@ func (p *Proxy) serveConnect(c net.Conn, lr *limitReader, br *bufio.Reader, req 
 
 // writeStatus answers with code, line as the reason phrase and as the
 // body (so that a client that shows only the status shows the line too),
-// and closes the connection's sending half.
+// and closes the connection's sending half. It then reads a little of
+// what the client still sends (a request body), for a while: closing a
+// socket with unread bytes resets it, and the reset can overtake the
+// answer.
 func writeStatus(c net.Conn, code int, line string) {
 	line = clean(line)
 	body := line + "\n"
@@ -91,6 +97,8 @@ func writeStatus(c net.Conn, code int, line string) {
 		"Content-Length: "+strconv.Itoa(len(body))+"\r\n"+
 		"Connection: close\r\n\r\n"+body)
 	closeWrite(c)
+	_ = c.SetReadDeadline(time.Now().Add(lingerTimeout))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, lingerBytes))
 }
 
 // isTimeout reports a deadline's error.
