@@ -76,7 +76,7 @@ func (p *Proxy) admit(ctx context.Context, t target) verdict {
 }
 
 // checkAddr refuses an address the Deny rules cover, and an address of the
-// host's own services that no Allow address rule names. name is the name
+// host's own services that no Allow address rule inside its range names. name is the name
 // that resolved to it, empty for an IP literal.
 func (p *Proxy) checkAddr(ap netip.AddrPort, name string) verdict {
 	a, port := ap.Addr().Unmap(), int(ap.Port())
@@ -89,16 +89,18 @@ func (p *Proxy) checkAddr(ap netip.AddrPort, name string) verdict {
 			return refuse("%s is denied by rule %s", what, r)
 		}
 	}
-	svc := hostService(a)
-	if svc == "" {
+	hr, ok := hostRangeOf(a)
+	if !ok {
 		return verdict{}
 	}
+	// Only a rule inside the host range names it: 0.0.0.0/0, meant as
+	// "the internet", does not open the host's loopback.
 	for _, r := range p.cfg.Allow {
-		if r.matchAddr(a, port) {
+		if r.matchAddr(a, port) && r.Prefix.Bits() >= hr.prefix.Bits() {
 			return verdict{}
 		}
 	}
-	return refuse("%s is a host service (%s)", what, svc)
+	return refuse("%s is a host service (%s)", what, hr.what)
 }
 
 // namesPort reports whether an Allow rule that matches t names t's port

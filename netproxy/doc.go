@@ -14,8 +14,9 @@
 // host's loopback is refused: DNS rebinding), and never lets a name rule
 // admit an IP literal. The host's own services (loopback, link-local and the
 // cloud metadata address, private ranges, the docker API ports) are refused
-// unless an Allow rule names the address (an IP or CIDR rule) or the docker
-// port (a rule with that port). A TLS ClientHello inside a tunnel that names
+// unless an Allow rule names the address (an IP or CIDR rule no wider than
+// the range: 0.0.0.0/0 does not open loopback) or the docker port (a rule
+// with that port). A TLS ClientHello inside a tunnel that names
 // a server other than the one the tunnel was opened to is refused.
 //
 // It does not inspect what an allowed connection carries: a run may send

@@ -41,11 +41,17 @@ var dockerPorts = map[int]bool{2375: true, 2376: true}
 // hostService says what kind of host service a is ("loopback", "private"),
 // or "" for an address on the internet.
 func hostService(a netip.Addr) string {
+	r, _ := hostRangeOf(a)
+	return r.what
+}
+
+// hostRangeOf finds the host-service range a is in.
+func hostRangeOf(a netip.Addr) (hostRange, bool) {
 	a = a.Unmap()
 	for _, r := range hostRanges {
 		if r.prefix.Contains(a) {
-			return r.what
+			return r, true
 		}
 	}
-	return ""
+	return hostRange{}, false
 }

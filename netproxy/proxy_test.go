@@ -144,6 +144,42 @@ func TestHostServiceAllowedByAddressRule(t *testing.T) {
 	}
 }
 
+func TestAddressRules(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		allow, target string
+		ok            bool
+	}{
+		{"0.0.0.0/0", "93.184.216.34:443", true},
+		{"0.0.0.0/0", "127.0.0.1:8080", false},
+		{"0.0.0.0/0", "169.254.169.254:80", false},
+		{"::/0", "[::1]:443", false},
+		{"::/0", "[2606:2800:220:1::1]:443", true},
+		{"127.0.0.0/8", "127.0.0.1:8080", true},
+		{"127.0.0.1", "127.0.0.2:8080", false},
+		{"10.1.0.0/16", "10.1.2.3:5432", true},
+		{"10.0.0.0/7", "10.1.2.3:5432", false},
+		{"10.0.0.0/8:5432", "10.1.2.3:5432", true},
+		{"10.0.0.0/8:5432", "10.1.2.3:5433", false},
+		{"[fe80::/10]:22", "[fe80::1]:22", true},
+		{"::ffff:127.0.0.1", "127.0.0.1:1", true},
+		{"127.0.0.1", "[::ffff:127.0.0.1]:1", true},
+	} {
+		p, err := New(Config{Allow: rules(t, "r", tc.allow)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tgt, err := parseTarget(tc.target, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := p.decide(t.Context(), tgt); (v.refused == "") != tc.ok {
+			t.Errorf("allow %s, %s: %+v", tc.allow, tc.target, v)
+		}
+		_ = p.Close()
+	}
+}
+
 func TestDockerPortNeedsARuleNamingIt(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
