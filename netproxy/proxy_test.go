@@ -2,7 +2,11 @@ package netproxy
 
 import (
 	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -345,5 +349,50 @@ func TestContactListedWhileOpen(t *testing.T) {
 	_ = p.Close()
 	if got := p.Contacts(); len(got) != 1 || got[0].Sent == 0 || got[0].Received == 0 {
 		t.Fatalf("contacts after %+v", got)
+	}
+}
+
+// In production the proxy serves a unix socket that is bridged into the
+// run's network namespace.
+func TestUnixListener(t *testing.T) {
+	t.Parallel()
+	srv := tlsServer(t, "over unix", "registry.test")
+	local := addrOf(t, srv)
+	p, err := New(Config{
+		Allow:   rules(t, "verdict", "registry.test", local.String()),
+		Resolve: table(map[string]netip.AddrPort{"registry.test": local}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "proxy.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(l) }()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(c, "CONNECT registry.test:443 HTTP/1.1\r\n\r\n")
+	want := "HTTP/1.1 200 Connection established\r\n\r\n"
+	buf := make([]byte, len(want))
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != want {
+		t.Fatalf("%q %v", buf, err)
+	}
+	body, err := httpsGet(t, c, "registry.test", "/u")
+	if err != nil || body != "over unix /u" {
+		t.Fatalf("%q %v", body, err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Contacts(); len(got) != 1 || got[0].Received == 0 {
+		t.Fatalf("%+v", got)
 	}
 }
