@@ -41,7 +41,8 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req *http.Request, up *ups
 		writeStatus(c, http.StatusBadRequest, "sluice: "+clean(err.Error()))
 		return up, false
 	}
-	if up == nil || up.t != t {
+	reused := up != nil && up.t == t
+	if !reused {
 		up.close(p)
 		up = nil
 		v := p.decide(p.ctx, t)
@@ -85,7 +86,7 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req *http.Request, up *ups
 		werr <- req.Write(up.count)
 	}()
 
-	keep := p.relayResponse(c, br, req, up, upgrade != "")
+	keep := p.relayResponse(c, br, req, up, upgrade != "", reused)
 	select {
 	case err := <-werr:
 		keep = keep && err == nil
@@ -111,12 +112,20 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req *http.Request, up *ups
 
 // relayResponse passes the response (and any 1xx before it) back to the
 // client, and reports whether both connections may carry another request.
-// A 101 to an upgrade request turns the connection into a tunnel.
-func (p *Proxy) relayResponse(c net.Conn, br *bufio.Reader, req *http.Request, up *upstream, upgrade bool) bool {
-	for {
+// A 101 to an upgrade request turns the connection into a tunnel. A kept
+// connection onward that the server had closed meanwhile ends the
+// client's connection without an answer, as the server would have: the
+// client then retries on a new one.
+func (p *Proxy) relayResponse(c net.Conn, br *bufio.Reader, req *http.Request, up *upstream, upgrade, reused bool) bool {
+	for first := true; ; first = false {
+		before := up.count.read.Load()
 		resp, err := http.ReadResponse(up.br, req)
 		if err != nil {
 			_ = up.conn.Close()
+			if reused && first && up.count.read.Load() == before {
+				_ = c.Close()
+				return false
+			}
 			writeStatus(c, http.StatusBadGateway, "sluice: "+up.t.String()+" answered badly: "+clean(err.Error()))
 			return false
 		}

@@ -268,3 +268,49 @@ func TestUpstreamCredentials(t *testing.T) {
 		t.Fatal(g)
 	}
 }
+
+// A server that closes a kept-alive connection between requests does not
+// turn the client's next request into a 502: the proxy closes the
+// client's connection as the server did, and the client retries.
+func TestForwardServerClosedBetweenRequests(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				// One response, kept alive in words, then gone.
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			}()
+		}
+	}()
+	local := netip.MustParseAddrPort(l.Addr().String())
+	_, addr := start(t, Config{
+		Allow:   rules(t, "verdict", "once.test", local.String()),
+		Resolve: table(map[string]netip.AddrPort{"once.test": local}),
+	})
+	cl := proxyClient(addr)
+	defer cl.CloseIdleConnections()
+	for i := range 3 {
+		resp, err := cl.Get("http://once.test/")
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "ok" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, b)
+		}
+	}
+}

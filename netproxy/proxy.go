@@ -40,7 +40,7 @@ type Config struct {
 	// host:port) every allowed connection goes through
 	// (network_upstream_proxy). Names are then resolved by the upstream,
 	// not here: only IP literals are checked against the host-service
-	// ranges.
+	// ranges and Deny's address rules.
 	Upstream string
 	// Resolve, if set, replaces DNS (tests only: it maps registries' names
 	// to local servers, ports included). Its answers are checked like
