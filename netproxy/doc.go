@@ -20,7 +20,12 @@
 // a server other than the one the tunnel was opened to is refused.
 //
 // It does not inspect what an allowed connection carries: a run may send
-// anything to a host it is allowed to reach. Nor does it see traffic that
+// anything to a host it is allowed to reach, and the Host inside a TLS
+// session may name another site of the same CDN (domain fronting past the
+// SNI check). A client using Encrypted Client Hello shows only its public
+// name, and is refused where that differs from the tunnel's host. SOCKS5
+// has no room for the refusal line: a refused SOCKS client is told "not
+// allowed by ruleset", and the refusal is recorded. Nor does it see traffic that
 // does not go through it (git over SSH without a rule, UDP): keeping the run
 // from reaching anything else is the sandbox's job.
 package netproxy
