@@ -1,0 +1,240 @@
+package netproxy
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Rule is one entry of a run's host set (Config.Allow) or of its refusals
+// (Config.Deny), as ParseRule reads it.
+type Rule struct {
+	// Name is the host name of a name rule, lower case without a trailing
+	// dot; for a wildcard rule (*.domain) it is the domain.
+	Name string
+	// Wildcard makes a name rule match every name below Name (a.Name,
+	// a.b.Name), not Name itself.
+	Wildcard bool
+	// Prefix is an address rule's range (a single address is a /32 or
+	// /128); it is valid only for address rules, which never match a name.
+	Prefix netip.Prefix
+	// Port limits the rule to one port; 0 means any.
+	Port int
+	// By says where the rule comes from ("knowledge: npm",
+	// "network_allow"); a connection it admits is recorded as allowed by
+	// it. Empty reads as "rule".
+	By string
+}
+
+// ParseRule reads one host rule: a host name (registry.npmjs.org), a
+// wildcard (*.npmjs.org: names below it, not itself), an IP address or a
+// CIDR range (10.0.0.0/8, fe80::/10), each optionally with a port
+// (registry.npmjs.org:443, 127.0.0.1:8080, 10.0.0.0/8:5432, [::1]:443,
+// [fc00::/7]:443). By is left empty.
+func ParseRule(s string) (Rule, error) {
+	if len(s) > 300 {
+		return Rule{}, fmt.Errorf("netproxy: rule %.40q...: too long", s)
+	}
+	host, port, err := splitRule(s)
+	if err != nil {
+		return Rule{}, fmt.Errorf("netproxy: rule %q: %w", s, err)
+	}
+	r := Rule{Port: port}
+	if strings.ContainsRune(host, '/') {
+		p, err := netip.ParsePrefix(host)
+		if err != nil {
+			return Rule{}, fmt.Errorf("netproxy: rule %q: bad CIDR range", s)
+		}
+		r.Prefix = unmapPrefix(p).Masked()
+		return r, nil
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		if a.Zone() != "" {
+			return Rule{}, fmt.Errorf("netproxy: rule %q: an address with a zone", s)
+		}
+		a = a.Unmap()
+		r.Prefix = netip.PrefixFrom(a, a.BitLen())
+		return r, nil
+	}
+	if rest, ok := strings.CutPrefix(host, "*."); ok {
+		r.Wildcard = true
+		host = rest
+	}
+	name, err := normalName(host)
+	if err != nil {
+		return Rule{}, fmt.Errorf("netproxy: rule %q: %w", s, err)
+	}
+	r.Name = name
+	return r, nil
+}
+
+// ParseRules reads each pattern with ParseRule and labels the rules with by.
+func ParseRules(by string, patterns ...string) ([]Rule, error) {
+	rules := make([]Rule, 0, len(patterns))
+	for _, p := range patterns {
+		r, err := ParseRule(p)
+		if err != nil {
+			return nil, err
+		}
+		r.By = by
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// String gives the rule back in the form ParseRule reads.
+func (r Rule) String() string {
+	var host string
+	switch {
+	case r.Prefix.IsValid():
+		if r.Prefix.IsSingleIP() {
+			host = r.Prefix.Addr().String()
+		} else {
+			host = r.Prefix.String()
+		}
+		if r.Port != 0 && r.Prefix.Addr().Is6() {
+			host = "[" + host + "]"
+		}
+	case r.Wildcard:
+		host = "*." + r.Name
+	default:
+		host = r.Name
+	}
+	if r.Port != 0 {
+		return host + ":" + strconv.Itoa(r.Port)
+	}
+	return host
+}
+
+// by is the label a connection the rule admits is recorded with.
+func (r Rule) by() string {
+	if r.By == "" {
+		return "rule"
+	}
+	return r.By
+}
+
+// matchName reports whether the rule admits (or refuses) the host name at
+// port. Address rules never match a name.
+func (r Rule) matchName(name string, port int) bool {
+	if r.Prefix.IsValid() || (r.Port != 0 && r.Port != port) {
+		return false
+	}
+	if r.Wildcard {
+		return len(name) > len(r.Name) && strings.HasSuffix(name, r.Name) &&
+			name[len(name)-len(r.Name)-1] == '.'
+	}
+	return name == r.Name
+}
+
+// matchAddr reports whether the rule covers the address at port. Name
+// rules never match an address.
+func (r Rule) matchAddr(a netip.Addr, port int) bool {
+	if !r.Prefix.IsValid() || (r.Port != 0 && r.Port != port) {
+		return false
+	}
+	return r.Prefix.Contains(a.Unmap())
+}
+
+// splitRule separates a rule's host from its optional port.
+func splitRule(s string) (host string, port int, err error) {
+	if s == "" {
+		return "", 0, fmt.Errorf("empty")
+	}
+	if rest, ok := strings.CutPrefix(s, "["); ok {
+		inner, after, ok := strings.Cut(rest, "]")
+		if !ok || inner == "" {
+			return "", 0, fmt.Errorf("unclosed [")
+		}
+		if after == "" {
+			return inner, 0, nil
+		}
+		p, ok := strings.CutPrefix(after, ":")
+		if !ok {
+			return "", 0, fmt.Errorf("text after ]")
+		}
+		port, err := parsePort(p)
+		return inner, port, err
+	}
+	switch strings.Count(s, ":") {
+	case 0:
+		return s, 0, nil
+	case 1:
+		h, p, _ := strings.Cut(s, ":")
+		port, err := parsePort(p)
+		return h, port, err
+	default:
+		// A bare IPv6 address or range: a port needs the brackets.
+		return s, 0, nil
+	}
+}
+
+// parsePort reads a decimal port 1-65535.
+func parsePort(s string) (int, error) {
+	if s == "" || len(s) > 5 {
+		return 0, fmt.Errorf("bad port %q", s)
+	}
+	n := 0
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("bad port %q", s)
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n < 1 || n > 65535 {
+		return 0, fmt.Errorf("bad port %q", s)
+	}
+	return n, nil
+}
+
+// normalName checks a DNS host name and gives it in lower case without a
+// trailing dot. It refuses what is not a plain name: empty labels, bytes
+// outside letters, digits, '-' and '_', and a last label of digits only
+// (127.1 and 0x7f.1 are addresses to some resolvers, never names).
+func normalName(s string) (string, error) {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return "", fmt.Errorf("not a host name")
+	}
+	s = strings.ToLower(s)
+	label := 0
+	digits := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '.':
+			if label == 0 {
+				return "", fmt.Errorf("not a host name")
+			}
+			label, digits = 0, true
+			continue
+		case c >= '0' && c <= '9':
+		case c >= 'a' && c <= 'z', c == '-', c == '_':
+			digits = false
+		default:
+			return "", fmt.Errorf("not a host name")
+		}
+		label++
+		if label > 63 {
+			return "", fmt.Errorf("not a host name")
+		}
+	}
+	if label == 0 || digits || strings.HasPrefix(s, "0x") && !strings.Contains(s, ".") {
+		return "", fmt.Errorf("not a host name")
+	}
+	return s, nil
+}
+
+// unmapPrefix turns an IPv4-mapped IPv6 range into its IPv4 range.
+func unmapPrefix(p netip.Prefix) netip.Prefix {
+	a := p.Addr()
+	if !a.Is4In6() {
+		return p
+	}
+	bits := p.Bits() - 96
+	if bits < 0 {
+		bits = 0
+	}
+	return netip.PrefixFrom(a.Unmap(), bits)
+}
