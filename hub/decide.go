@@ -100,6 +100,10 @@ var ErrChanged = errors.New("the request changed since it was shown (another dig
 // ErrNoService says no decision service answered on the hub.
 var ErrNoService = errors.New("no decision service answers on the hub: 'sluice hub serve' runs one; beside a nats-server, run 'sluice hub service' on the hub's machine")
 
+// noServiceWait is how long Decide tries again while no decision service
+// answers: one that lost the hub reconnects within a second of it.
+const noServiceWait = 3 * time.Second
+
 // Choice is a decision a console asks the hub to record.
 type Choice struct {
 	Box, ID  string
@@ -137,9 +141,24 @@ func (c *Client) Decide(ctx context.Context, ch Choice) (*Decision, error) {
 	}
 	data, _ := json.Marshal(wire.DecideRequest{Box: ch.Box, ID: ch.ID, Decision: ch.Decision, As: ch.As, Reason: ch.Reason,
 		Digest: ch.Digest, DiffDigest: ch.DiffDigest})
-	m, err := c.NC.RequestWithContext(ctx, DecideSubject(c.Creds.Name), data)
-	if errors.Is(err, nats.ErrNoResponders) {
-		return nil, ErrNoService
+	// Nobody got a request that had no responders: it is sent again for
+	// a while, as a service that lost the hub with this client may not
+	// be back yet.
+	var m *nats.Msg
+	var err error
+	for give := time.Now().Add(noServiceWait); ; {
+		m, err = c.NC.RequestWithContext(ctx, DecideSubject(c.Creds.Name), data)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			break
+		}
+		if time.Now().After(give) {
+			return nil, ErrNoService
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ErrNoService
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the hub's decision service: %w", err)

@@ -41,8 +41,14 @@ func testStore(t testing.TB, boxes, consoles []string) (*Store, map[string]*Cred
 // boxes and consoles, and returns it and their credentials.
 func testHub(t testing.TB, boxes, consoles []string) (*Hub, map[string]*Creds) {
 	t.Helper()
+	return testHubLimits(t, boxes, consoles, Limits{})
+}
+
+// testHubLimits is testHub with the pending bucket bounded by lim.
+func testHubLimits(t testing.TB, boxes, consoles []string, lim Limits) (*Hub, map[string]*Creds) {
+	t.Helper()
 	st, creds := testStore(t, boxes, consoles)
-	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: st})
+	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: st, Limits: lim})
 	if err != nil {
 		t.Fatal(err)
 	}

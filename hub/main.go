@@ -389,8 +389,10 @@ func cmdService(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	defer nc.Close()
-	svc := &Service{NC: nc, Limits: *lim, Logf: logf}
-	logf("serving %s: decisions on %s, pending requests kept at most %s and %d a box", nc.ConnectedUrlRedacted(), DecideSubject("CONSOLE"), svc.Limits.withDefaults().MaxAge, svc.Limits.withDefaults().PerBox)
+	l := lim.withDefaults()
+	svc := &Service{NC: nc, Limits: l, Logf: logf, Ready: func() {
+		logf("serving %s: decisions on %s; a request stays at most %s, and %d a box", nc.ConnectedUrlRedacted(), DecideSubject("CONSOLE"), l.MaxAge, l.PerBox)
+	}}
 	if err := svc.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "sluice hub service: %v\n", err)
 		return exitFail

@@ -29,9 +29,18 @@ type natsProc struct {
 	cmd  *osexec.Cmd
 }
 
-// natsServer starts a natsProc for st and makes the buckets with Init. In
-// CI (CI set) a missing nats-server fails the test.
+// natsServer starts a natsProc for st, makes the buckets with Init, and
+// runs the hub's Service beside it in this process. In CI (CI set) a
+// missing nats-server fails the test.
 func natsServer(t *testing.T, st *Store) *natsProc {
+	t.Helper()
+	p := natsServerBare(t, st)
+	runService(t, st, p.url, Limits{})
+	return p
+}
+
+// natsServerBare is natsServer without the service.
+func natsServerBare(t *testing.T, st *Store) *natsProc {
 	t.Helper()
 	bin, err := osexec.LookPath("nats-server")
 	if err != nil {
@@ -61,7 +70,6 @@ func natsServer(t *testing.T, st *Store) *natsProc {
 	if err := st.Init(ctx, p.url, Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	runService(t, st, p.url, Limits{})
 	return p
 }
 

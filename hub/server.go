@@ -202,8 +202,8 @@ func (h *Hub) makeBuckets() error {
 // no message deletion, and, for decisions, one message per key for good
 // (a later write to a decided key is refused by the server: the first
 // decision wins). The pending bucket forgets a request after twice
-// lim.MaxAge: the hub's Service takes it off at lim.MaxAge and says so;
-// this bounds the bucket when no service runs.
+// lim.MaxAge (at least an hour more): the hub's Service takes it off at
+// lim.MaxAge and says so; this bounds the bucket when no service runs.
 //
 // The retired decisions bucket of earlier versions is kept, capturing
 // nothing: an earlier version's console opens it at start, and its writes
@@ -222,7 +222,7 @@ func MakeBuckets(nc *nats.Conn, lim Limits) error {
 		once         bool
 		subjects     string
 	}{
-		{BucketPending, "sluice: requests waiting for a person, by BOX.ID", 2 * lim.MaxAge, false, ""},
+		{BucketPending, "sluice: requests waiting for a person, by BOX.ID", lim.MaxAge + max(lim.MaxAge, time.Hour), false, ""},
 		{BucketDecisions, "sluice: decisions, by BOX.ID, written by the hub's decision service; the first one stands", 0, true, ""},
 		{BucketResults, "sluice: what each box did with a decision, by BOX.ID", 30 * 24 * time.Hour, false, ""},
 		{bucketRetired, "sluice: retired (decisions are in " + BucketDecisions + "); captures nothing", 30 * 24 * time.Hour, true, "sluice.retired." + bucketRetired},
