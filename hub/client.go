@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -96,6 +97,15 @@ func (c *Client) openBuckets(ctx context.Context, box bool) error {
 			own, err := newOwnKV(c.NC, b.name)
 			if err != nil {
 				return err
+			}
+			// A get of one of its own keys: the hub answers (a box that
+			// is not admitted yet is not left with a connection the
+			// client gave up on), and has the bucket.
+			if _, err := own.last(ctx, Key(c.Creds.Name, "0")); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+				if errors.Is(err, nats.ErrNoResponders) {
+					err = jetstream.ErrBucketNotFound
+				}
+				return fmt.Errorf("bucket %s: %w (a hub made by 'sluice hub serve' has it; for another NATS server run 'sluice hub init' once)", b.name, err)
 			}
 			*b.kv = own
 			continue
