@@ -297,7 +297,7 @@ func cmdRemove(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdConfig(args []string, stdout, stderr io.Writer) int {
-	fs := flags("config", "[--listen ADDR] [--store DIR]", "Print a nats-server configuration (JSON) that serves this store as the\nembedded hub does: its certificate, the boxes and consoles with their\npermissions, JetStream in the store. Users added later need the file made\nagain and the server reloaded (nats-server --signal reload).", stdout, stderr)
+	fs := flags("config", "[--listen ADDR] [--store DIR]", "Print a nats-server configuration (JSON) that serves this store as the\nembedded hub does: its certificate, the boxes and consoles with their\npermissions, JetStream in the store. Users added later need the file made\nagain and the server reloaded (nats-server --signal reload). Then 'sluice hub\ninit' once, and 'sluice hub service' beside the server: it records the\ndecisions (the embedded hub runs its own).", stdout, stderr)
 	listen := fs.String("listen", ":4222", "`ADDR` the server is to listen on")
 	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`")
 	if _, code, ok := parse(fs, args); !ok {

@@ -2,12 +2,14 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sluice-dev/sluice/hub/wire"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -185,4 +187,38 @@ func TestUpgradeFromEarlierHub(t *testing.T) {
 		t.Fatalf("the earlier decision: %v, %v", e, err)
 	}
 	earlierConsole(t, h.URL(), creds)
+}
+
+// Whatever a console sends the decision service, it answers with a
+// refusal, records nothing, and goes on serving.
+func TestServiceHostileRequests(t *testing.T) {
+	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
+	b1, c1 := connect(t, h.URL(), creds["b1"]), connect(t, h.URL(), creds["c1"])
+	id := askOnHub(t, b1, "b1")
+	for _, body := range []string{
+		``, `null`, `[]`, `"x"`, `{"box":1}`, `{}{}`, `{"box":"b1","id":"` + id + `","decision":"maybe"}`,
+		`{"box":"b1","id":"` + id + `","decision":"approve","digest":"zz"}`,
+		`{"box":"b1","id":"` + id + `","decision":"approve","digest":"abababab","diff_digest":"x"}`,
+		`{"box":"../b1","id":"` + id + `","decision":"deny"}`,
+		`{"box":"b1","id":"` + id + `","decision":"deny","as":"` + strings.Repeat("a", 65) + `"}`,
+		`{"box":"b1","id":"` + id + `","decision":"deny","as":"a\u202eb"}`,
+		`{"box":"b1","id":"` + id + `","decision":"deny","reason":"` + strings.Repeat("r", 17<<10) + `"}`,
+		`{"box":"b1","id":"` + id + `","decision":"deny","by":null}`,
+		`{"box":"b1","id":"` + id + `","decision":"deny","pad":"` + strings.Repeat("p", 70<<10) + `"}`,
+	} {
+		m, err := c1.NC.RequestWithContext(ctxT(t), DecideSubject("c1"), []byte(body))
+		if err != nil {
+			t.Fatalf("%.60q: no answer: %v", body, err)
+		}
+		var rep wire.DecideReply
+		if err := json.Unmarshal(m.Data, &rep); err != nil || rep.Decision != nil || rep.Code != wire.CodeRefused {
+			t.Errorf("%.60q: answered %s", body, m.Data)
+		}
+	}
+	if _, err := c1.Decisions.Get(ctxT(t), Key("b1", id)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("a decision recorded: %v", err)
+	}
+	if d, err := c1.Decide(ctxT(t), Choice{Box: "b1", ID: id, Decision: Deny, As: "alice"}); err != nil || d.By != "alice@c1" {
+		t.Fatalf("the service after them: %+v, %v", d, err)
+	}
 }
