@@ -100,7 +100,7 @@ func BenchmarkDecisionThroughHub(b *testing.B) {
 		box.syncMu.Unlock()
 		b.StartTimer()
 		t0 := time.Now()
-		if _, err := con.Decide(ctx, "b1", req.ID, Approve, "alice@c1", "", "", ""); err != nil {
+		if _, err := con.Decide(ctx, Choice{Box: "b1", ID: req.ID, Decision: Approve, As: "alice", Digest: digest}); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, (<-app.at).Sub(t0))

@@ -250,17 +250,17 @@ func twoBoxesOneConsole(t *testing.T, url string, creds map[string]*Creds) {
 		t.Fatalf("published ask %+v: digest or verdict missing", p)
 	}
 
-	if _, err := con.Decide(ctxT(t), "b1", r1.ID, Approve, "alice@c1", "", "deadbeef", ""); !errors.Is(err, ErrChanged) {
+	if _, err := con.Decide(ctxT(t), Choice{Box: "b1", ID: r1.ID, Decision: Approve, As: "alice", Digest: "deadbeef"}); !errors.Is(err, ErrChanged) {
 		t.Fatalf("approving with another request's digest: %v, want ErrChanged", err)
 	}
 	out, err := con.NC.SubscribeSync(OutputSubject("b1", r1.ID) + ".>")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := con.Decide(ctxT(t), "b1", r1.ID, Approve, "alice@c1", "", p.Digest, ""); err != nil {
+	if _, err := con.Decide(ctxT(t), Choice{Box: "b1", ID: r1.ID, Decision: Approve, As: "alice", Digest: p.Digest}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := con.Decide(ctxT(t), "b2", r2.ID, Deny, "alice@c1", "not on the build box", "", ""); err != nil {
+	if _, err := con.Decide(ctxT(t), Choice{Box: "b2", ID: r2.ID, Decision: Deny, As: "alice", Reason: "not on the build box"}); err != nil {
 		t.Fatal(err)
 	}
 	o1, err := con.Outcome(ctxT(t), "b1", r1.ID)
@@ -323,14 +323,15 @@ func TestTwoConsolesRace(t *testing.T) {
 	results := make(chan try, 2)
 	var start sync.WaitGroup
 	start.Add(1)
+	digest := pendingKeys(t, c1)[Key("b1", req.ID)].Digest
 	for _, c := range []struct {
-		cl  *Client
-		who string
-		d   string
-	}{{c1, "alice@c1", Approve}, {c2, "bob@c2", Deny}} {
+		cl      *Client
+		as, who string
+		d       string
+	}{{c1, "alice", "alice@c1", Approve}, {c2, "bob", "bob@c2", Deny}} {
 		go func() {
 			start.Wait()
-			_, err := c.cl.Decide(ctxT(t), "b1", req.ID, c.d, c.who, "", "", "")
+			_, err := c.cl.Decide(ctxT(t), Choice{Box: "b1", ID: req.ID, Decision: c.d, As: c.as, Digest: digest})
 			results <- try{c.who, err}
 		}()
 	}
@@ -375,9 +376,11 @@ func TestDecisionOnChangedRequestRefused(t *testing.T) {
 	req := b1.ask(t, "git push origin main")
 	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, c1)) == 1 })
 	// What a console that was shown another file would send.
+	// The service refuses it (another digest); written to the bucket
+	// here, as whatever could write there might, the box refuses it.
 	d := Decision{Decision: Approve, By: "alice@c1", Digest: strings.Repeat("0", 64), At: time.Now().UTC()}
 	data, _ := json.Marshal(d)
-	if _, err := c1.Decisions.Create(ctxT(t), Key("b1", req.ID), data); err != nil {
+	if _, err := adminClient(t, h).Decisions.Create(ctxT(t), Key("b1", req.ID), data); err != nil {
 		t.Fatal(err)
 	}
 	o, err := c1.Outcome(ctxT(t), "b1", req.ID)
@@ -398,7 +401,7 @@ func TestBoxFindsDecisionWaiting(t *testing.T) {
 	req := b1.ask(t, "terraform apply")
 	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, c1)) == 1 })
 	b1.stop()
-	if _, err := c1.Decide(ctxT(t), "b1", req.ID, Approve, "alice@c1", "", "", ""); err != nil {
+	if _, err := decideAs(ctxT(t), c1, "b1", req.ID, Approve, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	// The bridge is stopped (stop returned once it ended): nothing can
@@ -457,10 +460,11 @@ func TestHubDownThenBack(t *testing.T) {
 	})
 }
 
-// A console writing decisions by hand cannot get around what was shown:
-// an approval without the request's digest is ignored, and so is any
-// decision for a request the box did not publish (one the policy decides,
-// or one still being judged).
+// A decision written to the bucket by hand (no console may: only the
+// hub's service writes there) cannot get around what was shown either:
+// the box ignores an approval without the request's digest, and any
+// decision for a request it did not publish (one the policy decides, or
+// one still being judged).
 func TestForgedDecisionsIgnored(t *testing.T) {
 	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
 	b1 := newTestBox(t, h.URL(), creds["b1"])
@@ -483,7 +487,9 @@ func TestForgedDecisionsIgnored(t *testing.T) {
 		{Key("b1", shown.ID), Decision{Decision: Approve, By: "mallory@c1", At: time.Now()}},
 	} {
 		data, _ := json.Marshal(f.d)
-		if _, err := c1.Decisions.Create(ctxT(t), f.key, data); err != nil {
+		// Forged: written to the bucket as only the hub can (no console
+		// may), for the box to refuse whatever the bucket holds.
+		if _, err := adminClient(t, h).Decisions.Create(ctxT(t), f.key, data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -525,7 +531,7 @@ func TestLateOutcomePublished(t *testing.T) {
 	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, con)) == 1 })
 	p := pendingKeys(t, con)[Key("b1", req.ID)]
 	b1.stop()
-	if _, err := con.Decide(ctxT(t), "b1", req.ID, Approve, "alice@c1", "", p.Digest, ""); err != nil {
+	if _, err := con.Decide(ctxT(t), Choice{Box: "b1", ID: req.ID, Decision: Approve, As: "alice", Digest: p.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	// What the stopped bridge's 'sluice approve' did before it died.
@@ -585,7 +591,7 @@ func TestAppliedOutcomeNotBare(t *testing.T) {
 		watched <- w
 	}
 	b1.apply.mu.Unlock()
-	if _, err := con.Decide(ctxT(t), "b1", req.ID, Approve, "alice@c1", "", "", ""); err != nil {
+	if _, err := decideAs(ctxT(t), con, "b1", req.ID, Approve, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	w := <-watched

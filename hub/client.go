@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -73,23 +74,49 @@ func Connect(ctx context.Context, url string, c *Creds, opts ...nats.Option) (*C
 		return nil, fmt.Errorf("hub %s: %w", url, err)
 	}
 	cl.NC = nc
-	js, err := jetstream.New(nc)
-	if err != nil {
+	if err := cl.openBuckets(ctx, c.Role == RoleBox); err != nil {
 		nc.Close()
-		return nil, err
+		return nil, fmt.Errorf("hub %s: %w", url, err)
+	}
+	return cl, nil
+}
+
+// openBuckets opens the three buckets on c.NC. A box's reach only its own
+// keys (ownKV): it may not read a bucket's stream info, which lists every
+// box's keys.
+func (c *Client) openBuckets(ctx context.Context, box bool) error {
+	js, err := jetstream.New(c.NC)
+	if err != nil {
+		return err
 	}
 	for _, b := range []struct {
 		name string
 		kv   *jetstream.KeyValue
-	}{{BucketPending, &cl.Pending}, {BucketDecisions, &cl.Decisions}, {BucketResults, &cl.Results}} {
+	}{{BucketPending, &c.Pending}, {BucketDecisions, &c.Decisions}, {BucketResults, &c.Results}} {
+		if box {
+			own, err := newOwnKV(c.NC, b.name)
+			if err != nil {
+				return err
+			}
+			// A get of one of its own keys: the hub answers (a box that
+			// is not admitted yet is not left with a connection the
+			// client gave up on), and has the bucket.
+			if _, err := own.last(ctx, Key(c.Creds.Name, "0")); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+				if errors.Is(err, nats.ErrNoResponders) {
+					err = jetstream.ErrBucketNotFound
+				}
+				return fmt.Errorf("bucket %s: %w (a hub made by 'sluice hub serve' has it; for another NATS server run 'sluice hub init' once)", b.name, err)
+			}
+			*b.kv = own
+			continue
+		}
 		kv, err := js.KeyValue(ctx, b.name)
 		if err != nil {
-			nc.Close()
-			return nil, fmt.Errorf("hub %s: bucket %s: %w (a hub made by 'sluice hub serve' has it; for another NATS server run 'sluice hub init' once)", url, b.name, err)
+			return fmt.Errorf("bucket %s: %w (a hub made by 'sluice hub serve' has it; for another NATS server run 'sluice hub init' once)", b.name, err)
 		}
 		*b.kv = kv
 	}
-	return cl, nil
+	return nil
 }
 
 // How often a client that lost its hub tries it again: every

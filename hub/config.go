@@ -115,22 +115,37 @@ func (s *Store) ServerConfig(listen string) ([]byte, error) {
 
 // Init makes the buckets on the NATS server at url (one run with 'nats-
 // server -c' from ServerConfig) as the store's administrator, over TLS
-// pinned to the store's certificate.
-func (s *Store) Init(ctx context.Context, url string) error {
-	admin, err := s.adminKey()
+// pinned to the store's certificate; lim bounds the pending bucket (as
+// the Service run beside that server should).
+func (s *Store) Init(ctx context.Context, url string, lim Limits) error {
+	nc, err := s.AdminConn(url, nats.Name("sluice hub init"))
 	if err != nil {
 		return err
+	}
+	defer nc.Close()
+	return MakeBuckets(nc, lim)
+}
+
+// AdminConn connects to the NATS server at url as the store's
+// administrator, over TLS pinned to the store's certificate: what 'sluice
+// hub init' and 'sluice hub service' (beside a nats-server) use. It keeps
+// reconnecting for as long as it lives.
+func (s *Store) AdminConn(url string, opts ...nats.Option) (*nats.Conn, error) {
+	admin, err := s.adminKey()
+	if err != nil {
+		return nil, err
 	}
 	fp, err := s.Fingerprint()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pub, _ := admin.PublicKey()
 	c := &Creds{Fingerprint: fp}
-	nc, err := nats.Connect(url, nats.Nkey(pub, admin.Sign), nats.Secure(c.tlsConfig()), nats.Name("sluice hub init"), nats.Timeout(10*time.Second))
+	all := append([]nats.Option{nats.Nkey(pub, admin.Sign), nats.Secure(c.tlsConfig()), nats.Timeout(10 * time.Second),
+		nats.MaxReconnects(-1), nats.ReconnectWait(reconnectWait), nats.ReconnectJitter(reconnectJitter, reconnectJitter)}, opts...)
+	nc, err := nats.Connect(url, all...)
 	if err != nil {
-		return fmt.Errorf("hub %s: %w", url, err)
+		return nil, fmt.Errorf("hub %s: %w", url, err)
 	}
-	defer nc.Close()
-	return MakeBuckets(nc)
+	return nc, nil
 }

@@ -74,7 +74,7 @@ func TestFleetSurvivesKills(t *testing.T) {
 					if rand.IntN(4) == 0 {
 						d = Deny
 					}
-					cl.Decide(lctx, p.Box, p.ID, d, c, "", p.Digest, "")
+					cl.Decide(lctx, Choice{Box: p.Box, ID: p.ID, Decision: d, As: c, Digest: p.Digest})
 				}
 				lcancel()
 				sleepCtx(ctx, 50*time.Millisecond)

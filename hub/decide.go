@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sluice-dev/sluice/hub/wire"
 )
@@ -97,40 +97,89 @@ func (c *Client) Request(ctx context.Context, box, id string) (*Pending, error) 
 // ErrChanged says the request on the hub is not the one the person saw.
 var ErrChanged = errors.New("the request changed since it was shown (another digest); look at it again ('sluice hub ls')")
 
-// Decide records decision (approve or deny) for box's request id as by.
-// shown, when not empty, is the digest (or a prefix of at least 8 hex
-// digits) of the request as the person saw it, and shownDiff the
-// wire.DiffDigest of the diff shown with it: a request (or published
-// diff) that is not that one any more is refused (ErrChanged). Without
-// shownDiff the decision carries the diff the hub holds now. The first
-// decision for a request wins: a later one gets *ErrDecided naming it.
-func (c *Client) Decide(ctx context.Context, box, id, decision, by, reason, shown, shownDiff string) (*Pending, error) {
-	if decision != Approve && decision != Deny {
-		return nil, fmt.Errorf("decision %q: approve or deny", decision)
+// ErrNoService says no decision service answered on the hub.
+var ErrNoService = errors.New("no decision service answers on the hub: 'sluice hub serve' runs one; beside a nats-server, run 'sluice hub service' on the hub's machine")
+
+// noServiceWait is how long Decide tries again while no decision service
+// answers: one that lost the hub reconnects within a second of it.
+const noServiceWait = 3 * time.Second
+
+// Choice is a decision a console asks the hub to record.
+type Choice struct {
+	Box, ID  string
+	Decision string // Approve or Deny
+	// As names who decides at this console: a person, or a device a
+	// program such as a web approver vouches for (wire.ValidAs: at most
+	// 64 letters, digits, spaces and ._-+()/:, no '@'). The hub records
+	// the decision by "AS@CONSOLE", CONSOLE the name of this client's
+	// credentials, whatever As says: a console decides in its own name.
+	As     string
+	Reason string
+	// Digest is the digest of the request as the person saw it (or a
+	// prefix of at least 8 hex digits; required to approve), DiffDigest
+	// the wire.DiffDigest of the diff shown with it (without it the
+	// decision carries the diff the hub holds now): a request (or
+	// published diff) that is not that one any more is refused
+	// (ErrChanged).
+	Digest, DiffDigest string
+}
+
+// Decide asks the hub's decision service to record ch as this console's,
+// and returns the decision as the hub recorded it. The first decision for
+// a request wins: a later one gets *ErrDecided naming it. A request that
+// does not wait on the hub gets ErrNotPending, one that changed
+// ErrChanged, and a hub with no decision service running ErrNoService.
+func (c *Client) Decide(ctx context.Context, ch Choice) (*Decision, error) {
+	if ch.Decision != Approve && ch.Decision != Deny {
+		return nil, fmt.Errorf("decision %q: approve or deny", ch.Decision)
 	}
-	if shown != "" && len(shown) < 8 {
-		return nil, fmt.Errorf("digest %q: give at least 8 hex digits", shown)
+	if ch.Digest != "" && len(ch.Digest) < 8 {
+		return nil, fmt.Errorf("digest %q: give at least 8 hex digits", ch.Digest)
 	}
-	key := Key(box, id)
-	p, err := c.Request(ctx, box, id)
-	if err != nil {
-		return nil, err
+	if !wire.ValidAs(ch.As) {
+		return nil, fmt.Errorf("as %q: at most %d letters, digits, spaces and ._-+()/:, (wire.AsName makes one)", ch.As, wire.MaxAs)
 	}
-	held := wire.DiffDigest(p.Diff, p.DiffErr)
-	if (shown != "" && !strings.HasPrefix(p.Digest, shown)) || (shownDiff != "" && shownDiff != held) {
-		return nil, fmt.Errorf("%s/%s: %w", box, id, ErrChanged)
-	}
-	d := Decision{Decision: decision, By: by, Reason: reason, Digest: p.Digest, DiffDigest: held, At: time.Now().UTC()}
-	data, _ := json.Marshal(d)
-	if _, err := c.Decisions.Create(ctx, key, data); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			if prev, perr := c.decision(ctx, key); perr == nil {
-				return nil, &ErrDecided{Decision: *prev}
-			}
+	data, _ := json.Marshal(wire.DecideRequest{Box: ch.Box, ID: ch.ID, Decision: ch.Decision, As: ch.As, Reason: ch.Reason,
+		Digest: ch.Digest, DiffDigest: ch.DiffDigest})
+	// Nobody got a request that had no responders: it is sent again for
+	// a while, as a service that lost the hub with this client may not
+	// be back yet.
+	var m *nats.Msg
+	var err error
+	for give := time.Now().Add(noServiceWait); ; {
+		m, err = c.NC.RequestWithContext(ctx, DecideSubject(c.Creds.Name), data)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			break
 		}
-		return nil, err
+		if time.Now().After(give) {
+			return nil, ErrNoService
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ErrNoService
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return p, nil
+	if err != nil {
+		return nil, fmt.Errorf("the hub's decision service: %w", err)
+	}
+	var rep wire.DecideReply
+	if err := json.Unmarshal(m.Data, &rep); err != nil {
+		return nil, fmt.Errorf("the hub's decision service: not an answer (%v)", err)
+	}
+	switch {
+	case rep.Code == wire.CodeDecided && rep.Decision != nil:
+		return nil, &ErrDecided{Decision: *rep.Decision}
+	case rep.Code == wire.CodeNotPending:
+		return nil, fmt.Errorf("%s/%s: %w", ch.Box, ch.ID, ErrNotPending)
+	case rep.Code == wire.CodeChanged:
+		return nil, fmt.Errorf("%s/%s: %w", ch.Box, ch.ID, ErrChanged)
+	case rep.Error != "":
+		return nil, errors.New("the hub refused it: " + safe(rep.Error))
+	case rep.Decision == nil:
+		return nil, errors.New("the hub's decision service answered nothing")
+	}
+	return rep.Decision, nil
 }
 
 func (c *Client) decision(ctx context.Context, key string) (*Decision, error) {

@@ -22,7 +22,9 @@ import (
 type Feed struct {
 	Client *Client
 	Out    io.Writer // one FeedEvent per line
-	By     string    // who decides: person@console
+	// As is who decides at this console (Choice.As): the hub records
+	// the decisions by AS@CONSOLE.
+	As string
 	// History is how many outcomes already on the hub are sent at the
 	// start, the newest (default 500).
 	History int
@@ -74,6 +76,12 @@ func (f *Feed) Run(ctx context.Context, in io.Reader) error {
 	defer sub.Unsubscribe()
 	_ = sub.SetPendingLimits(-1, 256<<20)
 	f.out = sub
+	// What the hub takes off its queue without a box withdrawing it.
+	dropped, err := f.Client.NC.Subscribe(DroppedSubject, f.dropped)
+	if err != nil {
+		return err
+	}
+	defer dropped.Unsubscribe()
 	// What waits is listed anew at each reconnection (a hub that
 	// restarted holds no watch): what is missing from the new listing is
 	// gone. Outcomes are history: their watch goes on after the last one
@@ -132,7 +140,8 @@ func (f *Feed) decide(ctx context.Context, c FeedCommand) FeedEvent {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if _, err := f.Client.Decide(cctx, c.Box, c.ID, c.Op, f.By, c.Reason, c.Digest, c.DiffDigest); err != nil {
+	if _, err := f.Client.Decide(cctx, Choice{Box: c.Box, ID: c.ID, Decision: c.Op, As: f.As, Reason: c.Reason,
+		Digest: c.Digest, DiffDigest: c.DiffDigest}); err != nil {
 		ev.Error = err.Error()
 	}
 	return ev
@@ -213,6 +222,15 @@ func (f *Feed) outcomes() func(jetstream.KeyValueEntry) {
 		f.settle()
 		f.emit(ev)
 	}
+}
+
+// dropped passes on what the hub's service took off the pending bucket.
+func (f *Feed) dropped(m *nats.Msg) {
+	var d wire.Dropped
+	if len(m.Data) > 64<<10 || json.Unmarshal(m.Data, &d) != nil || !ValidName(d.Box) || !queue.ValidID(d.ID) {
+		return
+	}
+	f.emit(FeedEvent{Ev: FeedDropped, Box: d.Box, ID: d.ID, Text: safe(d.Reason)})
 }
 
 // output passes on what a box's run writes.

@@ -77,7 +77,7 @@ func TestFeedStaleDiffAfterBridgeRestart(t *testing.T) {
 	}
 	// And a decision that reaches the box with the old diff (written
 	// before the republication) is not applied there either.
-	cl := connect(t, h.URL(), creds["c1"])
+	cl := adminClient(t, h)
 	d, _ := json.Marshal(Decision{Decision: Approve, By: "alice@c1", Digest: p.Digest, DiffDigest: wire.DiffDigest(p.Diff, p.DiffErr), At: time.Now()})
 	if _, err := cl.Decisions.Create(ctxT(t), Key("b1", req.ID), d); err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestFeedStaleDiffAfterBridgeRestart(t *testing.T) {
 // refused on its own; the feed goes on.
 func TestFeedLongCommandSkipped(t *testing.T) {
 	h, creds := testHub(t, nil, []string{"c1"})
-	f := &Feed{Client: connect(t, h.URL(), creds["c1"]), Out: io.Discard, By: "a@c1"}
+	f := &Feed{Client: connect(t, h.URL(), creds["c1"]), Out: io.Discard, As: "a"}
 	line, _ := json.Marshal(FeedCommand{Seq: 1, Op: Deny, Box: "b1", ID: queue.NewID(), Reason: strings.Repeat("x", 70<<10)})
 	pr, pw := io.Pipe()
 	go pw.Write(append(line, '\n'))

@@ -44,7 +44,7 @@ func startFeed(t *testing.T, url string, c *Creds) *testFeed {
 			tf.events <- ev
 		}
 	}()
-	f := &Feed{Client: cl, Out: outW, By: "alice@" + c.Name}
+	f := &Feed{Client: cl, Out: outW, As: "alice"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); f.Run(ctx, inR) }()

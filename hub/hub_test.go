@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -40,8 +41,14 @@ func testStore(t testing.TB, boxes, consoles []string) (*Store, map[string]*Cred
 // boxes and consoles, and returns it and their credentials.
 func testHub(t testing.TB, boxes, consoles []string) (*Hub, map[string]*Creds) {
 	t.Helper()
+	return testHubLimits(t, boxes, consoles, Limits{})
+}
+
+// testHubLimits is testHub with the pending bucket bounded by lim.
+func testHubLimits(t testing.TB, boxes, consoles []string, lim Limits) (*Hub, map[string]*Creds) {
+	t.Helper()
 	st, creds := testStore(t, boxes, consoles)
-	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: st})
+	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: st, Limits: lim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,18 +97,27 @@ func refused(t *testing.T) context.Context {
 }
 
 // What the hub's permissions let each user do: a box writes only its own
-// keys and decides nothing; a console decides, once per request.
+// keys and decides nothing; a console decides, once per request, through
+// the hub's decision service.
 func TestPermissions(t *testing.T) {
 	h, creds := testHub(t, []string{"b1", "b2"}, []string{"c1", "c2"})
 	permissionsScenario(t, h.URL(), creds)
 }
 
+// pendingValue is a request as a box publishes it, for a test to put on
+// the hub without a box's bridge.
+func pendingValue(box, id string) []byte {
+	data, _ := json.Marshal(Pending{Box: box, ID: id, Request: json.RawMessage(`{"kind":"exec","command":"make"}`),
+		Digest: strings.Repeat("ab", 32), QueuedAt: time.Now().UTC()})
+	return data
+}
+
 func permissionsScenario(t *testing.T, url string, creds map[string]*Creds) {
 	b1, b1errs := connectWatched(t, url, creds["b1"])
 	c1, c2 := connect(t, url, creds["c1"]), connect(t, url, creds["c2"])
-	id := "01KAB5Y6SR7ZQ9M2F0K1W3X4YZ"
+	id := queue.NewID()
 
-	if _, err := b1.Pending.Put(ctxT(t), Key("b1", id), []byte(`{}`)); err != nil {
+	if _, err := b1.Pending.Put(ctxT(t), Key("b1", id), pendingValue("b1", id)); err != nil {
 		t.Fatalf("a box cannot publish its own pending request: %v", err)
 	}
 	if _, err := b1.Pending.Put(refused(t), Key("b2", id), []byte(`{}`)); err == nil {
@@ -117,12 +133,20 @@ func permissionsScenario(t *testing.T, url string, creds map[string]*Creds) {
 		t.Fatal("a console published a pending request")
 	}
 
-	if _, err := c1.Decisions.Create(ctxT(t), Key("b1", id), []byte(`{"decision":"approve","by":"c1"}`)); err != nil {
+	d, err := c1.Decide(ctxT(t), Choice{Box: "b1", ID: id, Decision: Approve, As: "alice", Digest: strings.Repeat("ab", 32)})
+	if err != nil {
 		t.Fatalf("a console cannot decide: %v", err)
 	}
-	if _, err := c2.Decisions.Create(ctxT(t), Key("b1", id), []byte(`{"decision":"deny","by":"c2"}`)); !errors.Is(err, jetstream.ErrKeyExists) {
-		t.Fatalf("a second decision for one request: %v, want ErrKeyExists", err)
+	if d.By != "alice@c1" {
+		t.Fatalf("recorded by %q, want alice@c1", d.By)
 	}
+	var ed *ErrDecided
+	if _, err := c2.Decide(ctxT(t), Choice{Box: "b1", ID: id, Decision: Deny, As: "bob"}); !errors.As(err, &ed) || ed.Decision.By != "alice@c1" {
+		t.Fatalf("a second decision for one request: %v, want ErrDecided naming alice@c1", err)
+	}
+	// Withdrawn, as its box would once it carried the decision out (the
+	// scenarios after this one share the hub).
+	t.Cleanup(func() { _ = b1.Pending.Delete(context.Background(), Key("b1", id)) })
 
 	// b1 sees its own decisions, and cannot watch b2's.
 	w, err := b1.Decisions.Watch(ctxT(t), "b1.*")
@@ -147,8 +171,8 @@ func permissionsScenario(t *testing.T, url string, creds map[string]*Creds) {
 		t.Fatal("box b1 watched every box's decisions")
 	}
 	// Refused by the hub's permissions, not lost: the hub said so.
-	for _, subj := range []string{"$KV.sluice-pending.b2.", "$KV.sluice-decisions.b1.", "$KV.sluice-results.b2.",
-		"$JS.API.CONSUMER.CREATE.KV_sluice-decisions"} {
+	for _, subj := range []string{"$KV." + BucketPending + ".b2.", "$KV." + BucketDecisions + ".b1.", "$KV." + BucketResults + ".b2.",
+		"$JS.API.CONSUMER.CREATE.KV_" + BucketDecisions} {
 		if !slices.ContainsFunc(b1errs(), func(e string) bool {
 			return strings.Contains(e, "Permissions Violation") && strings.Contains(e, subj)
 		}) {
@@ -159,7 +183,8 @@ func permissionsScenario(t *testing.T, url string, creds map[string]*Creds) {
 
 // What the permissions cannot say, the buckets enforce: a box publishing
 // to its own key with a rollup header wipes nobody's requests, and once a
-// request is decided no console can replace, delete or purge the decision.
+// request is decided no console can replace, delete or purge the decision
+// (nor write one at all: only the hub's service does).
 func TestBucketsHardened(t *testing.T) {
 	h, creds := testHub(t, []string{"b1", "b2"}, []string{"c1", "c2"})
 	bucketsHardened(t, h.URL(), creds)
@@ -191,24 +216,60 @@ func bucketsHardened(t *testing.T, url string, creds map[string]*Creds) {
 		t.Fatalf("box b2's request after b1's rollup: %v, %v", e, err)
 	}
 
-	key := Key("b1", id)
-	first := []byte(`{"decision":"deny","by":"alice@c1"}`)
-	if _, err := c1.Decisions.Create(ctxT(t), key, first); err != nil {
+	if _, err := b1.Pending.Put(ctxT(t), Key("b1", id), pendingValue("b1", id)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c2.Decisions.Put(ctxT(t), key, []byte(`{"decision":"approve","by":"bob@c2"}`)); err == nil {
+	key := Key("b1", id)
+	t.Cleanup(func() { _ = b1.Pending.Delete(context.Background(), key) })
+	first, err := c1.Decide(ctxT(t), Choice{Box: "b1", ID: id, Decision: Deny, As: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := []byte(`{"decision":"approve","by":"bob@c2"}`)
+	if _, err := c2.Decisions.Put(refused(t), key, forged); err == nil {
 		t.Error("a console replaced a decision with a plain put")
 	}
-	if err := c2.Decisions.Delete(ctxT(t), key); err == nil {
+	if err := c2.Decisions.Delete(refused(t), key); err == nil {
 		t.Error("a console deleted a decision")
 	}
-	if err := c2.Decisions.Purge(ctxT(t), key); err == nil {
+	if err := c2.Decisions.Purge(refused(t), key); err == nil {
 		t.Error("a console purged a decision")
 	}
-	if _, err := c2.Decisions.Create(ctxT(t), key, []byte(`{"decision":"approve","by":"bob@c2"}`)); err == nil {
-		t.Error("a second decision was created")
+	if _, err := c2.Decisions.Create(refused(t), Key("b1", queue.NewID()), forged); err == nil {
+		t.Error("a console wrote a decision itself")
 	}
-	if e, err := c1.Decisions.Get(ctxT(t), key); err != nil || string(e.Value()) != string(first) {
-		t.Fatalf("the decision now: %v, %v; want the first one", e, err)
+	e, err := c1.Decisions.Get(ctxT(t), key)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var now Decision
+	if err := json.Unmarshal(e.Value(), &now); err != nil || now.By != first.By || now.Decision != Deny {
+		t.Fatalf("the decision now: %s, %v; want the first one (%+v)", e.Value(), err, first)
+	}
+}
+
+// decideAs decides box's request id at console cl, as as, on the request
+// the hub holds now (its digest: what a person would have been shown).
+func decideAs(ctx context.Context, cl *Client, box, id, decision, as string) (*Decision, error) {
+	p, err := cl.Request(ctx, box, id)
+	if err != nil {
+		return nil, err
+	}
+	return cl.Decide(ctx, Choice{Box: box, ID: id, Decision: decision, As: as, Digest: p.Digest})
+}
+
+// adminClient is a client of h as its administrator: what may write any
+// bucket (the decision service), for a test to write what no console can.
+func adminClient(t *testing.T, h *Hub) *Client {
+	t.Helper()
+	nc, err := h.adminConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	cl := &Client{NC: nc, Creds: &Creds{Name: "admin"}, relinked: make(chan struct{})}
+	if err := cl.openBuckets(ctxT(t), false); err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }

@@ -39,6 +39,8 @@ On the hub machine:
   sluice hub users | remove NAME                   who the hub admits; stop admitting one
   sluice hub config [--listen ADDR] > hub.conf     a nats-server configuration serving the same store
   sluice hub init --hub URL                        then, once, the buckets on that server
+  sluice hub service --hub URL                     and, beside it, the hub's decision service (the
+                                                   embedded hub runs its own)
 
 On a box (beside its 'sluice serve' or console; 'sluice serve --hub' starts it):
   sluice hub box [--hub URL] [--hub-creds FILE]    publish what waits for a person; apply decisions
@@ -90,6 +92,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, roots func(c
 		return cmdConfig(rest, stdout, stderr)
 	case "init":
 		return cmdInit(rest, stdout, stderr)
+	case "service":
+		return cmdService(rest, stdout, stderr)
 	case "box":
 		return cmdBox(rest, stdout, stderr, roots)
 	case "ls":
@@ -168,6 +172,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs := flags("serve", "[--listen ADDR] [--store DIR]", "Run the hub: a NATS server with JetStream on disk, TLS only (its certificate is\nmade on first start; boxes and consoles pin its fingerprint), admitting the\nboxes and consoles add-box and add-console issued (added ones within a\nsecond, without a restart).", stdout, stderr)
 	listen := fs.String("listen", ":4222", "`ADDR` to listen on (HOST:PORT)")
 	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`: certificate, users, streams")
+	lim := limitFlags(fs)
 	if pos, code, ok := parse(fs, args); !ok {
 		return code
 	} else if len(pos) > 0 {
@@ -183,7 +188,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice hub serve: %v\n", err)
 		return exitFail
 	}
-	h, err := StartHub(HubOptions{Listen: *listen, Store: st, Log: stderr})
+	h, err := StartHub(HubOptions{Listen: *listen, Store: st, Log: stderr, Limits: *lim})
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice hub serve: %v\n", err)
 		return exitFail
@@ -292,7 +297,7 @@ func cmdRemove(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdConfig(args []string, stdout, stderr io.Writer) int {
-	fs := flags("config", "[--listen ADDR] [--store DIR]", "Print a nats-server configuration (JSON) that serves this store as the\nembedded hub does: its certificate, the boxes and consoles with their\npermissions, JetStream in the store. Users added later need the file made\nagain and the server reloaded (nats-server --signal reload).", stdout, stderr)
+	fs := flags("config", "[--listen ADDR] [--store DIR]", "Print a nats-server configuration (JSON) that serves this store as the\nembedded hub does: its certificate, the boxes and consoles with their\npermissions, JetStream in the store. Users added later need the file made\nagain and the server reloaded (nats-server --signal reload). Then 'sluice hub\ninit' once, and 'sluice hub service' beside the server: it records the\ndecisions (the embedded hub runs its own).", stdout, stderr)
 	listen := fs.String("listen", ":4222", "`ADDR` the server is to listen on")
 	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`")
 	if _, code, ok := parse(fs, args); !ok {
@@ -316,6 +321,7 @@ func cmdInit(args []string, stdout, stderr io.Writer) int {
 	fs := flags("init", "--hub URL [--store DIR]", "Make the fleet's buckets on a nats-server started with 'sluice hub config'\n(the embedded hub makes them itself).", stdout, stderr)
 	url := fs.String("hub", "nats://127.0.0.1:4222", "the server's `URL`")
 	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`")
+	lim := limitFlags(fs)
 	if _, code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -326,11 +332,71 @@ func cmdInit(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalCtx()
 	defer stop()
-	if err := st.Init(ctx, *url); err != nil {
+	if err := st.Init(ctx, *url, *lim); err != nil {
 		fmt.Fprintf(stderr, "sluice hub init: %v\n", err)
 		return exitFail
 	}
-	fmt.Fprintf(stdout, "buckets %s, %s, %s ready on %s\n", BucketPending, BucketDecisions, BucketResults, *url)
+	fmt.Fprintf(stdout, "buckets %s, %s, %s ready on %s; run 'sluice hub service --hub %s' beside it\n", BucketPending, BucketDecisions, BucketResults, *url, *url)
+	return exitOK
+}
+
+// limitFlags are the pending bucket's bounds.
+func limitFlags(fs *flag.FlagSet) *Limits {
+	var l Limits
+	fs.DurationVar(&l.MaxAge, "pending-max-age", DefaultMaxAge, "how long a request stays on the hub since its box published it (then it is decided on the box)")
+	fs.IntVar(&l.PerBox, "pending-per-box", DefaultPerBox, "how many requests of one box the hub holds at once (the latest beyond are decided on the box)")
+	return &l
+}
+
+func cmdService(args []string, stdout, stderr io.Writer) int {
+	fs := flags("service", "--hub URL [--store DIR] [--pending-max-age D] [--pending-per-box N]", "Run the hub's own service beside a nats-server started with 'sluice hub config'\n(the embedded hub runs its own): it records the consoles' decisions, each\nby the console whose credentials sent it, and keeps the pending bucket within\nits bounds, telling the consoles what it took off. It connects as the store's\nadministrator, so run it on the hub's machine. Runs until interrupted; a\nserver that restarts is reconnected to.", stdout, stderr)
+	url := fs.String("hub", "nats://127.0.0.1:4222", "the server's `URL`")
+	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`")
+	lim := limitFlags(fs)
+	if pos, code, ok := parse(fs, args); !ok {
+		return code
+	} else if len(pos) > 0 {
+		fmt.Fprintf(stderr, "sluice hub service: takes no arguments (%q)\n", pos[0])
+		return exitUsage
+	}
+	st, err := Open(*storeDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice hub service: %v\n", err)
+		return exitFail
+	}
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(stderr, "%s sluice hub service: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+	}
+	ctx, stop := signalCtx()
+	defer stop()
+	var nc *nats.Conn
+	for {
+		nc, err = st.AdminConn(*url, nats.Name("sluice hub service"), nats.RetryOnFailedConnect(true),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				if err != nil {
+					logf("lost the server (%v); retrying", err)
+				}
+			}),
+			nats.ReconnectHandler(func(*nats.Conn) { logf("reconnected") }))
+		if err == nil {
+			break
+		}
+		logf("the server cannot be reached (%v); retrying in 1 s", err)
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-time.After(time.Second):
+		}
+	}
+	defer nc.Close()
+	l := lim.withDefaults()
+	svc := &Service{NC: nc, Limits: l, Logf: logf, Ready: func() {
+		logf("serving %s: decisions on %s; a request stays at most %s, and %d a box", nc.ConnectedUrlRedacted(), DecideSubject("CONSOLE"), l.MaxAge, l.PerBox)
+	}}
+	if err := svc.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "sluice hub service: %v\n", err)
+		return exitFail
+	}
 	return exitOK
 }
 
@@ -510,7 +576,7 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 		fmt.Fprintf(stderr, "sluice hub %s: %s\n", name, safe(err.Error()))
 		return exitFail
 	}
-	by := audit.Login() + "@" + cl.Creds.Name
+	as := wire.AsName(audit.Login())
 	var outs []*nats.Subscription
 	var outMu sync.Mutex // the two subscriptions' callbacks
 	var track wire.OutputTrack
@@ -566,11 +632,12 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 		}
 		shown, shownDiff = p.Digest, wire.DiffDigest(p.Diff, p.DiffErr)
 	}
-	if _, err := cl.Decide(ctx, box, id, decision, by, *reason, shown, shownDiff); err != nil {
+	d, err := cl.Decide(ctx, Choice{Box: box, ID: id, Decision: decision, As: as, Reason: *reason, Digest: shown, DiffDigest: shownDiff})
+	if err != nil {
 		fmt.Fprintf(stderr, "sluice hub %s: %s/%s: %s\n", name, box, id, safe(err.Error()))
 		return exitFail
 	}
-	fmt.Fprintf(stderr, "sluice hub %s: %s/%s %s by %s\n", name, box, id, map[string]string{Approve: "approved", Deny: "denied"}[decision], by)
+	fmt.Fprintf(stderr, "sluice hub %s: %s/%s %s by %s\n", name, box, id, map[string]string{Approve: "approved", Deny: "denied"}[decision], safe(d.By))
 	if *noWait {
 		return exitOK
 	}
@@ -659,7 +726,7 @@ func cmdFeed(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalCtx()
 	defer stop()
-	f := &Feed{Out: stdout, By: audit.Login() + "@" + c.Name}
+	f := &Feed{Out: stdout, As: wire.AsName(audit.Login())}
 	cl, err := dial(ctx, *url, *credsPath,
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			text := "lost the hub"

@@ -31,6 +31,7 @@ const (
 	FeedOutcome = wire.FeedOutcome
 	FeedOutput  = wire.FeedOutput
 	FeedDecided = wire.FeedDecided
+	FeedDropped = wire.FeedDropped
 )
 
 const maxDiff = wire.MaxDiff

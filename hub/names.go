@@ -8,12 +8,29 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 )
 
-// The buckets.
+// The buckets. Decisions are in sluice-decided, which only the hub's
+// decision service writes; sluice-decisions, which consoles wrote
+// themselves before, is retired (bucketRetired).
 const (
 	BucketPending   = "sluice-pending"
-	BucketDecisions = "sluice-decisions"
+	BucketDecisions = "sluice-decided"
 	BucketResults   = "sluice-results"
 )
+
+// bucketRetired is where consoles of earlier versions write decisions
+// themselves. Its stream is kept, capturing nothing, so that such a
+// console still connects and its write reaches the decision service,
+// which answers that the console must be upgraded.
+const bucketRetired = "sluice-decisions"
+
+// DecideSubject is where console asks the hub's decision service to
+// record a decision: its own subject, which only its credentials may
+// publish to, so that the service knows who decided from the subject.
+func DecideSubject(console string) string { return "sluice.decide." + console }
+
+// DroppedSubject is where the hub's service says which requests it took
+// off the pending bucket (wire.Dropped), for the consoles.
+const DroppedSubject = "sluice.dropped"
 
 // Roles a hub's users have.
 const (

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // natsProc is a nats-server process (the Debian package, or any on PATH)
@@ -27,9 +29,18 @@ type natsProc struct {
 	cmd  *osexec.Cmd
 }
 
-// natsServer starts a natsProc for st and makes the buckets with Init. In
-// CI (CI set) a missing nats-server fails the test.
+// natsServer starts a natsProc for st, makes the buckets with Init, and
+// runs the hub's Service beside it in this process. In CI (CI set) a
+// missing nats-server fails the test.
 func natsServer(t *testing.T, st *Store) *natsProc {
+	t.Helper()
+	p := natsServerBare(t, st)
+	runService(t, st, p.url, Limits{})
+	return p
+}
+
+// natsServerBare is natsServer without the service.
+func natsServerBare(t *testing.T, st *Store) *natsProc {
 	t.Helper()
 	bin, err := osexec.LookPath("nats-server")
 	if err != nil {
@@ -56,10 +67,35 @@ func natsServer(t *testing.T, st *Store) *natsProc {
 	t.Cleanup(p.kill)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := st.Init(ctx, p.url); err != nil {
+	if err := st.Init(ctx, p.url, Limits{}); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// runService runs the hub's Service beside a nats-server at url (as
+// 'sluice hub service' does), until the test ends.
+func runService(t *testing.T, st *Store, url string, lim Limits) {
+	t.Helper()
+	nc, err := st.AdminConn(url, nats.Name("sluice hub service (test)"), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	svc := &Service{NC: nc, Limits: lim, Logf: func(f string, a ...any) { t.Logf("service: "+f, a...) }}
+	go func() {
+		defer close(done)
+		if err := svc.Run(ctx); err != nil {
+			t.Errorf("the service: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; nc.Close() })
+	// Serving once its subscription is on the server.
+	waitFor(t, "the decision service", func() bool {
+		m, err := nc.Request(DecideSubject("probe"), []byte("{}"), time.Second)
+		return err == nil && len(m.Data) > 0
+	})
 }
 
 // watchStderr reads a child's stderr: "" on the channel when a line holds

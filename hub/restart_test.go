@@ -38,6 +38,8 @@ type hubProc struct {
 	store string
 	addr  string
 	url   string
+	args  []string // the command line; ready: what it says once it serves
+	ready string
 	mu    sync.Mutex
 	cmd   *osexec.Cmd
 	done  chan struct{}
@@ -52,7 +54,8 @@ func hubProcess(t *testing.T, st *Store) *hubProc {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	p := &hubProc{t: t, store: st.Dir, addr: addr, url: "nats://" + addr}
+	p := &hubProc{t: t, store: st.Dir, addr: addr, url: "nats://" + addr,
+		args: []string{"hub", "serve", "--listen", addr, "--store", st.Dir}, ready: "listening on"}
 	p.start()
 	t.Cleanup(p.kill)
 	return p
@@ -66,7 +69,7 @@ func (p *hubProc) start() {
 	if p.cmd != nil {
 		return
 	}
-	cmd := osexec.Command(os.Args[0], "hub", "serve", "--listen", p.addr, "--store", p.store)
+	cmd := osexec.Command(os.Args[0], p.args...)
 	cmd.Env = append(os.Environ(), "SLUICE_HUB_TEST_MAIN=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -76,15 +79,15 @@ func (p *hubProc) start() {
 		p.t.Fatal(err)
 	}
 	p.cmd, p.done = cmd, make(chan struct{})
-	ready := watchStderr(stderr, "listening on")
+	ready := watchStderr(stderr, p.ready)
 	go func(cmd *osexec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(cmd, p.done)
 	select {
 	case out := <-ready:
 		if out != "" {
-			p.t.Fatalf("sluice hub serve exited:\n%s", out)
+			p.t.Fatalf("sluice %v exited:\n%s", p.args, out)
 		}
 	case <-time.After(20 * time.Second):
-		p.t.Fatal("sluice hub serve did not listen in 20 s")
+		p.t.Fatalf("sluice %v did not say %q in 20 s", p.args, p.ready)
 	}
 }
 

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +23,7 @@ type HubOptions struct {
 	Listen string    // host:port; default ":4222"
 	Store  *Store    // required
 	Log    io.Writer // where the hub says what it does; nil: nowhere
+	Limits Limits    // the pending bucket's bounds (Limits' defaults)
 }
 
 // Hub is a running embedded hub.
@@ -32,6 +34,10 @@ type Hub struct {
 	admin nkeys.KeyPair
 	users []User
 	log   io.Writer
+
+	limits      Limits
+	stopService context.CancelFunc
+	serviceDone chan struct{}
 }
 
 // StartHub starts the NATS server with JetStream in store, admitting the
@@ -64,7 +70,7 @@ func StartHub(o HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Hub{store: o.Store, admin: admin, log: o.Log}
+	h := &Hub{store: o.Store, admin: admin, log: o.Log, limits: o.Limits.withDefaults()}
 	if h.log == nil {
 		h.log = io.Discard
 	}
@@ -102,7 +108,43 @@ func StartHub(o HubOptions) (*Hub, error) {
 		srv.Shutdown()
 		return nil, err
 	}
+	if err := h.startService(); err != nil {
+		srv.Shutdown()
+		return nil, err
+	}
 	return h, nil
+}
+
+// startService runs the hub's Service in this process, as the
+// administrator, until Shutdown.
+func (h *Hub) startService() error {
+	nc, err := h.adminConn()
+	if err != nil {
+		return fmt.Errorf("hub: the decision service: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stopService, h.serviceDone = cancel, make(chan struct{})
+	svc := &Service{NC: nc, Limits: h.limits, Logf: func(f string, a ...any) {
+		fmt.Fprintf(h.log, "sluice hub: "+f+"\n", a...)
+	}}
+	ready := make(chan struct{})
+	svc.Ready = func() { close(ready) }
+	go func() {
+		defer close(h.serviceDone)
+		defer nc.Close()
+		if err := svc.Run(ctx); err != nil {
+			fmt.Fprintf(h.log, "sluice hub: NO DECISION SERVICE: %v\n", err)
+		}
+	}()
+	select {
+	case <-ready:
+		return nil
+	case <-h.serviceDone:
+	case <-time.After(30 * time.Second):
+	}
+	cancel()
+	<-h.serviceDone
+	return errors.New("hub: the decision service did not start")
 }
 
 // nkeyUsers are the server's users: the admin and the store's.
@@ -126,6 +168,10 @@ func (h *Hub) URL() string {
 
 // Shutdown stops the hub.
 func (h *Hub) Shutdown() {
+	if h.stopService != nil {
+		h.stopService()
+		<-h.serviceDone
+	}
 	h.srv.Shutdown()
 	h.srv.WaitForShutdown()
 }
@@ -143,7 +189,7 @@ func (h *Hub) makeBuckets() error {
 		return fmt.Errorf("hub: %w", err)
 	}
 	defer nc.Close()
-	return MakeBuckets(nc)
+	return MakeBuckets(nc, h.limits)
 }
 
 // MakeBuckets creates the fleet's buckets on the NATS server nc is
@@ -155,8 +201,15 @@ func (h *Hub) makeBuckets() error {
 // to its own keys with a rollup header would otherwise wipe everyone's),
 // no message deletion, and, for decisions, one message per key for good
 // (a later write to a decided key is refused by the server: the first
-// decision wins whatever a console sends).
-func MakeBuckets(nc *nats.Conn) error {
+// decision wins). The pending bucket forgets a request after twice
+// lim.MaxAge (at least an hour more): the hub's Service takes it off at
+// lim.MaxAge and says so; this bounds the bucket when no service runs.
+//
+// The retired decisions bucket of earlier versions is kept, capturing
+// nothing: an earlier version's console opens it at start, and its writes
+// there reach the Service, which tells it to upgrade.
+func MakeBuckets(nc *nats.Conn, lim Limits) error {
+	lim = lim.withDefaults()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
@@ -167,15 +220,21 @@ func MakeBuckets(nc *nats.Conn) error {
 		bucket, desc string
 		ttl          time.Duration
 		once         bool
+		subjects     string
 	}{
-		{BucketPending, "sluice: requests waiting for a person, by BOX.ID", 0, false},
-		{BucketDecisions, "sluice: decisions, by BOX.ID; the first one stands", 0, true},
-		{BucketResults, "sluice: what each box did with a decision, by BOX.ID", 30 * 24 * time.Hour, false},
+		{BucketPending, "sluice: requests waiting for a person, by BOX.ID", lim.MaxAge + max(lim.MaxAge, time.Hour), false, ""},
+		{BucketDecisions, "sluice: decisions, by BOX.ID, written by the hub's decision service; the first one stands", 0, true, ""},
+		{BucketResults, "sluice: what each box did with a decision, by BOX.ID", 30 * 24 * time.Hour, false, ""},
+		{bucketRetired, "sluice: retired (decisions are in " + BucketDecisions + "); captures nothing", 30 * 24 * time.Hour, true, "sluice.retired." + bucketRetired},
 	} {
+		subjects := "$KV." + b.bucket + ".>"
+		if b.subjects != "" {
+			subjects = b.subjects
+		}
 		cfg := jetstream.StreamConfig{
 			Name:              "KV_" + b.bucket,
 			Description:       b.desc,
-			Subjects:          []string{"$KV." + b.bucket + ".>"},
+			Subjects:          []string{subjects},
 			MaxMsgsPerSubject: 1,
 			MaxBytes:          -1,
 			MaxMsgs:           -1,

@@ -41,12 +41,12 @@ func (kw *kvWatch) run(ctx context.Context, cl *Client) {
 	retry := retryFirst
 	for ctx.Err() == nil {
 		relinked := cl.Relinked()
-		var opts []jetstream.WatchOpt
+		var from uint64
 		resumed := kw.resume && last > 0
 		if resumed {
-			opts = append(opts, jetstream.IncludeHistory(), jetstream.ResumeFromRevision(last+1))
+			from = last + 1
 		}
-		w, stop, err := kw.open(ctx, relinked, opts...)
+		w, stop, err := kw.open(ctx, relinked, from)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -102,7 +102,8 @@ const (
 // open makes one watch, given up after openWait or at a reconnection:
 // a request the lost hub took with it is never answered, and a watch
 // made on it is stale anyway. stop ends what the watch holds.
-func (kw *kvWatch) open(ctx context.Context, relinked <-chan struct{}, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, context.CancelFunc, error) {
+// A watch from a revision (not 0) passes on every entry from it.
+func (kw *kvWatch) open(ctx context.Context, relinked <-chan struct{}, from uint64) (jetstream.KeyWatcher, context.CancelFunc, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	made, watched := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -117,7 +118,16 @@ func (kw *kvWatch) open(ctx context.Context, relinked <-chan struct{}, opts ...j
 		case <-made:
 		}
 	}()
-	w, err := kw.kv.Watch(wctx, kw.keys, opts...)
+	var w jetstream.KeyWatcher
+	var err error
+	switch own, ok := kw.kv.(*ownKV); {
+	case ok:
+		w, err = own.watchFrom(wctx, kw.keys, from)
+	case from > 0:
+		w, err = kw.kv.Watch(wctx, kw.keys, jetstream.IncludeHistory(), jetstream.ResumeFromRevision(from))
+	default:
+		w, err = kw.kv.Watch(wctx, kw.keys)
+	}
 	close(made)
 	<-watched
 	if err == nil && wctx.Err() != nil {

@@ -44,7 +44,7 @@ const maxKnown = 4096
 func (l *Link) handle(ev wire.FeedEvent) {
 	key := ev.Box + "/" + ev.ID
 	switch ev.Ev {
-	case wire.FeedPending, wire.FeedGone, wire.FeedOutput, wire.FeedOutcome:
+	case wire.FeedPending, wire.FeedGone, wire.FeedOutput, wire.FeedOutcome, wire.FeedDropped:
 		if !wire.ValidName(ev.Box) || !queue.ValidID(ev.ID) {
 			return
 		}
@@ -116,8 +116,27 @@ func (l *Link) handle(ev wire.FeedEvent) {
 		if ev.Outcome != nil {
 			l.outcome(key, ev.Outcome)
 		}
+	case wire.FeedDropped:
+		// The header says it: the request leaves the queue (a gone comes
+		// with it) and would otherwise vanish without a word.
+		why, _ := queue.Printable(ev.Text)
+		if len(why) > maxDropWhy {
+			why = strings.ToValidUTF8(why[:maxDropWhy], "") + "…"
+		}
+		id := ev.ID
+		if len(id) > 8 {
+			id = "…" + id[len(id)-8:] // as the queue shows ids
+		}
+		l.mu.Lock()
+		l.dropped++
+		l.dropNote = ev.Box + "/" + id + " (" + why + ")"
+		l.mu.Unlock()
+		l.linked()
 	}
 }
+
+// maxDropWhy bounds the reason a dropped request's note gives.
+const maxDropWhy = 160
 
 // openRun is the run of request key whose output streams here, opened if
 // needs be; nil if its output is not shown here. A run is shown for a

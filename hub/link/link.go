@@ -48,6 +48,8 @@ type Link struct {
 	runs     map[string]*fleetRun         // runs whose output streams here, by BOX/ID
 	text     string                       // the hub's address, or why it cannot be reached
 	ok       bool                         // connected
+	dropped  int                          // requests the hub took off its queue while this console watched
+	dropNote string                       // the last of them, and why
 	ended    chan struct{}                // the feed's output ended
 	endErr   error
 }
@@ -259,10 +261,18 @@ func (l *Link) Deny(ctx context.Context, shown *queue.Request, reason string) er
 	return l.decide(ctx, wire.Deny, shown, reason)
 }
 
-// Link implements tui.Fleet.
+// Link implements tui.Fleet: the hub's address (or why it cannot be
+// reached), and what the hub took off its queue, if it did: those
+// requests wait on their boxes, to be decided there.
 func (l *Link) Link() (string, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	switch {
+	case l.dropped == 1:
+		return l.text + " · 1 request dropped by the hub: " + l.dropNote, l.ok
+	case l.dropped > 1:
+		return fmt.Sprintf("%s · %d requests dropped by the hub, the last %s", l.text, l.dropped, l.dropNote), l.ok
+	}
 	return l.text, l.ok
 }
 

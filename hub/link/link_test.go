@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluice-dev/sluice/hub/wire"
 	"github.com/sluice-dev/sluice/queue"
@@ -273,3 +274,30 @@ func TestHubLinkRestartsFeed(t *testing.T) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// What the hub took off its queue is said in the link's text (the
+// console's header), cleaned and bounded, counted; the request leaves the
+// queue by its own gone line.
+func TestHubLinkDropped(t *testing.T) {
+	l, obs, _ := newTestLink()
+	l.text, l.ok = "nats://hub:4222", true
+	id := queue.NewID()
+	l.handle(pendingEvent("b1", id, "make deploy", strings.Repeat("a", 64)))
+	l.handle(wire.FeedEvent{Ev: wire.FeedDropped, Box: "b1", ID: id, Text: "b1 has more than 2 requests waiting on the hub; decide it on the box\x1b[2J"})
+	l.handle(wire.FeedEvent{Ev: wire.FeedGone, Box: "b1", ID: id})
+	text, ok := l.Link()
+	want := "nats://hub:4222 · 1 request dropped by the hub: b1/…" + id[len(id)-8:] + " (b1 has more than 2 requests waiting on the hub; decide it on the box"
+	if !ok || !strings.HasPrefix(text, want) || strings.ContainsRune(text, '\x1b') {
+		t.Fatalf("link text %q, want it to begin %q, with no escape", text, want)
+	}
+	if got := obs.take(); len(got) != 2 || got[1] != "gone b1/"+id {
+		t.Fatalf("observer got %v", got)
+	}
+	// Hostile lines: a short id, a reason far too long, a bad box.
+	l.handle(wire.FeedEvent{Ev: wire.FeedDropped, Box: "b2", ID: "x", Text: strings.Repeat("é", 1000)})
+	l.handle(wire.FeedEvent{Ev: wire.FeedDropped, Box: "B@D", ID: id, Text: "no"})
+	text, _ = l.Link()
+	if !strings.Contains(text, "2 requests dropped by the hub, the last b2/x (") || len(text) > 600 || !utf8.ValidString(text) {
+		t.Fatalf("link text %q", text)
+	}
+}

@@ -36,17 +36,111 @@ type Pending struct {
 // the request is decided on the box itself.
 const MaxDiff = 256 << 10
 
-// Decision is what a console writes (bucket sluice-decisions, key BOX.ID):
-// the first one for a key is the one that counts.
+// Decision is what the hub's decision service records for a console
+// (bucket sluice-decided, key BOX.ID): the first one for a key is the one
+// that counts.
 type Decision struct {
 	Decision string `json:"decision"` // approve or deny
-	By       string `json:"by"`       // person@console
-	Reason   string `json:"reason,omitempty"`
-	Digest   string `json:"digest"` // of the request as shown: a changed request is not run
+	// By is who decided: AS@CONSOLE, CONSOLE the name of the credentials
+	// the decision came with (the hub's word, never the console's), AS
+	// the person (or device) the console named.
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
+	Digest string `json:"digest"` // of the request as shown: a changed request is not run
 	// DiffDigest is DiffDigest of the diff shown with a file request: a
 	// box applies the change only while the file would still change so.
 	DiffDigest string    `json:"diff_digest,omitempty"`
 	At         time.Time `json:"at"`
+}
+
+// DecideRequest is what a console sends the hub's decision service, on its
+// own subject (sluice.decide.CONSOLE), to decide a request. It carries no
+// "by": the service takes the console from the subject, and As names who
+// decided under it.
+type DecideRequest struct {
+	Box      string `json:"box"`
+	ID       string `json:"id"`
+	Decision string `json:"decision"` // approve or deny
+	// As is the person (or device) deciding at the console: see ValidAs.
+	// The decision is recorded by AS@CONSOLE (by CONSOLE when empty).
+	As     string `json:"as,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Digest is the request's as shown (at least 8 hex digits; required
+	// to approve): a request that is not that one any more is refused.
+	Digest string `json:"digest,omitempty"`
+	// DiffDigest is DiffDigest of the diff shown with it (when not
+	// empty, a diff that changed since is refused).
+	DiffDigest string `json:"diff_digest,omitempty"`
+}
+
+// DecideReply is the decision service's answer: the decision as recorded,
+// or why there is none (Code says which, for a program to branch on).
+type DecideReply struct {
+	// Decision is the one recorded, or with Code "decided" the one that
+	// stands (another console was first).
+	Decision *Decision `json:"decision,omitempty"`
+	Code     string    `json:"code,omitempty"`
+	Error    string    `json:"error,omitempty"`
+}
+
+// The decision service's refusals (DecideReply.Code).
+const (
+	CodeDecided    = "decided"     // another decision was first
+	CodeNotPending = "not_pending" // no such request waits on the hub
+	CodeChanged    = "changed"     // the request (or its diff) is not the one shown
+	CodeRefused    = "refused"     // not a decision this console may make
+)
+
+// MaxAs bounds DecideRequest.As.
+const MaxAs = 64
+
+// ValidAs reports whether as can name who decides under a console: at
+// most MaxAs letters, digits, spaces and ._-+()/:, (no '@': the hub puts
+// the console's name after the only one).
+func ValidAs(as string) bool {
+	if len(as) > MaxAs {
+		return false
+	}
+	for i := 0; i < len(as); i++ {
+		if !asByte(as[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func asByte(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return c == ' ' || c == '.' || c == '_' || c == '-' || c == '+' || c == '(' || c == ')' || c == '/' || c == ':' || c == ','
+}
+
+// AsName is s made a valid As: other bytes become '_', and it is cut to
+// MaxAs (a login name with characters As does not take still decides).
+func AsName(s string) string {
+	b := []byte(s)
+	if len(b) > MaxAs {
+		b = b[:MaxAs]
+	}
+	for i, c := range b {
+		if !asByte(c) {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// Dropped is what the hub's service says (subject sluice.dropped) when it
+// takes a request off the pending bucket that no box withdrew: it waited
+// longer than the hub keeps one, or its box has more waiting than the hub
+// holds for one box. The request still waits on its box.
+type Dropped struct {
+	Box    string    `json:"box"`
+	ID     string    `json:"id"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 // DiffDigest is what stands for a published diff (or the reason there is
@@ -113,6 +207,7 @@ const (
 	FeedOutcome = "outcome" // what Box did with its request ID (History)
 	FeedOutput  = "output"  // Data: output of Box's run of ID, in order
 	FeedDecided = "decided" // the answer to command Seq: Error is empty once the hub holds the decision
+	FeedDropped = "dropped" // the hub took Box's request ID off its queue (Text: why); it waits on the box
 )
 
 // FeedCommand is one line a console writes to the feed: a person's

@@ -340,7 +340,7 @@ func (h *hubCrash) console(ctx context.Context, name string, seed uint64) {
 			if rng.IntN(100) < 15 {
 				d = hub.Deny
 			}
-			_, _ = cl.Decide(cctx, p.Box, p.ID, d, "crash@"+name, "", p.Digest, "")
+			_, _ = cl.Decide(cctx, hub.Choice{Box: p.Box, ID: p.ID, Decision: d, As: "crash", Digest: p.Digest})
 		}
 		cancel()
 		if err != nil || len(ps) == 0 {
