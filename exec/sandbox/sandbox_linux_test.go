@@ -175,6 +175,9 @@ func helperOp(op string) string {
 	case "status":
 		return statusFields("/proc/self/status", "CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp")
 	default:
+		if r, ok := netOp(f); ok {
+			return r
+		}
 		return "unknown op"
 	}
 	return result(err)

@@ -1,0 +1,410 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	osexec "os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// netOp performs the helper's network operations (see helperOp), each
+// with an address "HOST,PORT" (HOST may be an IPv6 literal):
+//
+//	tcp:ADDR      connect a TCP socket
+//	udp:ADDR      send one datagram
+//	mptcp:ADDR    open an MPTCP socket and connect it
+//	tfo:ADDR      send with TCP Fast Open (connects without connect)
+//	raw           open a raw ICMP socket
+//	loopback      listen on 127.0.0.1, connect to it, accept: the run's own
+func netOp(f []string) (string, bool) {
+	addr := func() unix.Sockaddr {
+		host, port, _ := strings.Cut(strings.Join(f[1:], ":"), ",")
+		p, _ := strconv.Atoi(port)
+		ip := net.ParseIP(strings.Trim(host, "[]"))
+		if ip4 := ip.To4(); ip4 != nil {
+			return &unix.SockaddrInet4{Port: p, Addr: [4]byte(ip4)}
+		}
+		return &unix.SockaddrInet6{Port: p, Addr: [16]byte(ip.To16())}
+	}
+	family := func(sa unix.Sockaddr) int {
+		if _, ok := sa.(*unix.SockaddrInet4); ok {
+			return unix.AF_INET
+		}
+		return unix.AF_INET6
+	}
+	var err error
+	switch f[0] {
+	case "tcp", "mptcp", "tfo":
+		sa := addr()
+		proto := 0
+		if f[0] == "mptcp" {
+			proto = unix.IPPROTO_MPTCP
+		}
+		var fd int
+		if fd, err = unix.Socket(family(sa), unix.SOCK_STREAM|unix.SOCK_CLOEXEC, proto); err != nil {
+			break
+		}
+		if f[0] == "tfo" {
+			err = unix.Sendto(fd, []byte("x"), unix.MSG_FASTOPEN, sa)
+		} else {
+			err = unix.Connect(fd, sa)
+		}
+		unix.Close(fd)
+	case "udp":
+		sa := addr()
+		var fd int
+		if fd, err = unix.Socket(family(sa), unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			break
+		}
+		err = unix.Sendto(fd, []byte("x"), 0, sa)
+		unix.Close(fd)
+	case "raw":
+		var fd int
+		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP); err == nil {
+			unix.Close(fd)
+		}
+	case "loopback":
+		var ln net.Listener
+		if ln, err = net.Listen("tcp4", "127.0.0.1:0"); err != nil {
+			break
+		}
+		defer ln.Close()
+		var c net.Conn
+		if c, err = net.Dial("tcp4", ln.Addr().String()); err != nil {
+			break
+		}
+		defer c.Close()
+		var a net.Conn
+		if a, err = ln.Accept(); err == nil {
+			a.Close()
+		}
+	default:
+		return "", false
+	}
+	return result(err), true
+}
+
+// tcpWatch records the connections a host listener accepts.
+type tcpWatch struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	cond  *sync.Cond
+	peers []string // remote addresses, in the order accepted
+}
+
+func watchTCP(t *testing.T, network, addr string) *tcpWatch {
+	t.Helper()
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &tcpWatch{ln: ln}
+	w.cond = sync.NewCond(&w.mu)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			w.mu.Lock()
+			w.peers = append(w.peers, c.RemoteAddr().String())
+			w.cond.Broadcast()
+			w.mu.Unlock()
+			c.Close()
+		}
+	}()
+	return w
+}
+
+// op names the listener in a helper op: "KIND:HOST,PORT".
+func (w *tcpWatch) op(kind string) string {
+	a := w.ln.Addr().(*net.TCPAddr)
+	return kind + ":" + a.IP.String() + "," + strconv.Itoa(a.Port)
+}
+
+// others is how many connections reached the listener before one the
+// test makes now: the listener accepts in order, so once that one is in,
+// every earlier one is.
+func (w *tcpWatch) others(t *testing.T) int {
+	t.Helper()
+	c, err := net.Dial(w.ln.Addr().Network(), w.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sentinel := c.LocalAddr().String()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		for i, p := range w.peers {
+			if p == sentinel {
+				return i
+			}
+		}
+		w.cond.Wait()
+	}
+}
+
+// udpWatch counts the datagrams a host socket receives.
+type udpWatch struct {
+	pc net.PacketConn
+}
+
+func watchUDP(t *testing.T) *udpWatch {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	return &udpWatch{pc: pc}
+}
+
+func (u *udpWatch) op() string {
+	return "udp:127.0.0.1," + strconv.Itoa(u.pc.LocalAddr().(*net.UDPAddr).Port)
+}
+
+// others sends the socket a sentinel and counts what came before it.
+func (u *udpWatch) others(t *testing.T) int {
+	t.Helper()
+	c, err := net.Dial("udp4", u.pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("sentinel")); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	buf := make([]byte, 64)
+	for {
+		m, _, err := u.pc.ReadFrom(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(buf[:m]) == "sentinel" {
+			return n
+		}
+		n++
+	}
+}
+
+// testProxy is an HTTP proxy standing in for the engine's, served on a
+// run's ProxyListener: it answers every request with the host asked and
+// records it.
+type testProxy struct {
+	mu   sync.Mutex
+	seen []string // "METHOD URL"
+}
+
+func serveProxy(t *testing.T, c *Confinement) *testProxy {
+	t.Helper()
+	ln := c.ProxyListener()
+	if ln == nil {
+		t.Fatal("ProxyListener() = nil for a proxied run")
+	}
+	p := &testProxy{}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.seen = append(p.seen, r.Method+" "+r.URL.String())
+		p.mu.Unlock()
+		fmt.Fprintf(w, "proxied %s\n", r.Host)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	return p
+}
+
+func (p *testProxy) requests() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.seen...)
+}
+
+// runConfined runs name with args confined by c, with env, and returns
+// its output (stdout and stderr) and exit error.
+func runConfined(t *testing.T, c *Confinement, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := osexec.Command(name, args...)
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := Start(cmd, c, nil); err != nil {
+		t.Fatalf("Start %s: %v", name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	err := <-done
+	return out.String(), err
+}
+
+// hostAddr is an address of this machine's own other than loopback, or
+// nil: a listener there stands for a service on the private network.
+func hostAddr() net.IP {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() && n.IP.To4() != nil {
+			return n.IP
+		}
+	}
+	return nil
+}
+
+// escapeCase is one attempt to reach past the proxy, and what each
+// mechanism answers it with.
+type escapeCase struct {
+	op          string
+	ownNS, port string // the helper's line: own namespace, port fallback
+}
+
+// TestProxyEscapes: a networked run with a proxy reaches its proxy and
+// nothing else, in its own network namespace (boxed) and without one
+// (Landlock's port rule and the TCP-only filter). A host listener on
+// 127.0.0.1, on ::1 and on the machine's own address gets no connection
+// (direct, by MPTCP, by TCP Fast Open, by bash's /dev/tcp); a host UDP
+// socket gets no datagram; curl through the environment reaches the
+// test proxy. The same ops from a plain networked run do reach the
+// listeners: what is counted is what the confinement stops.
+func TestProxyEscapes(t *testing.T) {
+	requireSandbox(t)
+	t.Parallel()
+	bash, err := osexec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	curl, err := osexec.LookPath("curl")
+	if err != nil {
+		t.Skip("no curl")
+	}
+	for _, mode := range []string{"own namespace", "port"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			s := f.spec(Networked)
+			s.Proxy = true
+			if mode == "own namespace" {
+				s.Box = boxForTest(t)
+			}
+			// One confinement, and one proxy, for each start: a run in
+			// its own namespace is started once.
+			c := prepare(t, s)
+			want := map[string]string{"own namespace": "network: own namespace, proxy only", "port": "network: proxy port only (no namespaces: sluice-box is not installed beside sluice)"}[mode]
+			if got := c.Network(); got != want {
+				t.Errorf("Network() = %q, want %q", got, want)
+			}
+			proxy := serveProxy(t, c)
+
+			lo := watchTCP(t, "tcp4", "127.0.0.1:0")
+			watches := map[string]*tcpWatch{"127.0.0.1": lo}
+			cases := []escapeCase{
+				{lo.op("tcp"), "err ECONNREFUSED", "err EACCES"},
+				{lo.op("mptcp"), "err EACCES", "err EACCES"},
+				{lo.op("tfo"), "", "err EACCES"},
+				{"raw", "err EPERM", "err EACCES"},
+				{"socket:netlink", "err EACCES", "err EACCES"},
+				{"loopback", "ok", "err EACCES"},
+			}
+			if l6, err := net.Listen("tcp6", "[::1]:0"); err == nil {
+				l6.Close()
+				w := watchTCP(t, "tcp6", "[::1]:0")
+				watches["::1"] = w
+				cases = append(cases, escapeCase{w.op("tcp"), "err ECONNREFUSED", "err EACCES"})
+			}
+			if ip := hostAddr(); ip != nil {
+				w := watchTCP(t, "tcp4", net.JoinHostPort(ip.String(), "0"))
+				watches[ip.String()] = w
+				cases = append(cases, escapeCase{w.op("tcp"), "err ENETUNREACH", "err EACCES"})
+			}
+			udp := watchUDP(t)
+			// In its namespace the datagram goes to the run's own
+			// loopback, where nothing listens.
+			cases = append(cases, escapeCase{udp.op(), "ok", "err EACCES"})
+			var ops []string
+			for _, e := range cases {
+				ops = append(ops, e.op)
+			}
+			got := runHelper(t, c, nil, ops...)
+			for _, e := range cases {
+				w := e.ownNS
+				if mode == "port" {
+					w = e.port
+				}
+				if w == "" {
+					// The kernel's answer varies (a Fast Open send to
+					// nothing); what counts is what arrived.
+					if got[e.op] == "ok" {
+						t.Errorf("%s: ok", e.op)
+					}
+					continue
+				}
+				if got[e.op] != w {
+					t.Errorf("%s: %s, want %s", e.op, got[e.op], w)
+				}
+			}
+
+			// bash's /dev/tcp, at the host's loopback listener.
+			c = prepare(t, s)
+			out, err := runConfined(t, c, os.Environ(), bash, "-c", "exec 3<>/dev/tcp/127.0.0.1/"+strconv.Itoa(lo.ln.Addr().(*net.TCPAddr).Port)+" && echo connected")
+			if err == nil || strings.Contains(out, "connected") {
+				t.Errorf("bash /dev/tcp connected: %v %s", err, out)
+			}
+
+			for name, w := range watches {
+				if n := w.others(t); n != 0 {
+					t.Errorf("%d connections reached the host's listener on %s", n, name)
+				}
+			}
+			if n := udp.others(t); n != 0 {
+				t.Errorf("%d datagrams reached the host's UDP socket", n)
+			}
+
+			// The proxy, through the environment.
+			c = prepare(t, s)
+			proxy = serveProxy(t, c)
+			env := ProxyEnv(os.Environ(), c.ProxyURL())
+			out, err = runConfined(t, c, env, curl, "-sS", "--max-time", "60", "http://example.test/path")
+			if err != nil || !strings.Contains(out, "proxied example.test") {
+				t.Errorf("curl through the proxy: %v\n%s", err, out)
+			}
+			if reqs := proxy.requests(); len(reqs) != 1 || reqs[0] != "GET http://example.test/path" {
+				t.Errorf("the proxy saw %q, want one GET http://example.test/path", reqs)
+			}
+		})
+	}
+}
+
+// TestProxyEscapesControl: the escape ops of TestProxyEscapes, from a
+// networked run without a proxy, do reach the host's listeners: the
+// counting sees a connection where there is one.
+func TestProxyEscapesControl(t *testing.T) {
+	requireSandbox(t)
+	t.Parallel()
+	f := newFixture(t)
+	c := prepare(t, f.spec(Networked))
+	if got := c.Network(); got != "network: any host" {
+		t.Errorf("Network() = %q", got)
+	}
+	lo := watchTCP(t, "tcp4", "127.0.0.1:0")
+	udp := watchUDP(t)
+	got := runHelper(t, c, nil, lo.op("tcp"), udp.op())
+	if got[lo.op("tcp")] != "ok" || got[udp.op()] != "ok" {
+		t.Errorf("unproxied: %v", got)
+	}
+	if n := lo.others(t); n != 1 {
+		t.Errorf("%d connections reached the listener, want 1", n)
+	}
+	if n := udp.others(t); n != 1 {
+		t.Errorf("%d datagrams reached the UDP socket, want 1", n)
+	}
+}
