@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -194,6 +195,9 @@ func (l *nsListener) receive() {
 	var fds []int
 	if err == nil {
 		fds, err = unixRights(oob[:oobn])
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil // the box ended without sending: said below
 	}
 	var ln net.Listener
 	if err == nil && len(fds) == 1 {

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +27,7 @@ import (
 //	tfo:ADDR      send with TCP Fast Open (connects without connect)
 //	raw           open a raw ICMP socket
 //	loopback      listen on 127.0.0.1, connect to it, accept: the run's own
+//	wait          read stdin to its end
 func netOp(f []string) (string, bool) {
 	addr := func() unix.Sockaddr {
 		host, port, _ := strings.Cut(strings.Join(f[1:], ":"), ",")
@@ -88,6 +90,8 @@ func netOp(f []string) (string, bool) {
 		if a, err = ln.Accept(); err == nil {
 			a.Close()
 		}
+	case "wait":
+		_, err = io.Copy(io.Discard, os.Stdin)
 	default:
 		return "", false
 	}
@@ -303,7 +307,7 @@ func TestProxyEscapes(t *testing.T) {
 			if got := c.Network(); got != want {
 				t.Errorf("Network() = %q, want %q", got, want)
 			}
-			proxy := serveProxy(t, c)
+			accepted := countAccepts(c.ProxyListener())
 
 			lo := watchTCP(t, "tcp4", "127.0.0.1:0")
 			watches := map[string]*tcpWatch{"127.0.0.1": lo}
@@ -314,6 +318,8 @@ func TestProxyEscapes(t *testing.T) {
 				{"raw", "err EPERM", "err EACCES"},
 				{"socket:netlink", "err EACCES", "err EACCES"},
 				{"loopback", "ok", "err EACCES"},
+				// The proxy itself, where the run reaches it.
+				{"tcp:127.0.0.1," + strings.TrimPrefix(c.ProxyURL(), "http://127.0.0.1:"), "ok", "ok"},
 			}
 			if l6, err := net.Listen("tcp6", "[::1]:0"); err == nil {
 				l6.Close()
@@ -353,6 +359,8 @@ func TestProxyEscapes(t *testing.T) {
 				}
 			}
 
+			accepted.atLeast(1)
+
 			// bash's /dev/tcp, at the host's loopback listener.
 			c = prepare(t, s)
 			out, err := runConfined(t, c, os.Environ(), bash, "-c", "exec 3<>/dev/tcp/127.0.0.1/"+strconv.Itoa(lo.ln.Addr().(*net.TCPAddr).Port)+" && echo connected")
@@ -371,7 +379,7 @@ func TestProxyEscapes(t *testing.T) {
 
 			// The proxy, through the environment.
 			c = prepare(t, s)
-			proxy = serveProxy(t, c)
+			proxy := serveProxy(t, c)
 			env := ProxyEnv(os.Environ(), c.ProxyURL())
 			out, err = runConfined(t, c, env, curl, "-sS", "--max-time", "60", "http://example.test/path")
 			if err != nil || !strings.Contains(out, "proxied example.test") {
@@ -406,5 +414,175 @@ func TestProxyEscapesControl(t *testing.T) {
 	}
 	if n := udp.others(t); n != 1 {
 		t.Errorf("%d datagrams reached the UDP socket, want 1", n)
+	}
+}
+
+// acceptCounter counts the connections accepted on a run's proxy
+// listener.
+type acceptCounter struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	count int
+	err   chan error // Accept's error, once it returns one
+}
+
+func countAccepts(ln net.Listener) *acceptCounter {
+	a := &acceptCounter{err: make(chan error, 1)}
+	a.cond = sync.NewCond(&a.mu)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				a.err <- err
+				return
+			}
+			a.mu.Lock()
+			a.count++
+			a.cond.Broadcast()
+			a.mu.Unlock()
+			c.Close()
+		}
+	}()
+	return a
+}
+
+// atLeast waits until n connections were accepted.
+func (a *acceptCounter) atLeast(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for a.count < n {
+		a.cond.Wait()
+	}
+}
+
+func (a *acceptCounter) n() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.count
+}
+
+// TestProxyOtherRun: a run reaches its own proxy, never another run's,
+// while both run. In its own namespace 127.0.0.1:3128 is its own proxy's;
+// without namespaces, Landlock refuses the other run's port.
+func TestProxyOtherRun(t *testing.T) {
+	requireSandbox(t)
+	t.Parallel()
+	for _, mode := range []string{"own namespace", "port"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			s := f.spec(Networked)
+			s.Proxy = true
+			if mode == "own namespace" {
+				s.Box = boxForTest(t)
+			}
+			a, b := prepare(t, s), prepare(t, s)
+			pa, pb := countAccepts(a.ProxyListener()), countAccepts(b.ProxyListener())
+			portA := strings.TrimPrefix(a.ProxyURL(), "http://127.0.0.1:")
+			portB := strings.TrimPrefix(b.ProxyURL(), "http://127.0.0.1:")
+
+			// Run a waits, its namespace and port live, while b tries.
+			wait := helperCmd("wait")
+			stdin, err := wait.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Start(wait, a, nil); err != nil {
+				t.Fatal(err)
+			}
+			ops := []string{"tcp:127.0.0.1," + portA, "tcp:127.0.0.1," + portB}
+			got := runHelper(t, b, nil, ops...)
+			stdin.Close()
+			waitCmd(t, wait)
+
+			want := 2 // both ops name 127.0.0.1:3128: b's own
+			if mode == "port" {
+				want = 1
+				if portA == portB {
+					t.Fatalf("two runs got one port, %s", portA)
+				}
+				if got[ops[0]] != "err EACCES" {
+					t.Errorf("run b to run a's proxy port: %s, want err EACCES", got[ops[0]])
+				}
+			}
+			for _, op := range ops[2-want:] {
+				if got[op] != "ok" {
+					t.Errorf("run b to its own proxy (%s): %s", op, got[op])
+				}
+			}
+			// b's connections reached b's proxy; closing a's listener
+			// then ends its Accept after whatever a's queue held.
+			pb.atLeast(want)
+			a.Close()
+			<-pa.err
+			if n := pa.n(); n != 0 {
+				t.Errorf("run a's proxy accepted %d connections from run b", n)
+			}
+		})
+	}
+}
+
+// TestProxyListenerEnds: the proxy listener of a run in its own
+// namespace never leaves Accept waiting for good: it fails once the box
+// ended without sending its listener, or once closed.
+func TestProxyListenerEnds(t *testing.T) {
+	t.Parallel()
+	n, err := nsNet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := countAccepts(n.ln)
+	n.started() // the box's end closed, nothing sent: as a box that died
+	if err := <-acc.err; err == nil || !strings.Contains(err.Error(), "sent no listener") {
+		t.Errorf("Accept after the box ended: %v", err)
+	}
+	n.close()
+
+	n, err = nsNet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc = countAccepts(n.ln)
+	n.ln.Close()
+	if err := <-acc.err; err == nil {
+		t.Error("Accept after Close: no error")
+	}
+	n.close()
+}
+
+// TestProxyStartsOnce: a run in its own network namespace is started
+// once per confinement, and never without its namespace: where the kernel
+// refused the namespaces at start, it is not started on the host's
+// network.
+func TestProxyStartsOnce(t *testing.T) {
+	requireSandbox(t)
+	t.Parallel()
+	f := newFixture(t)
+	s := f.spec(Networked)
+	s.Proxy = true
+	s.Box = boxForTest(t)
+	c := prepare(t, s)
+	runHelper(t, c, nil, "loopback")
+	if err := Start(helperCmd("loopback"), c, nil); err != errStartedOnce {
+		t.Errorf("second Start: %v, want %v", err, errStartedOnce)
+	}
+	c = prepare(t, s)
+	c.box = nil // as after the kernel refused the namespaces
+	if err := Start(helperCmd("loopback"), c, nil); err != errNoNamespace {
+		t.Errorf("Start without the namespace: %v, want %v", err, errNoNamespace)
+	}
+}
+
+// TestProxySpec: a proxy is for the networked profile.
+func TestProxySpec(t *testing.T) {
+	t.Parallel()
+	for _, p := range []Profile{ReadOnly, Mutating} {
+		s := Spec{Profile: p, Proxy: true}
+		if err := s.Validate(); err == nil {
+			t.Errorf("%s with a proxy: valid", p)
+		}
+	}
+	if err := (&Spec{Profile: Networked, Proxy: true}).Validate(); err != nil {
+		t.Errorf("networked with a proxy: %v", err)
 	}
 }
