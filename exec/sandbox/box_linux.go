@@ -265,9 +265,11 @@ func startBox(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	a.GidMappingsEnableSetgroups = false
-	// The helper's one capability, in its own user namespace only, to
-	// mount; it drops it (and every other) before it execs the command.
-	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+	// The helper's capabilities, in its own user namespace only: to
+	// mount, and to lock the securebits as it drops every capability
+	// before it execs the command (which, run by a user other than root,
+	// it could not do without CAP_SETPCAP).
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
 	if c.box.netPort != 0 {
 		// And to bring its loopback up.
 		a.AmbientCaps = append(a.AmbientCaps, unix.CAP_NET_ADMIN)
