@@ -550,8 +550,8 @@ func TestProxyListenerEnds(t *testing.T) {
 	n.close()
 }
 
-// TestProxyStartsOnce: a run in its own network namespace is started
-// once per confinement, and never without its namespace: where the kernel
+// TestProxyStartsOnce: a run in its own network namespace holds no
+// capability, is started once per confinement, and never without its namespace: where the kernel
 // refused the namespaces at start, it is not started on the host's
 // network.
 func TestProxyStartsOnce(t *testing.T) {
@@ -562,7 +562,14 @@ func TestProxyStartsOnce(t *testing.T) {
 	s.Proxy = true
 	s.Box = boxForTest(t)
 	c := prepare(t, s)
-	runHelper(t, c, nil, "loopback")
+	// The run keeps none of the capabilities its box had in their
+	// namespace (to mount, to bring the loopback up).
+	got := runHelper(t, c, nil, "status")
+	for _, w := range []string{"CapEff=0000000000000000", "CapPrm=0000000000000000", "CapAmb=0000000000000000", "NoNewPrivs=1"} {
+		if !strings.Contains(got["status"], w) {
+			t.Errorf("the run's status %q, want %s", got["status"], w)
+		}
+	}
 	if err := Start(helperCmd("loopback"), c, nil); err != errStartedOnce {
 		t.Errorf("second Start: %v, want %v", err, errStartedOnce)
 	}

@@ -296,7 +296,7 @@ type fixture struct {
 	base, project, outside, cache, tmp, home, ssh string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
