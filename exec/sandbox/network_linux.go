@@ -34,7 +34,7 @@ import (
 // the kernel picks, Landlock lets the run connect to that port and no
 // other (and bind none), and the seccomp filter lets it open plain TCP
 // stream sockets only (no UDP, raw, MPTCP; no TCP Fast Open send, which
-// connects past Landlock). Landlock's port rule holds for any address,
+// connects past Landlock; no listen, which binds past it). Landlock's port rule holds for any address,
 // so the run could still reach another host on that one port; and its
 // tests cannot connect to a server of their own. The sandbox line says
 // which applies (Network).

@@ -28,6 +28,7 @@ import (
 //	raw           open a raw ICMP socket
 //	loopback      listen on 127.0.0.1, connect to it, accept: the run's own
 //	wait          read stdin to its end
+//	listen        listen on a TCP socket never bound (the kernel picks a port)
 func netOp(f []string) (string, bool) {
 	addr := func() unix.Sockaddr {
 		host, port, _ := strings.Cut(strings.Join(f[1:], ":"), ",")
@@ -90,6 +91,13 @@ func netOp(f []string) (string, bool) {
 		if a, err = ln.Accept(); err == nil {
 			a.Close()
 		}
+	case "listen":
+		var fd int
+		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			break
+		}
+		err = unix.Listen(fd, 1)
+		unix.Close(fd)
 	case "wait":
 		_, err = io.Copy(io.Discard, os.Stdin)
 	default:
@@ -318,6 +326,7 @@ func TestProxyEscapes(t *testing.T) {
 				{"raw", "err EPERM", "err EACCES"},
 				{"socket:netlink", "err EACCES", "err EACCES"},
 				{"loopback", "ok", "err EACCES"},
+				{"listen", "ok", "err EACCES"},
 				// The proxy itself, where the run reaches it.
 				{"tcp:127.0.0.1," + strings.TrimPrefix(c.ProxyURL(), "http://127.0.0.1:"), "ok", "ok"},
 			}

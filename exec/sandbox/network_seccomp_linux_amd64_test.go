@@ -8,7 +8,7 @@ import (
 
 // TestSeccompProxyOnly walks the program of a proxied run without
 // namespaces: it opens plain TCP stream sockets only, whatever the flags
-// beside the type, and never sends with TCP Fast Open; the networked
+// beside the type, never sends with TCP Fast Open and never listens; the networked
 // program it replaces allowed UDP and raw sockets.
 func TestSeccompProxyOnly(t *testing.T) {
 	t.Parallel()
@@ -42,6 +42,7 @@ func TestSeccompProxyOnly(t *testing.T) {
 		{"sendmsg fastopen", unix.SYS_SENDMSG, [6]uint64{3, 0, unix.MSG_FASTOPEN}, eacces, allow},
 		{"sendmsg", unix.SYS_SENDMSG, [6]uint64{3, 0, unix.MSG_DONTWAIT}, allow, allow},
 		{"sendmmsg fastopen", unix.SYS_SENDMMSG, [6]uint64{3, 0, 1, unix.MSG_FASTOPEN}, eacces, allow},
+		{"listen", unix.SYS_LISTEN, [6]uint64{3, 1}, eacces, allow},
 	} {
 		for i, want := range map[int]uint32{3: c.proxy, 1: c.open} {
 			ret, _, _, err := walk(progs[i][:], x8664, c.nr, c.args)

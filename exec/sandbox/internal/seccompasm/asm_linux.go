@@ -55,7 +55,11 @@ const (
 //     it connects a process only to itself.
 //   - ProxyOnly only: sendto, sendmsg and sendmmsg with MSG_FASTOPEN:
 //     EACCES. A TCP Fast Open send connects without the connect system
-//     call, and so without asking Landlock's port rule.
+//     call, and so without asking Landlock's port rule. listen: EACCES.
+//     A socket that listens unbound is bound by the kernel to a port on
+//     every address without asking Landlock's bind rule, and would take
+//     connections from anywhere; the only sockets such a run can open
+//     are TCP (socketpair's are connected already).
 //   - io_uring_setup: EACCES (io_uring can open sockets past the socket
 //     syscall's filter).
 //   - keyctl, add_key, request_key: EPERM; a confined process would
@@ -157,7 +161,8 @@ func Assemble(program int) ([]unix.SockFilter, error) {
 	}
 	if proxy {
 		flags3 := noFastOpen(3) // sendto's and sendmmsg's flags; sendmsg's are the third
-		rules = append(rules, rule{"sendto", false, flags3}, rule{"sendmsg", false, noFastOpen(2)}, rule{"sendmmsg", false, flags3})
+		rules = append(rules, rule{"sendto", false, flags3}, rule{"sendmsg", false, noFastOpen(2)}, rule{"sendmmsg", false, flags3},
+			rule{"listen", false, denySocket})
 	}
 	if readOnly {
 		// Every mode change refused, whatever the mode: these come
