@@ -386,6 +386,16 @@ func TestProxyEscapes(t *testing.T) {
 				t.Errorf("%d datagrams reached the host's UDP socket", n)
 			}
 
+			// A tool that ignores the proxy fails at once (no name
+			// server, no route), never hangs.
+			c = prepare(t, s)
+			out, err = runConfined(t, c, os.Environ(), curl, "-sS", "--noproxy", "*", "--max-time", "60", "http://example.test/")
+			if err == nil {
+				t.Errorf("curl without the proxy succeeded: %s", out)
+			} else if code := err.(*osexec.ExitError).ExitCode(); code != 6 && code != 7 {
+				t.Errorf("curl without the proxy: %v (want 6, no name, or 7, no connection)\n%s", err, out)
+			}
+
 			// The proxy, through the environment.
 			c = prepare(t, s)
 			proxy := serveProxy(t, c)
