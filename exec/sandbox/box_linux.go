@@ -25,7 +25,8 @@ import (
 // owner, time or xattr change outside the writable set (EROFS), a write to
 // a file that later runs with the person's rights inside a writable root
 // (it is bound read-only over itself), a read of a project secret (an
-// empty file is bound over it). SysV IPC is the run's own.
+// empty file is bound over it). SysV IPC is the run's own, and so, for a
+// run held to its proxy (Spec.Proxy), is the network (network_linux.go).
 //
 // Go starts a child with no code of the caller's between fork and exec,
 // so the namespaces are set up by a helper, sluice-box, that the child

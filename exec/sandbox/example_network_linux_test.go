@@ -19,8 +19,10 @@ func ExampleConfinement_ProxyListener() {
 	if err != nil {
 		return // not confined: the caller's decision
 	}
-	defer c.Close() // closes the listener too
-	proxy := &http.Server{Handler: http.NotFoundHandler()} // the engine's proxy
+	defer c.Close() // and the listener with it
+
+	// The engine's proxy in place of this one.
+	proxy := &http.Server{Handler: http.NotFoundHandler()}
 	go func() { _ = proxy.Serve(c.ProxyListener()) }()
 	defer proxy.Close()
 
