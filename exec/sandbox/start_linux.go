@@ -94,7 +94,7 @@ func Prepare(spec Spec) (*Confinement, error) {
 	c := &Confinement{spec: spec, base: b, ruleset: fd, filter: f[idx], filterIndex: idx, net: nc}
 	if boxWhy(&spec) == "" {
 		c.box = planBox(&spec)
-		if nc != nil {
+		if nc != nil && nc.ownNS {
 			c.box.netPort = nc.port
 		}
 	}
