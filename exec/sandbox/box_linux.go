@@ -25,7 +25,8 @@ import (
 // owner, time or xattr change outside the writable set (EROFS), a write to
 // a file that later runs with the person's rights inside a writable root
 // (it is bound read-only over itself), a read of a project secret (an
-// empty file is bound over it). SysV IPC is the run's own.
+// empty file is bound over it). SysV IPC is the run's own, and so, for a
+// run held to its proxy (Spec.Proxy), is the network (network_linux.go).
 //
 // Go starts a child with no code of the caller's between fork and exec,
 // so the namespaces are set up by a helper, sluice-box, that the child
@@ -111,6 +112,7 @@ type boxPlan struct {
 	protect  []string // bound read-only over themselves, inside a writable one
 	masked   []string // an empty file bound over each
 	fallback []string // what runs when the program cannot start: path, argv
+	netPort  int      // a network namespace of its own, its proxy listening on this port; 0: the caller's network
 }
 
 // planBox makes the plan for spec, or nil when the spec's profile writes
@@ -136,7 +138,7 @@ func (b *boxPlan) encode() []byte {
 	for _, l := range []struct {
 		kind  byte
 		paths []string
-	}{{'W', b.writable}, {'P', b.protect}, {'M', b.masked}, {'F', b.fallback}} {
+	}{{'W', b.writable}, {'P', b.protect}, {'M', b.masked}, {'F', b.fallback}, {'N', netRecord(b.netPort)}} {
 		for _, p := range l.paths {
 			buf.WriteByte(l.kind)
 			buf.WriteString(p)
@@ -155,6 +157,14 @@ func decodeBox(data []byte) (*boxPlan, error) {
 		p := string(rec[1:])
 		if rec[0] == 'F' {
 			b.fallback = append(b.fallback, p)
+			continue
+		}
+		if rec[0] == 'N' {
+			port, err := strconv.Atoi(p)
+			if err != nil || port <= 0 || port > 65535 {
+				return nil, fmt.Errorf("proxy port %q", p)
+			}
+			b.netPort = port
 			continue
 		}
 		if !filepath.IsAbs(p) {
@@ -189,6 +199,7 @@ const (
 	boxPlanFD = 3 // the plan
 	boxBaseFD = 4 // the base Landlock ruleset
 	boxRunFD  = 5 // the run's own
+	boxNetFD  = 6 // with a network namespace: where its proxy's listener goes
 )
 
 // startBox starts cmd through the helper, in namespaces of its own. The
@@ -196,6 +207,9 @@ const (
 // execs the command. It fails, and starts nothing, where the kernel
 // refuses the namespaces.
 func startBox(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
+	if c.box.netPort != 0 && c.net.boxEnd == nil {
+		return errStartedOnce
+	}
 	plan, err := unix.MemfdCreate("sluice-box-plan", unix.MFD_CLOEXEC)
 	if err != nil {
 		return err
@@ -233,6 +247,9 @@ func startBox(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
 	cmd.Path = c.spec.Box
 	cmd.Args = append([]string{boxName, strconv.Itoa(c.filterIndex), path}, args...)
 	cmd.ExtraFiles = append([]*os.File{planFile, files[0], files[1]}, extra...)
+	if c.box.netPort != 0 {
+		cmd.ExtraFiles = append([]*os.File{planFile, files[0], files[1], c.net.boxEnd}, extra...)
+	}
 	a := &syscall.SysProcAttr{}
 	if attr != nil {
 		*a = *attr
@@ -242,20 +259,33 @@ func startBox(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
 	// without that ps refuses to run (its pid is not /proc/self's). The
 	// run's cgroup takes what it leaves behind.
 	a.Cloneflags |= unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWIPC
+	if c.box.netPort != 0 {
+		a.Cloneflags |= unix.CLONE_NEWNET
+	}
 	uid, gid := os.Geteuid(), os.Getegid()
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	a.GidMappingsEnableSetgroups = false
-	// The helper's one capability, in its own user namespace only, to
-	// mount; it drops it (and every other) before it execs the command.
-	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+	// The helper's capabilities, in its own user namespace only: to
+	// mount, and to lock the securebits as it drops every capability
+	// before it execs the command (which, run by a user other than root,
+	// it could not do without CAP_SETPCAP).
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+	if c.box.netPort != 0 {
+		// And to bring its loopback up.
+		a.AmbientCaps = append(a.AmbientCaps, unix.CAP_NET_ADMIN)
+	}
 	cmd.SysProcAttr = a
 	if g != nil {
 		g.prepare(cmd)
 	}
 	errc := make(chan error, 1)
 	go startLocked(cmd, nil, g, errc)
-	return <-errc
+	err = <-errc
+	if err == nil {
+		c.net.started()
+	}
+	return err
 }
 
 // BoxMain is sluice-box: it runs in the namespaces startBox made, as
@@ -298,6 +328,11 @@ func BoxMain(args []string) error {
 	}
 	if idx < 0 || idx >= len(f) {
 		return fmt.Errorf("no filter %d", idx)
+	}
+	if plan.netPort != 0 {
+		if err := boxNetwork(boxNetFD, plan.netPort); err != nil {
+			return err
+		}
 	}
 	if err := confineThread(boxBaseFD, boxRunFD, f[idx]); err != nil {
 		return err

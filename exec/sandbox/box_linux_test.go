@@ -15,7 +15,7 @@ import (
 
 // boxForTest is a sluice-box for the tests: a link to this test binary,
 // whose TestMain acts as the helper when started by that name.
-func boxForTest(t *testing.T) string {
+func boxForTest(t testing.TB) string {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {

@@ -17,6 +17,13 @@
 // ~/.ssh" is therefore planned (Plan) as a set of grants that covers every
 // sibling on the way down to each hidden path and nothing inside it.
 //
+// A networked run with Spec.Proxy reaches nothing but a proxy the caller
+// serves on Confinement.ProxyListener, at Confinement.ProxyURL (ProxyEnv
+// names it to the run's tools): boxed, from a network namespace of its
+// own whose loopback is the run's; else through one TCP port that
+// Landlock allows and a seccomp filter that allows plain TCP alone.
+// Confinement.Network says which, for the sandbox line.
+//
 // Cgroup puts a run's processes into a cgroup of their own (cgroup v2, and
 // the v1 pids controller where that is the one mounted), so that a kill
 // takes every process the run started, including those that left its

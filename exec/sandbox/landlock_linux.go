@@ -83,10 +83,11 @@ func runHandled(abi int) uint64 {
 }
 
 // runRuleset builds the run's own layer for spec and returns its
-// descriptor.
-func runRuleset(spec *Spec, abi int) (int, error) {
+// descriptor. A proxyPort other than 0 is the one TCP port the run may
+// connect to (and it binds none).
+func runRuleset(spec *Spec, abi, proxyPort int) (int, error) {
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: runHandled(abi)}
-	if abi >= 4 && !spec.Profile.Network() {
+	if abi >= 4 && (!spec.Profile.Network() || proxyPort != 0) {
 		// No rule grants a port: every TCP bind and connect is refused.
 		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
 	}
@@ -98,6 +99,10 @@ func runRuleset(spec *Spec, abi int) (int, error) {
 	fd, err := landlockCreate(&attr)
 	if err != nil {
 		return -1, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
+	}
+	if err := grantPort(fd, proxyPort); err != nil {
+		unix.Close(fd)
+		return -1, err
 	}
 	// The base layer refuses the hidden paths whatever this one grants.
 	for _, g := range PlanRun(spec) {

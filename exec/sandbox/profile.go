@@ -94,12 +94,23 @@ type Spec struct {
 	TmpDir string
 	// TTY is the path of the run's terminal (writable), if it has one.
 	TTY string
+	// Proxy, for a networked run, sends its network through a proxy the
+	// caller serves on the confinement's ProxyListener and nowhere else:
+	// in a network namespace of its own where it is boxed, else through
+	// one TCP port (Confinement.Network says which). Linux only.
+	Proxy bool
 }
 
 // Validate checks that the spec names a profile and absolute paths.
 func (s *Spec) Validate() error {
 	if _, err := ParseProfile(string(s.Profile)); err != nil {
 		return err
+	}
+	if s.Proxy && !s.Profile.Network() {
+		return fmt.Errorf("sandbox: a proxy is for the networked profile, not %s", s.Profile)
+	}
+	if s.Proxy && !proxySupported() {
+		return fmt.Errorf("sandbox: a run's own proxy needs Linux's namespaces or Landlock")
 	}
 	lists := [][]string{s.Roots, s.Writable, s.Hidden, s.Closed, s.Readable, s.Protect, s.Masked, {s.TmpDir, s.TTY, s.Box}}
 	for _, l := range lists {

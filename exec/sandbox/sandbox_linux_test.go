@@ -175,6 +175,9 @@ func helperOp(op string) string {
 	case "status":
 		return statusFields("/proc/self/status", "CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp")
 	default:
+		if r, ok := netOp(f); ok {
+			return r
+		}
 		return "unknown op"
 	}
 	return result(err)
@@ -293,7 +296,7 @@ type fixture struct {
 	base, project, outside, cache, tmp, home, ssh string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

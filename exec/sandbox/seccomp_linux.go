@@ -11,13 +11,14 @@ import (
 
 //go:generate go run ./internal/genseccomp
 
-// filters are the three seccomp programs: [0] for mutating (no network),
+// filters are the four seccomp programs: [0] for mutating (no network),
 // [1] for networked, [2] for read_only (no network, and no change of any
-// file's mode, owner or extended attributes). On linux/amd64 they were assembled ahead of time
+// file's mode, owner or extended attributes), [3] for networked through a
+// proxy without namespaces (plain TCP streams only). On linux/amd64 they were assembled ahead of time
 // (seccomp_gen_linux_amd64.go; a test keeps it equal to what the library
 // assembles), elsewhere at first use.
-var filters = sync.OnceValues(func() ([3]*unix.SockFprog, error) {
-	var out [3]*unix.SockFprog
+var filters = sync.OnceValues(func() ([4]*unix.SockFprog, error) {
+	var out [4]*unix.SockFprog
 	progs, err := programs()
 	if err != nil {
 		return out, err

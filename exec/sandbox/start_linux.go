@@ -37,6 +37,7 @@ type Confinement struct {
 	filter      *unix.SockFprog
 	filterIndex int
 	box         *boxPlan // nil: not boxed
+	net         *netConf // nil: no proxy
 }
 
 // Boxed reports whether a run started with c gets namespaces of its own
@@ -70,21 +71,32 @@ func Prepare(spec Spec) (*Confinement, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, err := runRuleset(&spec, abi)
+	nc, err := prepareNet(&spec, abi)
 	if err != nil {
+		releaseBase(b)
+		return nil, err
+	}
+	fd, err := runRuleset(&spec, abi, nc.connectPort())
+	if err != nil {
+		nc.close()
 		releaseBase(b)
 		return nil, err
 	}
 	idx := 0
 	switch {
+	case nc.connectPort() != 0:
+		idx = 3
 	case spec.Profile.Network():
 		idx = 1
 	case !spec.Profile.Writes():
 		idx = 2
 	}
-	c := &Confinement{spec: spec, base: b, ruleset: fd, filter: f[idx], filterIndex: idx}
+	c := &Confinement{spec: spec, base: b, ruleset: fd, filter: f[idx], filterIndex: idx, net: nc}
 	if boxWhy(&spec) == "" {
 		c.box = planBox(&spec)
+		if nc != nil && nc.ownNS {
+			c.box.netPort = nc.port
+		}
 	}
 	return c, nil
 }
@@ -92,11 +104,13 @@ func Prepare(spec Spec) (*Confinement, error) {
 // Spec is what c confines to.
 func (c *Confinement) Spec() Spec { return c.spec }
 
-// Close releases the ruleset. A child started already stays confined.
+// Close releases the ruleset and closes the proxy's listener. A child
+// started already stays confined.
 func (c *Confinement) Close() error {
 	if c == nil || c.ruleset < 0 {
 		return nil
 	}
+	c.net.close()
 	err := unix.Close(c.ruleset)
 	c.ruleset = -1
 	releaseBase(c.base)
@@ -128,6 +142,9 @@ func Start(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
 		// LSM): confined as without the helper, and said so from now on.
 		c.box = nil
 		boxRefusedWhy.Store("the kernel refused the namespaces: " + err.Error())
+	}
+	if c != nil && c.net != nil && c.net.ownNS && c.box == nil {
+		return errNoNamespace
 	}
 	errc := make(chan error, 1)
 	go startLocked(cmd, c, g, errc)
