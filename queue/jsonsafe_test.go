@@ -43,3 +43,22 @@ func TestClipEscaped(t *testing.T) {
 		}
 	}
 }
+
+// TestClip: a cut is marked, counts runes (never splits one) and drops
+// the spaces before the mark.
+func TestClip(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 5, "short"},
+		{"abcdefghij", 5, "abcd…"},
+		{"ab   cdefgh", 5, "ab…"},
+		{"议议议议议议", 3, "议议…"},
+	} {
+		if got := Clip(c.in, c.n); got != c.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
