@@ -1,4 +1,6 @@
-package main
+//go:build unix
+
+package e2e
 
 import (
 	"encoding/json"
@@ -19,18 +21,18 @@ import (
 // blocks in the conversation ("messages").
 const claudeVersion = "2.1.330"
 
-var claudeAgent = &agent{
+var claudeAgent = &cliAgent{
 	name:    "claude",
 	pkg:     "@anthropic-ai/claude-code@" + claudeVersion,
 	bin:     "claude",
 	handler: func(m *model) http.Handler { return m.anthropic() },
-	prepare: func(e *env, baseURL string) error {
+	prepare: func(e *agentEnv, baseURL string) error {
 		e.baseURL = baseURL
 		// Onboarding done, nothing to show before the first prompt.
 		state := `{"hasCompletedOnboarding":true,"bypassPermissionsModeAccepted":true,"autoUpdates":false}`
 		return os.WriteFile(filepath.Join(e.home, ".claude.json"), []byte(state), 0o600)
 	},
-	command: func(e *env, cli, prompt string) *exec.Cmd {
+	command: func(e *agentEnv, cli, prompt string) *exec.Cmd {
 		// bypassPermissions: Claude Code asks nobody itself; only the hook
 		// stands between the model and the tools.
 		cmd := exec.Command(cli, "-p", prompt, "--permission-mode", "bypassPermissions", "--output-format", "json", "--model", "claude-sonnet-4-5")
@@ -40,11 +42,11 @@ var claudeAgent = &agent{
 		cmd.Dir = e.proj
 		return cmd
 	},
-	oldHook: func(e *env) error {
+	oldHook: func(e *agentEnv) error {
 		return writeJSONFile(filepath.Join(e.home, ".claude", "settings.json"),
 			`{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"sluice hook claude"}]}]}}`)
 	},
-	writeFile: func(e *env, name, content string) step {
+	writeFile: func(e *agentEnv, name, content string) step {
 		return step{write: &fileBody{filepath.Join(e.proj, name), content}}
 	},
 }

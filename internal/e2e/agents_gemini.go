@@ -1,4 +1,6 @@
-package main
+//go:build unix
+
+package e2e
 
 import (
 	"encoding/json"
@@ -18,12 +20,12 @@ import (
 // the conversation ("contents").
 const geminiVersion = "0.61.0"
 
-var geminiAgent = &agent{
+var geminiAgent = &cliAgent{
 	name:    "gemini",
 	pkg:     "@google/gemini-cli@" + geminiVersion,
 	bin:     "gemini",
 	handler: func(m *model) http.Handler { return m.gemini() },
-	prepare: func(e *env, baseURL string) error {
+	prepare: func(e *agentEnv, baseURL string) error {
 		dir := filepath.Join(e.home, ".gemini")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
@@ -32,7 +34,7 @@ var geminiAgent = &agent{
 		settings := `{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"disableAutoUpdate":true,"disableUpdateNag":true},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}`
 		return os.WriteFile(filepath.Join(dir, "settings.json"), []byte(settings), 0o600)
 	},
-	command: func(e *env, cli, prompt string) *exec.Cmd {
+	command: func(e *agentEnv, cli, prompt string) *exec.Cmd {
 		// --yolo: Gemini CLI asks nobody itself; only the hook stands
 		// between the model and the tools.
 		cmd := exec.Command(cli, "-p", prompt, "--yolo", "-m", "gemini-2.5-pro", "--output-format", "json")
@@ -40,11 +42,11 @@ var geminiAgent = &agent{
 		cmd.Dir = e.proj
 		return cmd
 	},
-	oldHook: func(e *env) error {
+	oldHook: func(e *agentEnv) error {
 		return writeJSONFile(filepath.Join(e.home, ".gemini", "settings.json"),
 			`{"security":{"auth":{"selectedType":"gemini-api-key"}},"hooks":{"BeforeTool":[{"matcher":".*","hooks":[{"name":"sluice","type":"command","command":"sluice hook gemini","timeout":120000}]}]}}`)
 	},
-	writeFile: func(e *env, name, content string) step { return step{write: &fileBody{name, content}} },
+	writeFile: func(e *agentEnv, name, content string) step { return step{write: &fileBody{name, content}} },
 }
 
 func (m *model) gemini() http.Handler {

@@ -1,4 +1,6 @@
-package main
+//go:build unix
+
+package e2e
 
 import (
 	"encoding/json"
@@ -79,7 +81,7 @@ func (m *model) Results() []string {
 
 // serve starts handler on a free port of 127.0.0.1 and returns its base
 // URL and a stop function.
-func serve(h http.Handler) (string, func(), error) {
+func serveModel(h http.Handler) (string, func(), error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
