@@ -46,6 +46,9 @@ type cliAgent struct {
 
 var cliAgents = []*cliAgent{claudeAgent, codexAgent, geminiAgent}
 
+// errSkip is a scenario's answer for an agent it is not for.
+var errSkip = errors.New("skipped")
+
 // AgentsOptions are the agents suite's knobs.
 type AgentsOptions struct {
 	Agents string // the CLIs to drive, comma-separated: claude, codex, gemini

@@ -51,83 +51,71 @@ var claudeAgent = &cliAgent{
 	},
 }
 
+// anthropicRequest is the part of a Messages API request the model reads.
+type anthropicRequest struct {
+	Stream   bool              `json:"stream"`
+	Model    string            `json:"model"`
+	Tools    []json.RawMessage `json:"tools"`
+	Messages []struct {
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
 func (m *model) anthropic() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.NotFound(w, r)
-			return
+	return providerAPI(m, func(p string) bool { return strings.HasSuffix(p, "/count_tokens") }, `{"input_tokens": 10}`,
+		func(p string) bool { return strings.HasSuffix(p, "/messages") }, m.anthropicAnswer)
+}
+
+// anthropicAnswer answers a Messages API request with the script's next
+// step.
+func (m *model) anthropicAnswer(w http.ResponseWriter, _ *http.Request, req *anthropicRequest) {
+	n := 0
+	for _, msg := range req.Messages {
+		var blocks []map[string]any
+		if json.Unmarshal(msg.Content, &blocks) != nil {
+			continue
 		}
-		body := m.readBody(r)
-		if strings.HasSuffix(r.URL.Path, "/count_tokens") {
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprint(w, `{"input_tokens": 10}`)
-			return
-		}
-		if !strings.HasSuffix(r.URL.Path, "/messages") {
-			http.NotFound(w, r)
-			return
-		}
-		var req struct {
-			Stream   bool              `json:"stream"`
-			Model    string            `json:"model"`
-			Tools    []json.RawMessage `json:"tools"`
-			Messages []struct {
-				Content json.RawMessage `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		n := 0
-		for _, msg := range req.Messages {
-			var blocks []map[string]any
-			if json.Unmarshal(msg.Content, &blocks) != nil {
-				continue
-			}
-			for _, b := range blocks {
-				if b["type"] == "tool_result" {
-					id, _ := b["tool_use_id"].(string)
-					m.record(id, textOf(b["content"]))
-					n++
-				}
+		for _, b := range blocks {
+			if b["type"] == "tool_result" {
+				id, _ := b["tool_use_id"].(string)
+				m.record(id, textOf(b["content"]))
+				n++
 			}
 		}
-		var block map[string]any
-		stop := "end_turn"
-		if s := m.next(n); s != nil && len(req.Tools) > 0 {
-			block = m.anthropicToolUse(n, s, req.Messages != nil)
-			stop = "tool_use"
-		} else {
-			block = map[string]any{"type": "text", "text": finalText}
-		}
-		msg := map[string]any{"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": req.Model,
-			"stop_sequence": nil, "usage": map[string]any{"input_tokens": 10, "output_tokens": 5}}
-		if !req.Stream {
-			msg["content"], msg["stop_reason"] = []any{block}, stop
-			w.Header().Set("Content-Type", "application/json")
-			json.NewEncoder(w).Encode(msg)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		msg["content"], msg["stop_reason"] = []any{}, nil
-		sse(w, "message_start", map[string]any{"type": "message_start", "message": msg})
-		if block["type"] == "tool_use" {
-			input, _ := json.Marshal(block["input"])
-			start := map[string]any{"type": "tool_use", "id": block["id"], "name": block["name"], "input": map[string]any{}}
-			sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": start})
-			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-				"delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
-		} else {
-			sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
-			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-				"delta": map[string]any{"type": "text_delta", "text": block["text"]}})
-		}
-		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-		sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-			"usage": map[string]any{"output_tokens": 5}})
-		sse(w, "message_stop", map[string]any{"type": "message_stop"})
-	})
+	}
+	var block map[string]any
+	stop := "end_turn"
+	if s := m.next(n); s != nil && len(req.Tools) > 0 {
+		block = m.anthropicToolUse(n, s, req.Messages != nil)
+		stop = "tool_use"
+	} else {
+		block = map[string]any{"type": "text", "text": finalText}
+	}
+	msg := map[string]any{"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": req.Model,
+		"stop_sequence": nil, "usage": map[string]any{"input_tokens": 10, "output_tokens": 5}}
+	if !req.Stream {
+		msg["content"], msg["stop_reason"] = []any{block}, stop
+		writeJSON(w, msg)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	msg["content"], msg["stop_reason"] = []any{}, nil
+	sse(w, "message_start", map[string]any{"type": "message_start", "message": msg})
+	if block["type"] == "tool_use" {
+		input, _ := json.Marshal(block["input"])
+		start := map[string]any{"type": "tool_use", "id": block["id"], "name": block["name"], "input": map[string]any{}}
+		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": start})
+		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+	} else {
+		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "text_delta", "text": block["text"]}})
+	}
+	sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+		"usage": map[string]any{"output_tokens": 5}})
+	sse(w, "message_stop", map[string]any{"type": "message_stop"})
 }
 
 // anthropicToolUse is the tool_use block for step s.

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -225,21 +224,22 @@ func (e *agentEnv) personLog() string {
 }
 
 // runLimited runs an agent command (in a process group of its own) with
-// a deadline: a run that hangs is killed with its group, and fails.
-func runLimited(cmd *exec.Cmd, limit time.Duration) (string, time.Duration, error) {
-	var out Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+// a deadline: a run that hangs past it is killed with its group, and
+// says so (hung).
+func runLimited(cmd *exec.Cmd, limit time.Duration) (out string, took time.Duration, hung bool, err error) {
+	var buf Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
 	p, err := Launch(filepath.Base(cmd.Path), cmd)
 	if err != nil {
-		return "", 0, err
+		return "", 0, false, err
 	}
 	select {
 	case <-p.Done():
-		return out.String(), time.Since(p.Started), nil
 	case <-time.After(limit):
 		p.KillGroup()
-		return out.String(), time.Since(p.Started), fmt.Errorf("%w: still running after %s", errHung, limit)
+		hung = true
 	}
+	return buf.String(), time.Since(p.Started), hung, nil
 }
 
 // exists reports whether the project holds a file.
@@ -247,11 +247,6 @@ func (e *agentEnv) exists(name string) bool {
 	_, err := os.Stat(filepath.Join(e.proj, name))
 	return err == nil
 }
-
-var (
-	errSkip = errors.New("skipped")
-	errHung = errors.New("hung")
-)
 
 // writeJSONFile writes an agent's settings file.
 func writeJSONFile(path, data string) error {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -49,57 +48,45 @@ var geminiAgent = &cliAgent{
 	writeFile: func(e *agentEnv, name, content string) step { return step{write: &fileBody{name, content}} },
 }
 
+// geminiRequest is the part of a generateContent request the model reads.
+type geminiRequest struct {
+	Contents []struct {
+		Parts []map[string]any `json:"parts"`
+	} `json:"contents"`
+}
+
 func (m *model) gemini() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.NotFound(w, r)
-			return
-		}
-		body := m.readBody(r)
-		switch {
-		case strings.HasSuffix(r.URL.Path, ":countTokens"):
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprint(w, `{"totalTokens": 10}`)
-			return
-		case !strings.Contains(r.URL.Path, "enerateContent"):
-			http.NotFound(w, r)
-			return
-		}
-		var req struct {
-			Contents []struct {
-				Parts []map[string]any `json:"parts"`
-			} `json:"contents"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		n := 0
-		for ci, c := range req.Contents {
-			for pi, p := range c.Parts {
-				if fr, ok := p["functionResponse"].(map[string]any); ok {
-					id, _ := fr["id"].(string)
-					m.record(fmt.Sprintf("%d/%d/%s", ci, pi, id), textOf(fr["response"]))
-					n++
-				}
+	return providerAPI(m, func(p string) bool { return strings.HasSuffix(p, ":countTokens") }, `{"totalTokens": 10}`,
+		func(p string) bool { return strings.Contains(p, "enerateContent") }, m.geminiAnswer)
+}
+
+// geminiAnswer answers a generateContent request (streamed or not) with
+// the script's next step.
+func (m *model) geminiAnswer(w http.ResponseWriter, r *http.Request, req *geminiRequest) {
+	n := 0
+	for ci, c := range req.Contents {
+		for pi, p := range c.Parts {
+			if fr, ok := p["functionResponse"].(map[string]any); ok {
+				id, _ := fr["id"].(string)
+				m.record(fmt.Sprintf("%d/%d/%s", ci, pi, id), textOf(fr["response"]))
+				n++
 			}
 		}
-		resp := map[string]any{
-			"candidates": []any{map[string]any{
-				"content":      map[string]any{"role": "model", "parts": []any{m.geminiPart(n)}},
-				"finishReason": "STOP", "index": 0,
-			}},
-			"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
-			"modelVersion":  "gemini-2.5-pro",
-		}
-		if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
-			w.Header().Set("Content-Type", "text/event-stream")
-			sse(w, "", resp)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(resp)
-	})
+	}
+	resp := map[string]any{
+		"candidates": []any{map[string]any{
+			"content":      map[string]any{"role": "model", "parts": []any{m.geminiPart(n)}},
+			"finishReason": "STOP", "index": 0,
+		}},
+		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+		"modelVersion":  "gemini-2.5-pro",
+	}
+	if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "", resp)
+		return
+	}
+	writeJSON(w, resp)
 }
 
 // geminiPart is the model's part for step n.

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -384,10 +383,13 @@ func runScenario(a *cliAgent, sc scenario, cli, dir, bin string) (string, time.D
 			}
 		}
 	}
-	out, took, err := runLimited(cmd, limit)
-	if errors.Is(err, errHung) {
+	out, took, hung, err := runLimited(cmd, limit)
+	if err != nil {
+		return "", 0, err
+	}
+	if hung {
 		if !sc.mayHang {
-			return "", took, fmt.Errorf("%v\n%s", err, tail(out))
+			return "", took, fmt.Errorf("hung: still running after %s\n%s", limit, tail(out))
 		}
 		e.hung = true
 	}

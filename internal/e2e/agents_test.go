@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,5 +181,37 @@ func TestPersonGraceAndEdit(t *testing.T) {
 	nobody.run("x", EditTo("touch d"))
 	if ds, _, _ := nobody.Decisions(); len(ds) != 1 || ds[0].Exit != 1 {
 		t.Errorf("a person without Edit: %+v, want a failed decision", ds)
+	}
+}
+
+// providerAPI answers only a POST to its paths: a token count as given,
+// a chat request it cannot decode with 400, the rest with its answer.
+func TestProviderAPI(t *testing.T) {
+	m := newModel()
+	var got []string
+	h := providerAPI(m, func(p string) bool { return p == "/count" }, `{"tokens": 1}`, func(p string) bool { return p == "/chat" },
+		func(w http.ResponseWriter, _ *http.Request, req *struct{ Say string }) {
+			got = append(got, req.Say)
+			writeJSON(w, map[string]string{"said": req.Say})
+		})
+	for _, c := range []struct {
+		method, path, body string
+		code               int
+		want               string
+	}{
+		{"GET", "/chat", "", http.StatusNotFound, ""},
+		{"POST", "/other", `{"Say":"x"}`, http.StatusNotFound, ""},
+		{"POST", "/count", "", http.StatusOK, `{"tokens": 1}`},
+		{"POST", "/chat", `{"Say":`, http.StatusBadRequest, ""},
+		{"POST", "/chat", `{"Say":"hi"}`, http.StatusOK, `{"said":"hi"}`},
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(c.method, c.path, strings.NewReader(c.body)))
+		if w.Code != c.code || (c.want != "" && strings.TrimSpace(w.Body.String()) != c.want) {
+			t.Errorf("%s %s %q: %d %q, want %d %q", c.method, c.path, c.body, w.Code, w.Body.String(), c.code, c.want)
+		}
+	}
+	if !slices.Equal(got, []string{"hi"}) {
+		t.Errorf("answered %q, want only the one good chat request", got)
 	}
 }
