@@ -40,7 +40,7 @@ e2e:
 # against a scripted model on 127.0.0.1 through the hooks 'sluice install'
 # writes: no tool runs that neither the policy nor a person allowed, no run
 # hangs, every denial reaches the model. Needs node and npm; not in
-# 'make test' (large downloads). E2EFLAGS=-agents codex, -run REGEXP, -keep.
+# 'make test' (large downloads). E2EFLAGS=-agents codex, -run REGEXP, -keep, -quick.
 E2EFLAGS ?=
 e2e-agents:
 	$(GO) run ./scripts/e2eagents $(E2EFLAGS)

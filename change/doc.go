@@ -10,6 +10,11 @@
 // nothing, if a file changed since the plan. Preview is Plan and Diff in
 // one call, for the callers that only show a change.
 //
+// An agent's hook previews with it too: PreviewCodexPatch parses Codex's
+// apply_patch text (its own format, not a unified diff), applies it to
+// the files as they are now the way Codex does, and returns the diff;
+// ReadPreview reads a file as the agent will, following symlinks.
+//
 // Which directories a request may touch (its jail, or roots) is not this
 // package's decision: policy makes it, and every caller passes the roots
 // in. The package imports nothing of sluice but queue.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -106,7 +107,7 @@ func claudeRequest(data []byte, codex bool) (*queue.Request, *Answer) {
 			// (and never wrap it, which would make it a shell command).
 			if patch, ok := codexShellPatch(req.Command); ok {
 				note := codexPatchNote(patch)
-				if _, err := codexPatchRequest(req, in.Cwd, patch); err == nil {
+				if err := codexPatchRequest(req, in.Cwd, patch); err == nil {
 					req.Command, req.Note = "", note
 					return req, nil
 				}
@@ -156,7 +157,7 @@ func claudeRequest(data []byte, codex bool) (*queue.Request, *Answer) {
 			return nil, ans
 		}
 		note := codexPatchNote(p.Command)
-		if _, err := codexPatchRequest(req, in.Cwd, p.Command); err != nil {
+		if err := codexPatchRequest(req, in.Cwd, p.Command); err != nil {
 			return toolRequest(req, in, note+" (no diff preview: "+err.Error()+")"), nil
 		}
 		req.Note = note
@@ -198,7 +199,7 @@ func claudeFileEdit(req *queue.Request, in *hookInput, file string, edits []file
 		return nil, denyf("%s: no file_path", in.ToolName)
 	}
 	path := hookPath(in.Cwd, file)
-	content, exists, err := readForPreview(path)
+	content, exists, err := change.ReadPreview(path)
 	if err != nil {
 		return toolRequest(req, in, "no preview: "+err.Error()), nil
 	}

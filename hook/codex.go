@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -85,5 +86,49 @@ func codexPatchNote(patch string) string {
 	if len(parts) == 0 {
 		return "apply_patch"
 	}
-	return clip("apply_patch: "+strings.Join(parts, ", "), 300)
+	return queue.Clip("apply_patch: "+strings.Join(parts, ", "), 300)
+}
+
+// codexShellPatch is the patch of a shell call Codex carries out as
+// apply_patch: "apply_patch <<'EOF'" (or applypatch, quoted or not), the
+// patch, and the closing word, with nothing else on the line.
+func codexShellPatch(command string) (string, bool) {
+	first, body, ok := strings.Cut(strings.TrimSpace(command), "\n")
+	if !ok {
+		return "", false
+	}
+	f := strings.Fields(first)
+	if len(f) < 2 || (f[0] != "apply_patch" && f[0] != "applypatch") {
+		return "", false
+	}
+	word := strings.TrimPrefix(strings.Join(f[1:], ""), "<<")
+	word = strings.TrimPrefix(word, "-")
+	word = strings.Trim(word, `'"`)
+	if word == "" || strings.ContainsAny(word, " <>|;&$`") {
+		return "", false
+	}
+	end := strings.LastIndex(body, "\n"+word)
+	switch {
+	case strings.TrimSpace(body) == word:
+		return "", false
+	case end >= 0 && strings.TrimSpace(body[end+1+len(word):]) == "":
+		return body[:end], true
+	case strings.HasPrefix(body, word):
+		return "", false
+	}
+	return "", false
+}
+
+// codexPatchRequest makes an apply_patch call a patch request whose diff
+// is the change the patch makes to the files as they are now
+// (change.PreviewCodexPatch), so that the person sees a diff preview. It
+// returns why not when the patch cannot be previewed: the caller queues
+// it as a tool then.
+func codexPatchRequest(req *queue.Request, cwd, patch string) error {
+	diff, err := change.PreviewCodexPatch(cwd, patch)
+	if err != nil {
+		return err
+	}
+	req.Kind, req.Diff = queue.KindPatch, diff
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sluice-dev/sluice/queue"
 )
 
 // fileEdit is one replacement as Claude Code's Edit and MultiEdit tools
@@ -73,12 +75,12 @@ func claudeEdit(content string, exists bool, edits []fileEdit) (string, error) {
 		}
 		actual, ok := findActualString(updated, e.OldString)
 		if !ok {
-			return "", refusef("String to replace not found in file.\nString: %s", clip(e.OldString, 200))
+			return "", refusef("String to replace not found in file.\nString: %s", queue.Clip(e.OldString, 200))
 		}
 		if n := strings.Count(updated, actual); n > 1 && !e.ReplaceAll {
 			return "", refusef("Found %d matches of the string to replace, but replace_all is false. "+
 				"To replace all occurrences, set replace_all to true. To replace only one occurrence, "+
-				"please provide more context to uniquely identify the instance.\nString: %s", n, clip(e.OldString, 200))
+				"please provide more context to uniquely identify the instance.\nString: %s", n, queue.Clip(e.OldString, 200))
 		}
 		nw := preserveQuoteStyle(e.OldString, actual, e.NewString)
 		prev := updated

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sluice-dev/sluice/change"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -160,7 +161,7 @@ func geminiReplace(req *queue.Request, in *hookInput) (*queue.Request, *Answer) 
 		return nil, denyf("%s: no file_path", in.ToolName)
 	}
 	path := hookPath(in.Cwd, r.FilePath)
-	content, exists, err := readForPreview(path)
+	content, exists, err := change.ReadPreview(path)
 	if err != nil {
 		return toolRequest(req, in, "no preview: "+err.Error()), nil
 	}

@@ -227,6 +227,14 @@ func TestHookInput(t *testing.T) {
 					t.Errorf("got %+v", *r)
 				}
 			}},
+		{name: "codex apply_patch previewed", agent: Codex, data: hookJSON(t, "PreToolUse", dir, "apply_patch", map[string]any{
+			"command": "*** Begin Patch\n*** Add File: sub/new.txt\n+hello\n*** End Patch\n"}),
+			check: func(t *testing.T, r *queue.Request) {
+				want := "diff --git a/sub/new.txt b/sub/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/sub/new.txt\n@@ -0,0 +1 @@\n+hello\n"
+				if r.Kind != queue.KindPatch || r.Diff != want || r.Note != "apply_patch: add sub/new.txt" {
+					t.Errorf("got %+v", *r)
+				}
+			}},
 		{name: "gemini run_shell_command in a directory", agent: Gemini, data: hookJSON(t, "BeforeTool", dir, "run_shell_command", map[string]any{
 			"command": "ls", "dir_path": "web", "is_background": true}),
 			check: func(t *testing.T, r *queue.Request) {

@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
-	"unicode/utf8"
 
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -203,51 +200,6 @@ func hookPath(cwd, p string) string {
 		p = filepath.Join(cwd, p)
 	}
 	return filepath.Clean(p)
-}
-
-// maxPreviewFile is the largest file a hook reads to preview an edit.
-const maxPreviewFile = 8 << 20
-
-// readForPreview reads the file an edit changes, following symlinks as
-// the agent does. A missing file is not an error: exists is false.
-func readForPreview(p string) (content string, exists bool, err error) {
-	fi, err := os.Stat(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", false, fmt.Errorf("%s is not a regular file", p)
-	}
-	if fi.Size() > maxPreviewFile {
-		return "", false, fmt.Errorf("%s is over %d MiB", p, maxPreviewFile>>20)
-	}
-	// O_NONBLOCK: a file swapped for a FIFO since the Stat must not hang
-	// the hook.
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return "", false, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxPreviewFile+1))
-	if err != nil {
-		return "", false, err
-	}
-	if len(data) > maxPreviewFile {
-		return "", false, fmt.Errorf("%s is over %d MiB", p, maxPreviewFile>>20)
-	}
-	return string(data), true, nil
-}
-
-// clip shortens s to n runes, marking the cut.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return strings.TrimRight(string(r[:n-1]), " ") + "…"
 }
 
 // synopsis is every agent's command line after 'sluice hook AGENT'.

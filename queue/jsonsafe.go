@@ -39,6 +39,16 @@ func ClipEscaped(s string, n int) string {
 	return strings.TrimRight(string(r[:i]), " ") + "…"
 }
 
+// Clip shortens s to n runes, marking the cut (for the agent text an
+// error message quotes; it escapes nothing).
+func Clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
+
 // JSONSafe returns a JSON line with every character a terminal would act
 // on written as a \u escape: the same JSON value, safe to print. Lines
 // sluice wrote hold no raw control characters (encoding/json escapes them),

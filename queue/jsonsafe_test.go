@@ -25,21 +25,27 @@ func TestJSONSafe(t *testing.T) {
 	}
 }
 
-// TestClipEscaped: a cut never splits an escape and is marked.
-func TestClipEscaped(t *testing.T) {
-	for _, c := range []struct {
+// TestClip: a cut is marked, counts runes (never splits one) and drops
+// the spaces before the mark; ClipEscaped never splits an escape either.
+func TestClip(t *testing.T) {
+	for i, c := range []struct {
+		clip func(string, int) string
 		in   string
 		n    int
 		want string
 	}{
-		{"short", 10, "short"},
-		{`abcdefghij`, 5, "abcd…"},
-		{`ab\x1bcdef`, 5, "ab…"},
-		{`ab\u{202e}cdefgh`, 11, `ab\u{202e}…`},
-		{`a\\bcdef`, 4, `a\\…`},
+		{Clip, "short", 5, "short"},
+		{Clip, "abcdefghij", 5, "abcd…"},
+		{Clip, "ab   cdefgh", 5, "ab…"},
+		{Clip, "议议议议议议", 3, "议议…"},
+		{ClipEscaped, "short", 10, "short"},
+		{ClipEscaped, `abcdefghij`, 5, "abcd…"},
+		{ClipEscaped, `ab\x1bcdef`, 5, "ab…"},
+		{ClipEscaped, `ab\u{202e}cdefgh`, 11, `ab\u{202e}…`},
+		{ClipEscaped, `a\\bcdef`, 4, `a\\…`},
 	} {
-		if got := ClipEscaped(c.in, c.n); got != c.want {
-			t.Errorf("ClipEscaped(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		if got := c.clip(c.in, c.n); got != c.want {
+			t.Errorf("case %d: clip(%q, %d) = %q, want %q", i, c.in, c.n, got, c.want)
 		}
 	}
 }

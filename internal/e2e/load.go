@@ -344,20 +344,7 @@ func (r *loadRun) agent(ctx context.Context, a int, out []loadSample, done *atom
 
 // startServe starts the engine and waits until it watches the spool.
 func (r *loadRun) startServe() (*Proc, error) {
-	g, err := Launch("sluice serve", r.command(context.Background(), serveArgs(r.o.MaxAuto)...))
-	if err != nil {
-		return nil, err
-	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(g.Stderr.String(), "sluice serve: watching "); time.Sleep(5 * time.Millisecond) {
-		if g.Exited() {
-			return nil, fmt.Errorf("sluice serve exited at start: %v\n%s", g.Cmd.ProcessState, g.Stderr.String())
-		}
-		if time.Now().After(deadline) {
-			g.KillGroup()
-			return nil, fmt.Errorf("sluice serve did not start watching within 10s\n%s", g.Stderr.String())
-		}
-	}
-	return g, nil
+	return LaunchServe(r.command(context.Background(), serveArgs(r.o.MaxAuto)...))
 }
 
 func (r *loadRun) run() {

@@ -9,14 +9,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluice-dev/sluice/queue"
 )
 
-// Pending is a request 'sluice ls --json' lists as pending, as much of it
-// as a Person reads.
+// Pending is a request 'sluice ls --json' lists as pending.
 type Pending struct {
 	ID      string
 	Command string
 	Note    string
+	Request *queue.Request // the whole request, as ls --json prints it
 }
 
 // A Decision is one 'sluice approve' or 'sluice deny' a Person ran.
@@ -45,6 +47,14 @@ type Person struct {
 	// Limit is how many decisions run at once (0: no limit), the way a
 	// few people at their terminals decide.
 	Limit int
+	// Grace leaves a request to later polls until it has waited this long
+	// (by its created_at): the engine decides what its policy decides
+	// alone, and a person sees what it leaves.
+	Grace time.Duration
+	// Edit approves a request with another command in place of its own,
+	// as the console's edit does (no sluice command does it); Decide asks
+	// for it with EditTo. Its error is the decision's output, exit 1.
+	Edit func(ctx context.Context, id, command string) error
 
 	mu        sync.Mutex
 	decisions []Decision
@@ -54,13 +64,17 @@ type Person struct {
 
 // lsEntry is the part of a 'sluice ls --json' entry a Person reads.
 type lsEntry struct {
-	ID      string `json:"id"`
-	State   string `json:"state"`
-	Request *struct {
-		Command string `json:"command"`
-		Note    string `json:"note"`
-	} `json:"request"`
+	ID      string         `json:"id"`
+	State   string         `json:"state"`
+	Request *queue.Request `json:"request"`
 }
+
+// editVerb is the first word of what EditTo gives.
+const editVerb = "edit"
+
+// EditTo is what Decide gives to approve a request with command in place
+// of its own (Person.Edit).
+func EditTo(command string) []string { return []string{editVerb, command} }
 
 // Run decides until ctx ends, then waits for the commands it started.
 func (p *Person) Run(ctx context.Context) {
@@ -91,9 +105,12 @@ func (p *Person) Run(ctx context.Context) {
 			if e.State != "pending" || e.Request == nil || seen[e.ID] {
 				continue
 			}
+			if p.Grace > 0 && time.Since(e.Request.CreatedAt) < p.Grace {
+				continue
+			}
 			seen[e.ID] = true
 			fresh++
-			for _, args := range p.Decide(Pending{ID: e.ID, Command: e.Request.Command, Note: e.Request.Note}) {
+			for _, args := range p.Decide(Pending{ID: e.ID, Command: e.Request.Command, Note: e.Request.Note, Request: e.Request}) {
 				acts.Go(func() {
 					if slots != nil {
 						slots <- struct{}{}
@@ -116,12 +133,27 @@ func (p *Person) Run(ctx context.Context) {
 // context: a decision once made is carried out.
 func (p *Person) run(id string, args []string) {
 	start := time.Now()
+	if len(args) == 2 && args[0] == editVerb {
+		d := Decision{ID: id, Args: args}
+		if p.Edit == nil {
+			d.Exit, d.Output = 1, "the person cannot edit (no Person.Edit)"
+		} else if err := p.Edit(context.Background(), id, args[1]); err != nil {
+			d.Exit, d.Output = 1, err.Error()
+		}
+		d.Took = time.Since(start)
+		p.record(d)
+		return
+	}
 	cmd := p.Sluice(context.Background(), args...)
 	out, _ := cmd.CombinedOutput()
 	d := Decision{ID: id, Args: args, Exit: -1, Output: strings.TrimSpace(string(out)), Took: time.Since(start)}
 	if cmd.ProcessState != nil {
 		d.Exit = cmd.ProcessState.ExitCode()
 	}
+	p.record(d)
+}
+
+func (p *Person) record(d Decision) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.decisions = append(p.decisions, d)

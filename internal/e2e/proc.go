@@ -69,6 +69,30 @@ func Launch(name string, cmd *osexec.Cmd) (*Proc, error) {
 	return p, nil
 }
 
+// serveStart bounds how long a 'sluice serve' may take to say it
+// watches its spool (a hang guard).
+const serveStart = 10 * time.Second
+
+// LaunchServe launches cmd, a 'sluice serve', and waits until it says it
+// watches its spool. One that ends first, or has not said so within
+// 10 s, is killed, and the error holds what it printed.
+func LaunchServe(cmd *osexec.Cmd) (*Proc, error) {
+	p, err := Launch("sluice serve", cmd)
+	if err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(serveStart); !strings.Contains(p.Stderr.String(), "sluice serve: watching "); time.Sleep(5 * time.Millisecond) {
+		if p.Exited() {
+			return nil, fmt.Errorf("sluice serve exited at start: %v\n%s", p.Cmd.ProcessState, p.Stderr.String())
+		}
+		if time.Now().After(deadline) {
+			p.KillGroup()
+			return nil, fmt.Errorf("sluice serve did not start watching within %s\n%s", serveStart, p.Stderr.String())
+		}
+	}
+	return p, nil
+}
+
 // Pid is the process's id.
 func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
 

@@ -99,13 +99,16 @@ func sluiceProgram(bin string) (string, error) {
 }
 
 // scrubbedEnv is this process's environment without what would lead a
-// harness's sluice to the caller's own spool, log, policy or settings:
-// HOME, XDG_*, SLUICE_* and the keys named.
-func scrubbedEnv(keys ...string) []string {
+// harness's sluice (or agent) to the caller's own spool, log, policy or
+// settings: HOME, XDG_*, SLUICE_* and the variables whose names begin
+// with one of prefixes.
+func scrubbedEnv(prefixes ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == "HOME" || strings.HasPrefix(k, "XDG_") || strings.HasPrefix(k, "SLUICE_") || slices.Contains(keys, k) {
+		if k == "HOME" || slices.ContainsFunc(append([]string{"XDG_", "SLUICE_"}, prefixes...), func(p string) bool {
+			return strings.HasPrefix(k, p)
+		}) {
 			continue
 		}
 		env = append(env, kv)

@@ -1,4 +1,6 @@
-package main
+//go:build unix
+
+package e2e
 
 import (
 	"net/http"
@@ -11,12 +13,12 @@ import (
 // a custom model provider in ~/.codex/config.toml.
 const codexVersion = "0.169.0"
 
-var codexAgent = &agent{
+var codexAgent = &cliAgent{
 	name:    "codex",
 	pkg:     "@openai/codex@" + codexVersion,
 	bin:     "codex",
 	handler: func(m *model) http.Handler { return m.openai() },
-	prepare: func(e *env, baseURL string) error {
+	prepare: func(e *agentEnv, baseURL string) error {
 		dir := filepath.Join(e.home, ".codex")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
@@ -35,16 +37,16 @@ stream_max_retries = 0
 `
 		return os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o600)
 	},
-	command: func(e *env, cli, prompt string) *exec.Cmd {
+	command: func(e *agentEnv, cli, prompt string) *exec.Cmd {
 		cmd := exec.Command(cli, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-C", e.proj, prompt)
 		cmd.Env, cmd.Dir = e.environ("SCRIPTED_API_KEY=scripted", "NO_COLOR=1"), e.proj
 		return cmd
 	},
-	oldHook: func(e *env) error {
+	oldHook: func(e *agentEnv) error {
 		return writeJSONFile(filepath.Join(e.home, ".codex", "hooks.json"),
 			`{"hooks":{"PreToolUse":[{"matcher":"Bash|apply_patch|mcp__.*","hooks":[{"type":"command","command":"sluice hook codex","timeout":120}]}]}}`)
 	},
-	writeFile: func(e *env, name, content string) step {
+	writeFile: func(e *agentEnv, name, content string) step {
 		return step{patch: "*** Begin Patch\n*** Add File: " + name + "\n+" + content + "\n*** End Patch"}
 	},
 }

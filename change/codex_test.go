@@ -1,4 +1,4 @@
-package hook
+package change
 
 import (
 	"os"
@@ -53,23 +53,22 @@ func TestApplyCodexChunks(t *testing.T) {
 	}
 }
 
-// TestCodexPatchRequest: an apply_patch becomes a patch request whose
-// diff makes the change Codex makes, or says why there is no preview.
-func TestCodexPatchRequest(t *testing.T) {
+// TestPreviewCodexPatch: an apply_patch's preview is the diff of the
+// change Codex makes, or says why there is none.
+func TestPreviewCodexPatch(t *testing.T) {
 	t.Parallel()
 	cwd := t.TempDir()
 	if err := os.WriteFile(filepath.Join(cwd, "old.txt"), []byte("a\nb\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	req := &queue.Request{}
-	diff, err := codexPatchRequest(req, cwd, "*** Begin Patch\n*** Delete File: old.txt\n*** Add File: new.txt\n+hello\n*** End Patch")
+	diff, err := PreviewCodexPatch(cwd, "*** Begin Patch\n*** Delete File: old.txt\n*** Add File: new.txt\n+hello\n*** End Patch")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "diff --git a/old.txt b/old.txt\ndeleted file mode 100644\n--- a/old.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n" +
 		"diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hello\n"
-	if req.Kind != queue.KindPatch || diff != want {
-		t.Fatalf("kind %s diff\n%s\nwant\n%s", req.Kind, diff, want)
+	if diff != want {
+		t.Fatalf("diff\n%s\nwant\n%s", diff, want)
 	}
 	for _, tt := range []struct{ patch, err string }{
 		{"*** Begin Patch\n*** Update File: old.txt\n*** Move to: moved.txt\n@@\n-a\n+c\n*** End Patch", "old.txt is moved to moved.txt"},
@@ -79,15 +78,15 @@ func TestCodexPatchRequest(t *testing.T) {
 		{"*** Begin Patch\n*** Frobnicate File: x\n*** End Patch", "is not a file operation"},
 		{"rm -rf /", "not a patch"},
 	} {
-		if _, err := codexPatchRequest(&queue.Request{}, cwd, tt.patch); err == nil || !strings.Contains(err.Error(), tt.err) {
+		if _, err := PreviewCodexPatch(cwd, tt.patch); err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("%q: got %v, want %q", tt.patch, err, tt.err)
 		}
 	}
 }
 
-// FuzzCodexPatch: hostile patch text never panics, and a preview that
-// is made is a request the spool accepts.
-func FuzzCodexPatch(f *testing.F) {
+// FuzzPreviewCodexPatch: hostile patch text never panics, and a preview
+// that is made is a patch request the spool accepts.
+func FuzzPreviewCodexPatch(f *testing.F) {
 	f.Add("*** Begin Patch\n*** Update File: a.go\n@@ func x() {\n-\treturn 1\n+\treturn 2\n*** End of File\n*** End Patch")
 	f.Add("*** Begin Patch\n*** Add File: b.txt\n+\x1b[2J\n*** Delete File: a.go\n*** End Patch")
 	f.Add("*** Begin Patch\n*** Update File: a.go\n\n\n+x\n*** End Patch")
@@ -96,34 +95,13 @@ func FuzzCodexPatch(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, patch string) {
-		req := &queue.Request{Version: queue.Version, ID: queue.NewID(), Mode: queue.ModeDecide, Cwd: dir}
-		if _, err := codexPatchRequest(req, dir, patch); err != nil {
+		diff, err := PreviewCodexPatch(dir, patch)
+		if err != nil {
 			return
 		}
+		req := &queue.Request{Version: queue.Version, ID: queue.NewID(), Mode: queue.ModeDecide, Cwd: dir, Kind: queue.KindPatch, Diff: diff}
 		if err := req.Validate(); err != nil && !strings.Contains(err.Error(), "created_at") && !strings.Contains(err.Error(), "expires") {
 			t.Fatalf("a previewed patch is not a valid request: %v\n%s", err, req.Diff)
 		}
 	})
-}
-
-// TestCodexShellPatch: the shell call Codex turns into apply_patch.
-func TestCodexShellPatch(t *testing.T) {
-	patch := "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch"
-	for _, tt := range []struct {
-		cmd  string
-		want bool
-	}{
-		{"apply_patch <<'EOF'\n" + patch + "\nEOF\n", true},
-		{"apply_patch <<\"EOF\"\n" + patch + "\nEOF", true},
-		{"applypatch << PATCH\n" + patch + "\nPATCH\n", true},
-		{"apply_patch <<'EOF'\n" + patch + "\nEOF\nrm -rf ~", false}, // more after the patch: a shell line
-		{"apply_patch <<'EOF'\n" + patch, false},                     // never closed
-		{"echo apply_patch <<'EOF'\n" + patch + "\nEOF", false},
-		{"apply_patch <<'E;F'\n" + patch + "\nE;F", false},
-	} {
-		got, ok := codexShellPatch(tt.cmd)
-		if ok != tt.want || (ok && got != patch) {
-			t.Errorf("%q: got %q, %v; want %v", tt.cmd, got, ok, tt.want)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package hook
+package change
 
 import (
 	"errors"
@@ -84,7 +84,7 @@ func parseCodexPatch(text string) ([]codexPatchOp, error) {
 			i++
 			continue
 		default:
-			return nil, fmt.Errorf("line %d: %q is not a file operation", i+2, clip(l, 80))
+			return nil, fmt.Errorf("line %d: %q is not a file operation", i+2, queue.Clip(l, 80))
 		}
 		if op.path == "" {
 			return nil, fmt.Errorf("line %d: no path", i+1)
@@ -130,7 +130,7 @@ func parseCodexChunks(lines []string, i int) ([]codexChunk, int, error) {
 			case l[0] == '+':
 				cur.new = append(cur.new, l[1:])
 			default:
-				return nil, i, fmt.Errorf("%q is not a context, removed or added line", clip(l, 80))
+				return nil, i, fmt.Errorf("%q is not a context, removed or added line", queue.Clip(l, 80))
 			}
 		}
 	}
@@ -188,7 +188,7 @@ func applyCodexChunks(old string, chunks []codexChunk) (string, error) {
 		if c.context != "" {
 			i := seekLines(lines, []string{c.context}, at, false)
 			if i < 0 {
-				return "", fmt.Errorf("the context line %q is not in the file", clip(c.context, 80))
+				return "", fmt.Errorf("the context line %q is not in the file", queue.Clip(c.context, 80))
 			}
 			at = i + 1
 		}
@@ -206,7 +206,7 @@ func applyCodexChunks(old string, chunks []codexChunk) (string, error) {
 			i = seekLines(lines, oldL, at, c.eof)
 		}
 		if i < 0 {
-			return "", fmt.Errorf("the lines to change are not in the file: %q", clip(strings.Join(c.old, "\n"), 120))
+			return "", fmt.Errorf("the lines to change are not in the file: %q", queue.Clip(strings.Join(c.old, "\n"), 120))
 		}
 		repls = append(repls, repl{i, len(oldL), newL})
 		at = i + len(oldL)
@@ -221,12 +221,14 @@ func applyCodexChunks(old string, chunks []codexChunk) (string, error) {
 	return strings.Join(lines, "\n") + "\n", nil
 }
 
-// codexPatchRequest makes an apply_patch call a patch request whose diff
-// is the change the patch makes to the files as they are now, so that
-// the person sees a diff preview. It returns why not when the patch
-// cannot be previewed (a move, a file not as the patch expects, a path
-// outside cwd): the caller queues it as a tool then.
-func codexPatchRequest(req *queue.Request, cwd, patch string) (string, error) {
+// PreviewCodexPatch is the diff (git-style, for the preview) that
+// Codex's apply_patch text makes to the files under cwd as they are now,
+// read as the agent reads them (ReadPreview), so that a person sees a
+// diff preview of the call. It returns why not when the patch cannot be
+// previewed: text that is not a patch, a move, a file not as the patch
+// expects, a path outside cwd (by its name: Codex resolves it against
+// cwd), or a patch that changes nothing.
+func PreviewCodexPatch(cwd, patch string) (string, error) {
 	ops, err := parseCodexPatch(patch)
 	if err != nil {
 		return "", err
@@ -236,12 +238,16 @@ func codexPatchRequest(req *queue.Request, cwd, patch string) (string, error) {
 		if op.moveTo != "" {
 			return "", fmt.Errorf("%s is moved to %s", op.path, op.moveTo)
 		}
-		abs := hookPath(cwd, op.path)
+		abs := op.path
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(cwd, abs)
+		}
+		abs = filepath.Clean(abs)
 		rel, err := filepath.Rel(cwd, abs)
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 			return "", fmt.Errorf("%s is outside %s", op.path, cwd)
 		}
-		old, exists, err := readForPreview(abs)
+		old, exists, err := ReadPreview(abs)
 		if err != nil {
 			return "", err
 		}
@@ -287,36 +293,5 @@ func codexPatchRequest(req *queue.Request, cwd, patch string) (string, error) {
 	if b.Len() == 0 {
 		return "", errors.New("the patch changes nothing")
 	}
-	req.Kind, req.Diff = queue.KindPatch, b.String()
-	return req.Diff, nil
-}
-
-// codexShellPatch is the patch of a shell call Codex carries out as
-// apply_patch: "apply_patch <<'EOF'" (or applypatch, quoted or not), the
-// patch, and the closing word, with nothing else on the line.
-func codexShellPatch(command string) (string, bool) {
-	first, body, ok := strings.Cut(strings.TrimSpace(command), "\n")
-	if !ok {
-		return "", false
-	}
-	f := strings.Fields(first)
-	if len(f) < 2 || (f[0] != "apply_patch" && f[0] != "applypatch") {
-		return "", false
-	}
-	word := strings.TrimPrefix(strings.Join(f[1:], ""), "<<")
-	word = strings.TrimPrefix(word, "-")
-	word = strings.Trim(word, `'"`)
-	if word == "" || strings.ContainsAny(word, " <>|;&$`") {
-		return "", false
-	}
-	end := strings.LastIndex(body, "\n"+word)
-	switch {
-	case strings.TrimSpace(body) == word:
-		return "", false
-	case end >= 0 && strings.TrimSpace(body[end+1+len(word):]) == "":
-		return body[:end], true
-	case strings.HasPrefix(body, word):
-		return "", false
-	}
-	return "", false
+	return b.String(), nil
 }

@@ -1,4 +1,6 @@
-package main
+//go:build unix
+
+package e2e
 
 import (
 	"encoding/json"
@@ -79,7 +81,7 @@ func (m *model) Results() []string {
 
 // serve starts handler on a free port of 127.0.0.1 and returns its base
 // URL and a stop function.
-func serve(h http.Handler) (string, func(), error) {
+func serveModel(h http.Handler) (string, func(), error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -87,6 +89,43 @@ func serve(h http.Handler) (string, func(), error) {
 	srv := &http.Server{Handler: h}
 	go srv.Serve(l)
 	return "http://" + l.Addr().String(), func() { srv.Close() }, nil
+}
+
+// providerAPI is a scripted provider's HTTP handler: POST only; a path
+// isCount names (nil: none) gets tokens, a token count in JSON; a path
+// isChat names has its body decoded as R (400 if it is not) and is
+// answered by answer; any other is not found. Every body posted is kept
+// (readBody).
+func providerAPI[R any](m *model, isCount func(path string) bool, tokens string, isChat func(path string) bool,
+	answer func(w http.ResponseWriter, r *http.Request, req *R)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		body := m.readBody(r)
+		switch {
+		case isCount != nil && isCount(r.URL.Path):
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, tokens)
+			return
+		case !isChat(r.URL.Path):
+			http.NotFound(w, r)
+			return
+		}
+		var req R
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answer(w, r, &req)
+	})
+}
+
+// writeJSON answers with v as one JSON body.
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
 }
 
 // sse writes one server-sent event.

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"bytes"
@@ -106,14 +106,11 @@ type effSuite struct {
 	victim                  string            // a request that must stay pending
 	victimRan               string            // what the victim would create if it ran
 
-	serve     *osexec.Cmd
-	serveDone chan struct{}
-
-	mu        sync.Mutex
-	approving map[string]bool
-	judge     *policy.Judge // the engine's policy, judged as the engine does
-	approveWG sync.WaitGroup
-	approvals []string // what the approver did, for failure messages
+	bin    string        // the programs
+	serve  *Proc         // the engine now
+	served []*Proc       // every engine started, for their logs
+	judge  *policy.Judge // the engine's policy, judged as the engine does
+	person *Person       // approves what the policy asks about
 }
 
 // TestEffects runs every payload of effCases through 'sluice run' against
@@ -583,8 +580,7 @@ func newEffSuite(t *testing.T) *effSuite {
 	}
 	s := &effSuite{dir: dir, home: filepath.Join(dir, "home"), proj: filepath.Join(dir, "proj"),
 		out: filepath.Join(dir, "outside"), spool: filepath.Join(dir, "spool"),
-		apiKey: "effects-apikey-" + effRandom(t), secrets: map[string]string{},
-		approving: map[string]bool{}}
+		apiKey: "effects-apikey-" + effRandom(t), secrets: map[string]string{}, bin: Bin(t)}
 	cfgDir := filepath.Join(s.home, ".config", "sluice")
 	s.cfgFile, s.polFile = filepath.Join(cfgDir, "config.toml"), filepath.Join(cfgDir, "policy.toml")
 	stateHome := filepath.Join(dir, "state")
@@ -609,9 +605,8 @@ func newEffSuite(t *testing.T) *effSuite {
 	}
 	s.secrets["config"] = "effects-config-" + effRandom(t)
 	// The runs that attack the spool find it by $SLUICE_SPOOL, which only
-	// env_allow lets through; GORACE keeps the race-built sluice that some
-	// runs start from sleeping at its exit.
-	effWrite(t, s.cfgFile, "# "+s.secrets["config"]+"\ndefault_timeout = \"10s\"\nenv_allow = [\"SLUICE_SPOOL\", \"GORACE\"]\n", 0o644)
+	// env_allow lets through.
+	effWrite(t, s.cfgFile, "# "+s.secrets["config"]+"\ndefault_timeout = \"10s\"\nenv_allow = [\"SLUICE_SPOOL\"]\n", 0o644)
 	s.secrets["policy"] = "effects-policy-" + effRandom(t)
 	effWrite(t, s.polFile, "# "+s.secrets["policy"]+`
 [defaults]
@@ -640,21 +635,18 @@ command = "*"
 	}
 	effCheck(t, os.Chmod(s.home, 0o755))
 
-	path := os.Getenv("PATH")
+	// The payloads that approve themselves find the suite's sluice first.
+	path := s.bin + ":" + os.Getenv("PATH")
 	if py, err := osexec.Command("python3", "-c", "import sys; print(sys.executable)").Output(); err == nil {
 		// A version manager's shim finds the interpreter through $HOME,
 		// which the runs do not share: put the interpreter first.
 		path = filepath.Dir(strings.TrimSpace(string(py))) + ":" + path
 	}
-	s.env = effEnviron(map[string]string{
-		"HOME":            s.home,
-		"XDG_CONFIG_HOME": filepath.Join(s.home, ".config"),
-		"XDG_STATE_HOME":  stateHome,
-		"SLUICE_SPOOL":    s.spool,
-		"PATH":            path,
-		// Under -race every process sleeps a second at exit otherwise.
-		"GORACE": strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0"),
-	})
+	// Nothing of the caller's sluice, git, pager or editor settings.
+	s.env = append(scrubbedEnv("PATH", "GIT_", "PAGER", "EDITOR", "VISUAL", "LESS", "ENV", "BASH_ENV"),
+		"HOME="+s.home, "XDG_CONFIG_HOME="+filepath.Join(s.home, ".config"), "XDG_STATE_HOME="+stateHome,
+		"SLUICE_SPOOL="+s.spool, "PATH="+path)
+	s.env = slices.Clip(s.env) // appended to by goroutines: never in place
 
 	effWrite(t, filepath.Join(s.proj, "README"), "the project\n", 0o666)
 	for _, args := range [][]string{{"init", "-q"}, {"add", "README"},
@@ -676,22 +668,7 @@ command = "*"
 
 	s.startServe(t)
 	t.Cleanup(func() { s.stopServe(t) })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.approver(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		s.approveWG.Wait()
-		if t.Failed() {
-			s.mu.Lock()
-			t.Logf("approver:\n%s", strings.Join(s.approvals, "\n"))
-			s.mu.Unlock()
-		}
-	})
+	s.startPerson(t)
 
 	// A run whose output no other run may read: the secret is made by
 	// printf, so it shows in no command line.
@@ -726,113 +703,72 @@ command = "*"
 
 // sluice is a sluice command with the suite's environment.
 func (s *effSuite) sluice(ctx context.Context, args ...string) *osexec.Cmd {
-	cmd := osexec.CommandContext(ctx, "sluice", args...)
+	cmd := osexec.CommandContext(ctx, filepath.Join(s.bin, "sluice"), args...)
 	cmd.Env, cmd.Dir = s.env, s.proj
 	return cmd
 }
 
-// startServe starts 'sluice serve' with a secret in its environment.
+// startServe starts 'sluice serve' with a secret in its environment and
+// waits until it serves.
 func (s *effSuite) startServe(t *testing.T) {
 	t.Helper()
-	logPath := filepath.Join(s.dir, "serve.log")
-	before, _ := os.ReadFile(logPath)
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	effCheck(t, err)
 	cmd := s.sluice(context.Background(), "serve")
 	cmd.Env = append(slices.Clone(s.env), "EFFECTS_API_KEY="+s.apiKey)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("sluice serve: %v", err)
+	p, err := LaunchServe(cmd)
+	if err != nil {
+		t.Fatal(err)
 	}
-	logf.Close()
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	s.serve, s.serveDone = cmd, done
-	// It serves once it says so (after taking the spool's lock).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		data, err := os.ReadFile(logPath)
-		if err == nil && strings.Count(string(data), " watching ") > strings.Count(string(before), " watching ") {
-			return
-		}
-		select {
-		case <-done:
-			t.Fatalf("sluice serve exited:\n%s", data)
-		default:
-		}
-		if time.Now().After(deadline) { // a hang guard
-			t.Fatalf("sluice serve does not serve after 10s:\n%s", data)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	s.serve, s.served = p, append(s.served, p)
 }
 
 // stopServe stops the current 'sluice serve' (which may have been
-// restarted since the suite began).
+// restarted since the suite began), and shows what each said when the
+// suite failed.
 func (s *effSuite) stopServe(t *testing.T) {
-	_ = s.serve.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.serveDone:
-	case <-time.After(10 * time.Second): // a hang guard
-		_ = s.serve.Process.Kill()
-		<-s.serveDone
+	if err := s.serve.StopWithin(10 * time.Second); err != nil { // a hang guard
+		t.Log(err)
 	}
 	if t.Failed() {
-		log, _ := os.ReadFile(filepath.Join(s.dir, "serve.log"))
-		t.Logf("sluice serve:\n%s", log)
+		for _, p := range s.served {
+			t.Logf("sluice serve (pid %d):\n%s", p.Pid(), p.Stderr.String()+p.Stdout.String())
+		}
 	}
 }
 
-// approver plays the person: every pending request but those marked to
-// stay is approved ('sluice approve', which runs it), until ctx ends.
-func (s *effSuite) approver(ctx context.Context) {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		out, err := s.sluice(ctx, "ls", "--json").Output()
-		if err != nil {
-			continue
-		}
-		var list []lsEntry
-		if json.Unmarshal(out, &list) != nil {
-			continue
-		}
-		for _, e := range list {
-			if e.State != queue.StatePending || e.Request == nil || strings.Contains(e.Request.Note, effectsKeep) {
-				continue
-			}
-			s.mu.Lock()
-			seen := s.approving[e.ID]
-			s.approving[e.ID] = true
-			s.mu.Unlock()
+// startPerson starts the suite's person: it approves ('sluice approve',
+// which runs it, with the secret in its environment too) every pending
+// request that the policy asks about, but for those marked to stay.
+func (s *effSuite) startPerson(t *testing.T) {
+	s.person = &Person{Poll: 50 * time.Millisecond,
+		Sluice: func(ctx context.Context, args ...string) *osexec.Cmd {
+			cmd := s.sluice(ctx, args...)
+			cmd.Env = append(slices.Clone(s.env), "EFFECTS_API_KEY="+s.apiKey)
+			return cmd
+		},
+		Decide: func(p Pending) [][]string {
 			// What the policy allows is the engine's to run: a person
 			// approves only what it asks about.
-			if seen || s.judge.Judge(e.Request).Action == "allow" {
-				continue
+			if strings.Contains(p.Note, effectsKeep) || s.judge.Judge(p.Request).Action == "allow" {
+				return nil
 			}
-			s.approveWG.Add(1)
-			go func(id, what string) {
-				defer s.approveWG.Done()
-				// Not ctx: a started approval runs to its end.
-				cmd := s.sluice(context.Background(), "approve", id)
-				cmd.Env = append(cmd.Env, "EFFECTS_API_KEY="+s.apiKey)
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
-				err := cmd.Run()
-				s.mu.Lock()
-				s.approvals = append(s.approvals, fmt.Sprintf("approve %s (%s): %v %s", id, what, err, strings.TrimSpace(stderr.String())))
-				s.mu.Unlock()
-			}(e.ID, e.Request.Summary())
+			return [][]string{{"approve", p.ID}}
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.person.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			ds, _, failed := s.person.Decisions()
+			for _, d := range ds {
+				t.Logf("person: %s: exit %d %s", strings.Join(d.Args, " "), d.Exit, d.Output)
+			}
+			for _, f := range failed {
+				t.Logf("person: %s", f)
+			}
 		}
-	}
+	})
 }
 
 // run queues cmd with 'sluice run --json' and returns the result and the
@@ -894,7 +830,7 @@ func (s *effSuite) runCase(t *testing.T, c effCase) {
 	t.Cleanup(func() { effKillTagged(r.tag) })
 	repl := []string{"@MARK@", r.mark, "@OUT@", s.out, "@PROJ@", s.proj, "@TAG@", r.tag, "@KEEP@", r.keep,
 		"@VICTIM@", s.victim, "@SPOOL@", s.spool, "@CONFIG@", s.cfgFile,
-		"@SERVEPID@", strconv.Itoa(s.serve.Process.Pid)}
+		"@SERVEPID@", strconv.Itoa(s.serve.Pid())}
 	for k, v := range r.vars {
 		repl = append(repl, k, v)
 	}
@@ -1101,7 +1037,7 @@ func (s *effSuite) pendingState(t *testing.T) queue.State {
 	}
 	for _, e := range list {
 		if e.ID == s.victim {
-			return e.State
+			return queue.State(e.State)
 		}
 	}
 	return ""
@@ -1123,11 +1059,9 @@ func (s *effSuite) victimPending(t *testing.T) {
 // for the payloads that follow.
 func (s *effSuite) ensureServe(t *testing.T) {
 	t.Helper()
-	select {
-	case <-s.serveDone:
-		t.Errorf("the payload took effect: sluice serve exited (%v)", s.serve.ProcessState)
+	if s.serve.Exited() {
+		t.Errorf("the payload took effect: sluice serve exited (%v)", s.serve.Cmd.ProcessState)
 		s.startServe(t)
-	default:
 	}
 }
 
@@ -1135,12 +1069,10 @@ func (s *effSuite) ensureServe(t *testing.T) {
 // by a signal, and still runs a request.
 func (s *effSuite) engineServes(t *testing.T) {
 	t.Helper()
-	select {
-	case <-s.serveDone:
+	if s.serve.Exited() {
 		return // ensureServe reports it
-	default:
 	}
-	if harm := effHarmed(s.serve.Process.Pid); harm != "" {
+	if harm := effHarmed(s.serve.Pid()); harm != "" {
 		t.Errorf("the payload took effect: sluice serve was %s", harm)
 		return
 	}
@@ -1374,36 +1306,10 @@ func testProbesDetect(t *testing.T, s *effSuite) {
 	if err != nil || !bytes.Contains(data, []byte(`"prev"`)) {
 		t.Errorf("the audit log %s has no \"prev\" field to look for (%v)", s.auditFile, err)
 	}
-	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", s.serve.Process.Pid))
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", s.serve.Pid()))
 	if err != nil || !bytes.Contains(env, []byte(s.apiKey)) {
 		t.Errorf("sluice serve's environment does not hold EFFECTS_API_KEY (%v)", err)
 	}
-}
-
-// effEnviron is this process's environment with sluice's, the home's and
-// the pagers' variables replaced by set.
-func effEnviron(set map[string]string) []string {
-	drop := func(name string) bool {
-		if _, ok := set[name]; ok {
-			return true
-		}
-		switch name {
-		case "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "XDG_DATA_HOME", "GIT_PAGER", "GIT_EDITOR", "PAGER", "EDITOR",
-			"VISUAL", "LESS", "LESSOPEN", "LESSCLOSE", "ENV", "BASH_ENV", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM":
-			return true
-		}
-		return strings.HasPrefix(name, "SLUICE_") || strings.HasPrefix(name, "GIT_")
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); !drop(name) {
-			env = append(env, kv)
-		}
-	}
-	for k, v := range set {
-		env = append(env, k+"="+v)
-	}
-	return env
 }
 
 func effWrite(t *testing.T, path, data string, mode os.FileMode) {

@@ -1,7 +1,8 @@
-package main
+//go:build unix
+
+package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -18,12 +19,12 @@ import (
 // the conversation ("contents").
 const geminiVersion = "0.61.0"
 
-var geminiAgent = &agent{
+var geminiAgent = &cliAgent{
 	name:    "gemini",
 	pkg:     "@google/gemini-cli@" + geminiVersion,
 	bin:     "gemini",
 	handler: func(m *model) http.Handler { return m.gemini() },
-	prepare: func(e *env, baseURL string) error {
+	prepare: func(e *agentEnv, baseURL string) error {
 		dir := filepath.Join(e.home, ".gemini")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
@@ -32,7 +33,7 @@ var geminiAgent = &agent{
 		settings := `{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"disableAutoUpdate":true,"disableUpdateNag":true},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}`
 		return os.WriteFile(filepath.Join(dir, "settings.json"), []byte(settings), 0o600)
 	},
-	command: func(e *env, cli, prompt string) *exec.Cmd {
+	command: func(e *agentEnv, cli, prompt string) *exec.Cmd {
 		// --yolo: Gemini CLI asks nobody itself; only the hook stands
 		// between the model and the tools.
 		cmd := exec.Command(cli, "-p", prompt, "--yolo", "-m", "gemini-2.5-pro", "--output-format", "json")
@@ -40,64 +41,52 @@ var geminiAgent = &agent{
 		cmd.Dir = e.proj
 		return cmd
 	},
-	oldHook: func(e *env) error {
+	oldHook: func(e *agentEnv) error {
 		return writeJSONFile(filepath.Join(e.home, ".gemini", "settings.json"),
 			`{"security":{"auth":{"selectedType":"gemini-api-key"}},"hooks":{"BeforeTool":[{"matcher":".*","hooks":[{"name":"sluice","type":"command","command":"sluice hook gemini","timeout":120000}]}]}}`)
 	},
-	writeFile: func(e *env, name, content string) step { return step{write: &fileBody{name, content}} },
+	writeFile: func(e *agentEnv, name, content string) step { return step{write: &fileBody{name, content}} },
+}
+
+// geminiRequest is the part of a generateContent request the model reads.
+type geminiRequest struct {
+	Contents []struct {
+		Parts []map[string]any `json:"parts"`
+	} `json:"contents"`
 }
 
 func (m *model) gemini() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.NotFound(w, r)
-			return
-		}
-		body := m.readBody(r)
-		switch {
-		case strings.HasSuffix(r.URL.Path, ":countTokens"):
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprint(w, `{"totalTokens": 10}`)
-			return
-		case !strings.Contains(r.URL.Path, "enerateContent"):
-			http.NotFound(w, r)
-			return
-		}
-		var req struct {
-			Contents []struct {
-				Parts []map[string]any `json:"parts"`
-			} `json:"contents"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		n := 0
-		for ci, c := range req.Contents {
-			for pi, p := range c.Parts {
-				if fr, ok := p["functionResponse"].(map[string]any); ok {
-					id, _ := fr["id"].(string)
-					m.record(fmt.Sprintf("%d/%d/%s", ci, pi, id), textOf(fr["response"]))
-					n++
-				}
+	return providerAPI(m, func(p string) bool { return strings.HasSuffix(p, ":countTokens") }, `{"totalTokens": 10}`,
+		func(p string) bool { return strings.Contains(p, "enerateContent") }, m.geminiAnswer)
+}
+
+// geminiAnswer answers a generateContent request (streamed or not) with
+// the script's next step.
+func (m *model) geminiAnswer(w http.ResponseWriter, r *http.Request, req *geminiRequest) {
+	n := 0
+	for ci, c := range req.Contents {
+		for pi, p := range c.Parts {
+			if fr, ok := p["functionResponse"].(map[string]any); ok {
+				id, _ := fr["id"].(string)
+				m.record(fmt.Sprintf("%d/%d/%s", ci, pi, id), textOf(fr["response"]))
+				n++
 			}
 		}
-		resp := map[string]any{
-			"candidates": []any{map[string]any{
-				"content":      map[string]any{"role": "model", "parts": []any{m.geminiPart(n)}},
-				"finishReason": "STOP", "index": 0,
-			}},
-			"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
-			"modelVersion":  "gemini-2.5-pro",
-		}
-		if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
-			w.Header().Set("Content-Type", "text/event-stream")
-			sse(w, "", resp)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(resp)
-	})
+	}
+	resp := map[string]any{
+		"candidates": []any{map[string]any{
+			"content":      map[string]any{"role": "model", "parts": []any{m.geminiPart(n)}},
+			"finishReason": "STOP", "index": 0,
+		}},
+		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+		"modelVersion":  "gemini-2.5-pro",
+	}
+	if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "", resp)
+		return
+	}
+	writeJSON(w, resp)
 }
 
 // geminiPart is the model's part for step n.

@@ -1,4 +1,6 @@
-package main
+//go:build unix
+
+package e2e
 
 import (
 	"fmt"
@@ -15,18 +17,18 @@ import (
 // there to decide, and what must (not) have happened.
 type scenario struct {
 	name    string
-	serve   bool                          // run 'sluice serve' (the policy)
-	person  func(*queue.Request) decision // a person deciding what serve leaves; nil: nobody
-	install []string                      // extra 'sluice install' flags
-	script  func(a *agent, e *env) []step // the model's tool calls
-	check   func(e *env, m *model) error  // what must hold after the run
-	limit   time.Duration                 // the run must end within (default 90s)
-	only    string                        // run for this agent only
-	path    string                        // the agent's PATH, when set
-	old     bool                          // the old hand-written hook instead of 'sluice install'
+	serve   bool                                  // run 'sluice serve' (the policy)
+	person  func(*queue.Request) choice           // a person deciding what serve leaves; nil: nobody
+	install []string                              // extra 'sluice install' flags
+	script  func(a *cliAgent, e *agentEnv) []step // the model's tool calls
+	check   func(e *agentEnv, m *model) error     // what must hold after the run
+	limit   time.Duration                         // the run must end within (default 90s)
+	only    string                                // run for this agent only
+	path    string                                // the agent's PATH, when set
+	old     bool                                  // the old hand-written hook instead of 'sluice install'
 	// setup, when set, runs after 'sluice install' (or, with noInstall,
 	// instead of it): a person's own change to the agent's settings.
-	setup     func(e *env, cli string) error
+	setup     func(e *agentEnv, cli string) error
 	noInstall bool
 	// mayHang: a run that outlives limit is killed and recorded
 	// (e.hung), not a failure; check then says what that means.
@@ -46,42 +48,46 @@ const (
 	markUnasked  = "ran-unasked"
 )
 
-func approve(*queue.Request) decision { return decision{approve: true} }
+func approve(*queue.Request) choice { return choice{approve: true} }
 
 func scenarios() []scenario {
 	return []scenario{
 		{name: "policy allows", serve: true,
-			script: func(a *agent, e *env) []step { return []step{{shell: "echo sluice-e2e-allowed-$((6*7))"}} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "echo sluice-e2e-allowed-$((6*7))"}} },
+			check: func(e *agentEnv, m *model) error {
 				return resultHas(m, "sluice-e2e-allowed-42")
 			}},
 		{name: "policy denies", serve: true,
-			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markDenied + " && sudo -n true"}} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step {
+				return []step{{shell: "touch " + markDenied + " && sudo -n true"}}
+			},
+			check: func(e *agentEnv, m *model) error {
 				return all(absent(e, markDenied), resultHas(m, "denied by policy"))
 			}},
 		{name: "person approves", serve: true, person: approve,
-			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markApproved}} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markApproved}} },
+			check: func(e *agentEnv, m *model) error {
 				return all(present(e, markApproved), sawOne(e))
 			}},
 		{name: "person denies", serve: true,
-			person: func(*queue.Request) decision { return decision{reason: "e2e: not this one"} },
-			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markRefused}} },
-			check: func(e *env, m *model) error {
+			person: func(*queue.Request) choice { return choice{reason: "e2e: not this one"} },
+			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markRefused}} },
+			check: func(e *agentEnv, m *model) error {
 				return all(absent(e, markRefused), resultHas(m, "e2e: not this one"))
 			}},
 		{name: "person edits", serve: true,
-			person: func(r *queue.Request) decision {
-				return decision{approve: true, edit: strings.ReplaceAll(r.Command, markBefore, markAfter)}
+			person: func(r *queue.Request) choice {
+				return choice{approve: true, edit: strings.ReplaceAll(r.Command, markBefore, markAfter)}
 			},
-			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markBefore}} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markBefore}} },
+			check: func(e *agentEnv, m *model) error {
 				return all(absent(e, markBefore), present(e, markAfter))
 			}},
 		{name: "write with diff", serve: true, person: approve,
-			script: func(a *agent, e *env) []step { return []step{a.writeFile(e, "written.txt", "hello from the agent")} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step {
+				return []step{a.writeFile(e, "written.txt", "hello from the agent")}
+			},
+			check: func(e *agentEnv, m *model) error {
 				if err := present(e, "written.txt"); err != nil {
 					return err
 				}
@@ -95,10 +101,10 @@ func scenarios() []scenario {
 				return fmt.Errorf("the person was not shown the change as a file request with its content: %s", kinds(e))
 			}},
 		{name: "shell apply_patch", serve: true, person: approve, only: "codex",
-			script: func(a *agent, e *env) []step {
+			script: func(a *cliAgent, e *agentEnv) []step {
 				return []step{{shell: "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: shell-patched.txt\n+via the shell\n*** End Patch\nEOF\n"}}
 			},
-			check: func(e *env, m *model) error {
+			check: func(e *agentEnv, m *model) error {
 				if err := present(e, "shell-patched.txt"); err != nil {
 					return err
 				}
@@ -110,21 +116,23 @@ func scenarios() []scenario {
 				return fmt.Errorf("the person was not shown the patch: %s", kinds(e))
 			}},
 		{name: "write denied", serve: true,
-			person: func(*queue.Request) decision { return decision{reason: "e2e: no new files"} },
-			script: func(a *agent, e *env) []step { return []step{a.writeFile(e, "refused.txt", "should not exist")} },
-			check: func(e *env, m *model) error {
+			person: func(*queue.Request) choice { return choice{reason: "e2e: no new files"} },
+			script: func(a *cliAgent, e *agentEnv) []step {
+				return []step{a.writeFile(e, "refused.txt", "should not exist")}
+			},
+			check: func(e *agentEnv, m *model) error {
 				return all(absent(e, "refused.txt"), resultHas(m, "e2e: no new files"))
 			}},
 		{name: "mcp run_command", serve: true, person: approve, install: []string{"--mcp"},
-			script: func(a *agent, e *env) []step {
+			script: func(a *cliAgent, e *agentEnv) []step {
 				return []step{{mcp: &mcpCall{tool: "run_command", args: map[string]any{"command": "touch " + markMCP, "note": "e2e"}}}}
 			},
-			check: func(e *env, m *model) error {
+			check: func(e *agentEnv, m *model) error {
 				return all(present(e, markMCP), sawOne(e))
 			}},
 		{name: "sluice not on PATH", serve: true, person: approve, path: "/usr/local/bin:/usr/bin:/bin",
-			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markApproved}} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markApproved}} },
+			check: func(e *agentEnv, m *model) error {
 				return all(present(e, markApproved), sawOne(e))
 			}},
 		// The control: the hook as the README gave it before 'sluice
@@ -132,8 +140,8 @@ func scenarios() []scenario {
 		// does is recorded (a tool it runs here ran unasked); sluice
 		// doctor must name the problem and exit 1.
 		{name: "control: old hook", serve: true, old: true, path: "/usr/local/bin:/usr/bin:/bin",
-			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markUnasked}} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markUnasked}} },
+			check: func(e *agentEnv, m *model) error {
 				out, err := e.sluice("doctor")
 				if err == nil || !strings.Contains(out, "FAIL-OPEN") {
 					return fmt.Errorf("sluice doctor did not report the old hook: %v\n%s", err, out)
@@ -152,13 +160,13 @@ func scenarios() []scenario {
 		// first, install must take the setting out (--yes) and doctor
 		// be clean after.
 		{name: "control: disableAllHooks", serve: true, only: "claude", install: []string{"--wait", "5s"},
-			setup: func(e *env, cli string) error {
+			setup: func(e *agentEnv, cli string) error {
 				return editFile(filepath.Join(e.home, ".claude", "settings.json"), func(s string) string {
 					return strings.Replace(s, "{", "{\n  \"disableAllHooks\": true,", 1)
 				})
 			},
-			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markUnasked}} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markUnasked}} },
+			check: func(e *agentEnv, m *model) error {
 				out, err := e.sluice("doctor")
 				if err == nil || !strings.Contains(out, `settings.json sets "disableAllHooks": true: Claude Code runs no hook`) {
 					return fmt.Errorf("sluice doctor did not report disableAllHooks: %v\n%s", err, out)
@@ -173,7 +181,7 @@ func scenarios() []scenario {
 				return nil
 			}},
 		{name: "control: claude mcp add", serve: true, only: "claude", noInstall: true,
-			setup: func(e *env, cli string) error {
+			setup: func(e *agentEnv, cli string) error {
 				// The old way: sluice's MCP server added with the real
 				// 'claude mcp add' (local scope: ~/.claude.json,
 				// projects.<dir>.mcpServers), and no hook.
@@ -188,8 +196,8 @@ func scenarios() []scenario {
 				}
 				return nil
 			},
-			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markUnasked}} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markUnasked}} },
+			check: func(e *agentEnv, m *model) error {
 				out, err := e.sluice("doctor")
 				if err == nil || !strings.Contains(out, "registers sluice's MCP server for the project ") {
 					return fmt.Errorf("sluice doctor did not report the MCP server without a hook: %v\n%s", err, out)
@@ -198,13 +206,13 @@ func scenarios() []scenario {
 				return nil
 			}},
 		{name: "control: fallback ask", only: "gemini", limit: 30 * time.Second, mayHang: true,
-			setup: func(e *env, cli string) error {
+			setup: func(e *agentEnv, cli string) error {
 				return editFile(filepath.Join(e.home, ".gemini", "settings.json"), func(s string) string {
 					return strings.Replace(s, " hook gemini --wait ", " hook gemini --fallback ask --wait ", 1)
 				})
 			},
-			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markUnasked}} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markUnasked}} },
+			check: func(e *agentEnv, m *model) error {
 				out, err := e.sluice("doctor")
 				if err == nil || !strings.Contains(out, "gemini: HANGS: ") || !strings.Contains(out, "hangs until it is killed") {
 					return fmt.Errorf("sluice doctor did not fail the --fallback ask hook: %v\n%s", err, out)
@@ -218,18 +226,18 @@ func scenarios() []scenario {
 				return nil
 			}},
 		{name: "no engine running",
-			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markNoEngine}} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markNoEngine}} },
+			check: func(e *agentEnv, m *model) error {
 				return all(absent(e, markNoEngine), resultHas(m, "no sluice console"))
 			}},
 		{name: "short wait, nobody decides", serve: true, install: []string{"--wait", "3s"},
-			script: func(a *agent, e *env) []step { return []step{{shell: "touch " + markNobody}} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markNobody}} },
+			check: func(e *agentEnv, m *model) error {
 				return all(absent(e, markNobody), resultHas(m, "no decision within"))
 			}},
 		{name: "approved, still confined", serve: true, person: approve,
-			script: func(a *agent, e *env) []step { return []step{{shell: "touch ../outside-the-project"}} },
-			check: func(e *env, m *model) error {
+			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch ../outside-the-project"}} },
+			check: func(e *agentEnv, m *model) error {
 				if _, err := os.Stat(filepath.Join(e.root, "outside-the-project")); err == nil {
 					return fmt.Errorf("an approved mutating command wrote outside the project: not confined")
 				}
@@ -245,7 +253,7 @@ func scenarios() []scenario {
 
 // ranUnasked is the note of a control scenario: whether the agent ran
 // the tool nobody was asked about, and what sluice said.
-func ranUnasked(e *env, said string) string {
+func ranUnasked(e *agentEnv, said string) string {
 	if e.exists(markUnasked) {
 		return "the agent ran the tool unasked (" + said + ")"
 	}
@@ -274,14 +282,14 @@ func all(errs ...error) error {
 	return nil
 }
 
-func present(e *env, name string) error {
+func present(e *agentEnv, name string) error {
 	if !e.exists(name) {
 		return fmt.Errorf("%s was not made: the allowed call did not run", name)
 	}
 	return nil
 }
 
-func absent(e *env, name string) error {
+func absent(e *agentEnv, name string) error {
 	if e.exists(name) {
 		return fmt.Errorf("%s exists: a call ran that nobody allowed", name)
 	}
@@ -299,14 +307,14 @@ func resultHas(m *model, text string) error {
 }
 
 // sawOne checks that the person was asked exactly once.
-func sawOne(e *env) error {
+func sawOne(e *agentEnv) error {
 	if n := len(e.seenRequests()); n != 1 {
 		return fmt.Errorf("the person was asked %d times, want once: %s", n, kinds(e))
 	}
 	return nil
 }
 
-func kinds(e *env) string {
+func kinds(e *agentEnv) string {
 	var k []string
 	for _, r := range e.seenRequests() {
 		k = append(k, fmt.Sprintf("%s %s", r.Kind, r.Summary()))
@@ -315,7 +323,7 @@ func kinds(e *env) string {
 }
 
 // runScenario runs one scenario for one agent in dir.
-func runScenario(a *agent, sc scenario, cli, dir, bin string) (string, time.Duration, error) {
+func runScenario(a *cliAgent, sc scenario, cli, dir, bin string) (string, time.Duration, error) {
 	if sc.only != "" && sc.only != a.name {
 		return "", 0, errSkip
 	}
@@ -326,7 +334,7 @@ func runScenario(a *agent, sc scenario, cli, dir, bin string) (string, time.Dura
 	defer e.close()
 	m := newModel(sc.script(a, e)...)
 	m.dump = e.root
-	base, stop, err := serve(a.handler(m))
+	base, stop, err := serveModel(a.handler(m))
 	if err != nil {
 		return "", 0, err
 	}
@@ -356,7 +364,7 @@ func runScenario(a *agent, sc scenario, cli, dir, bin string) (string, time.Dura
 		}
 	}
 	if sc.person != nil {
-		if err := e.person(sc.person); err != nil {
+		if err := e.startPerson(sc.person); err != nil {
 			return "", 0, err
 		}
 	}
@@ -375,10 +383,13 @@ func runScenario(a *agent, sc scenario, cli, dir, bin string) (string, time.Dura
 			}
 		}
 	}
-	out, took, err := run(cmd, limit)
-	if err != nil && strings.HasPrefix(err.Error(), "hung") {
+	out, took, hung, err := runLimited(cmd, limit)
+	if err != nil {
+		return "", 0, err
+	}
+	if hung {
 		if !sc.mayHang {
-			return "", took, fmt.Errorf("%v\n%s", err, tail(out))
+			return "", took, fmt.Errorf("hung: still running after %s\n%s", limit, tail(out))
 		}
 		e.hung = true
 	}
@@ -387,7 +398,7 @@ func runScenario(a *agent, sc scenario, cli, dir, bin string) (string, time.Dura
 		cerr = e.checkAudit()
 	}
 	if cerr != nil {
-		return "", took, fmt.Errorf("%v\n--- agent output:\n%s\n--- serve:\n%s", cerr, tail(out), tail(e.serveLog()))
+		return "", took, fmt.Errorf("%v\n--- agent output:\n%s\n--- serve:\n%s\n--- person:\n%s", cerr, tail(out), tail(e.serveLog()), tail(e.personLog()))
 	}
 	return e.note, took, nil
 }

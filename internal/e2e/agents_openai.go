@@ -1,4 +1,6 @@
-package main
+//go:build unix
+
+package e2e
 
 import (
 	"encoding/json"
@@ -15,38 +17,36 @@ import (
 // Tool results come back as function_call_output / custom_tool_call_output
 // items with the call's call_id.
 
+// openaiRequest is the part of a Responses API request the model reads.
+type openaiRequest struct {
+	Input []map[string]any `json:"input"`
+	Tools []map[string]any `json:"tools"`
+}
+
 func (m *model) openai() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
-			http.NotFound(w, r)
-			return
+	return providerAPI(m, nil, "", func(p string) bool { return strings.HasSuffix(p, "/responses") }, m.openaiAnswer)
+}
+
+// openaiAnswer answers a Responses API request, streamed, with the
+// script's next step.
+func (m *model) openaiAnswer(w http.ResponseWriter, _ *http.Request, req *openaiRequest) {
+	n := 0
+	for _, it := range req.Input {
+		switch it["type"] {
+		case "function_call_output", "custom_tool_call_output", "mcp_tool_call_output":
+			id, _ := it["call_id"].(string)
+			m.record(id, textOf(it["output"]))
+			n++
 		}
-		var req struct {
-			Input []map[string]any `json:"input"`
-			Tools []map[string]any `json:"tools"`
-		}
-		if err := json.Unmarshal(m.readBody(r), &req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		n := 0
-		for _, it := range req.Input {
-			switch it["type"] {
-			case "function_call_output", "custom_tool_call_output", "mcp_tool_call_output":
-				id, _ := it["call_id"].(string)
-				m.record(id, textOf(it["output"]))
-				n++
-			}
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		id := fmt.Sprintf("resp_%d", n)
-		sse(w, "response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": id}})
-		item := m.openaiItem(n, toolNames(req.Tools))
-		sse(w, "response.output_item.done", map[string]any{"type": "response.output_item.done", "item": item})
-		sse(w, "response.completed", map[string]any{"type": "response.completed", "response": map[string]any{
-			"id": id, "usage": map[string]any{"input_tokens": 10, "input_tokens_details": nil, "output_tokens": 5,
-				"output_tokens_details": nil, "total_tokens": 15}}})
-	})
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	id := fmt.Sprintf("resp_%d", n)
+	sse(w, "response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": id}})
+	item := m.openaiItem(n, toolNames(req.Tools))
+	sse(w, "response.output_item.done", map[string]any{"type": "response.output_item.done", "item": item})
+	sse(w, "response.completed", map[string]any{"type": "response.completed", "response": map[string]any{
+		"id": id, "usage": map[string]any{"input_tokens": 10, "input_tokens_details": nil, "output_tokens": 5,
+			"output_tokens_details": nil, "total_tokens": 15}}})
 }
 
 func toolNames(tools []map[string]any) map[string]bool {
