@@ -229,7 +229,9 @@ const maxServed = 1000
 
 // serve records that dev was shown request id with digest (and diff). The
 // same content shown again keeps its first time: reloading the page does
-// not restart the grace, nor hand out a second token.
+// not restart the grace, nor hand out a second token. A showing whose
+// token was spent on a decision that did not take is replaced by a new
+// one, with its own grace.
 func (s *Server) serve(dev *Device, id, digest, diff string) served {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -238,7 +240,7 @@ func (s *Server) serve(dev *Device, id, digest, diff string) served {
 		m = map[string]*served{}
 		s.served[dev.ID] = m
 	}
-	if sv, ok := m[id]; ok && sv.digest == digest && sv.diff == diff {
+	if sv, ok := m[id]; ok && sv.digest == digest && sv.diff == diff && !sv.used {
 		return *sv
 	}
 	if len(m) >= maxServed {

@@ -40,60 +40,71 @@ func (n *Notifier) Run(ctx context.Context, src Source) {
 	if n.Now == nil {
 		n.Now = time.Now
 	}
-	seen := map[string]bool{}
-	first := true
-	var sent []time.Time
-	held := 0
+	st := &notifyState{seen: map[string]bool{}, first: true}
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for {
 		changed := src.Changed()
-		now := n.Now()
-		kept := sent[:0]
-		for _, t := range sent {
-			if now.Sub(t) < time.Minute {
-				kept = append(kept, t)
-			}
-		}
-		sent = kept
-		present := map[string]bool{}
-		for _, it := range src.Queue() {
-			if it.State != queue.StatePending || it.Request == nil {
-				continue
-			}
-			present[it.ID] = true
-			if seen[it.ID] {
-				continue
-			}
-			seen[it.ID] = true
-			if first {
-				continue
-			}
-			if len(sent) >= n.PerMinute {
-				held++
-				continue
-			}
-			sent = append(sent, now)
-			n.post(ctx, "sluice: "+orSomeone(Plain(it.Request.Agent, 40))+" asks",
-				Plain(it.Request.Summary(), 300), n.link("#req="+url.QueryEscape(it.ID)))
-		}
-		for id := range seen {
-			if !present[id] {
-				delete(seen, id)
-			}
-		}
-		first = false
-		if held > 0 && len(sent) < n.PerMinute {
-			sent = append(sent, now)
-			n.post(ctx, "sluice: more requests wait", fmt.Sprintf("%d more requests started waiting", held), n.link(""))
-			held = 0
-		}
+		n.step(ctx, src, st)
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
 		case <-tick.C:
 		}
+	}
+}
+
+// notifyState is what a Notifier remembers between looks at the queue.
+type notifyState struct {
+	seen  map[string]bool // pending ids already announced (or there at the start)
+	first bool
+	sent  []time.Time // posts in the last minute
+	held  int         // requests not announced for the limit
+}
+
+// step announces the requests that started waiting since the last step,
+// within the limit.
+func (n *Notifier) step(ctx context.Context, src Source, st *notifyState) {
+	now := n.Now()
+	kept := st.sent[:0]
+	for _, t := range st.sent {
+		if now.Sub(t) < time.Minute {
+			kept = append(kept, t)
+		}
+	}
+	st.sent = kept
+	present := map[string]bool{}
+	for _, it := range src.Queue() {
+		if it.State != queue.StatePending || it.Request == nil {
+			continue
+		}
+		present[it.ID] = true
+		if st.seen[it.ID] {
+			continue
+		}
+		st.seen[it.ID] = true
+		if st.first {
+			continue
+		}
+		if len(st.sent) >= n.PerMinute {
+			st.held++
+			continue
+		}
+		st.sent = append(st.sent, now)
+		n.post(ctx, "sluice: "+orSomeone(Plain(it.Request.Agent, 40))+" asks",
+			Plain(it.Request.Summary(), 300), n.link("#req="+url.QueryEscape(it.ID)))
+	}
+	for id := range st.seen {
+		if !present[id] {
+			delete(st.seen, id)
+		}
+	}
+	st.first = false
+	if st.held > 0 && len(st.sent) < n.PerMinute {
+		st.sent = append(st.sent, now)
+		n.post(ctx, "sluice: more requests wait", fmt.Sprintf("%d more requests started waiting", st.held), n.link(""))
+		st.held = 0
 	}
 }
 
