@@ -187,8 +187,8 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request, dev *Device) {
 			s.opt.Logf("request %s: %v", Plain(id, 80), err)
 		}
 		v := detailView{itemView: itemView{ID: Plain(id, 80)}}
-		if ev, by, ok := s.src.Winner(id); ok {
-			v.Decided = &decided{Event: ev, By: ShapeLine(by)}
+		if d, ok := s.winner(r.Context(), id); ok {
+			v.Decided = &d
 		}
 		writeJSON(w, http.StatusGone, v)
 		return
@@ -304,11 +304,11 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, dev *Device) {
 	}
 	it, err := s.src.Item(id)
 	if err != nil {
-		s.gone(w, id)
+		s.decidedElsewhere(w, r, id, ErrGone)
 		return
 	}
 	if it.State != queue.StatePending {
-		s.gone(w, id)
+		s.decidedElsewhere(w, r, id, ErrGone)
 		return
 	}
 	nowDiff := ""
@@ -326,7 +326,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, dev *Device) {
 	case errors.Is(err, ErrChanged):
 		writeErr(w, http.StatusConflict, "refused: the request changed after it was shown; it was answered denied")
 	case err != nil:
-		s.decidedElsewhere(w, id, err)
+		s.decidedElsewhere(w, r, id, err)
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "by": s.by(dev)})
 	}
@@ -353,22 +353,18 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, dev *Device) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	if err := s.src.Deny(ctx, id, s.by(dev), reason); err != nil {
-		s.decidedElsewhere(w, id, err)
+		s.decidedElsewhere(w, r, id, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "by": s.by(dev)})
 }
 
-func (s *Server) gone(w http.ResponseWriter, id string) {
-	s.decidedElsewhere(w, id, ErrGone)
-}
-
 // decidedElsewhere answers a decision that did not take: who won, when
 // the audit log says.
-func (s *Server) decidedElsewhere(w http.ResponseWriter, id string, err error) {
+func (s *Server) decidedElsewhere(w http.ResponseWriter, r *http.Request, id string, err error) {
 	out := map[string]any{"error": Plain(trimPrefix(err.Error()), 300)}
-	if ev, by, ok := s.src.Winner(id); ok {
-		out["decided"] = decided{Event: ev, By: ShapeLine(by)}
+	if d, ok := s.winner(r.Context(), id); ok {
+		out["decided"] = d
 	}
 	writeJSON(w, http.StatusConflict, out)
 }

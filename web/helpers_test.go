@@ -17,14 +17,14 @@ import (
 // fakeSource is a Source in memory: the tests set its queue and see the
 // decisions that reached it.
 type fakeSource struct {
-	mu        sync.Mutex
-	items     map[string]*Item
-	order     []string
-	approvals []string // "id digest by"
-	denials   []string // "id by reason"
+	mu         sync.Mutex
+	items      map[string]*Item
+	order      []string
+	approvals  []string // "id digest by"
+	denials    []string // "id by reason"
 	approveErr error
-	winners   map[string][2]string
-	changed   chan struct{}
+	winners    map[string][2]string
+	changed    chan struct{}
 }
 
 func newFake() *fakeSource {
@@ -104,6 +104,8 @@ func (f *fakeSource) Deny(_ context.Context, id, by, reason string) error {
 	f.winners[id] = [2]string{"denied", by}
 	return nil
 }
+
+func (f *fakeSource) Result(string) (*queue.Result, error) { return nil, queue.ErrNoResult }
 
 func (f *fakeSource) Winner(id string) (string, string, bool) {
 	f.mu.Lock()

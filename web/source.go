@@ -36,6 +36,8 @@ type Source interface {
 	// Winner says who decided request id and how, once the audit log has
 	// it: ("approved"|"denied"|"auto_allowed"|..., actor).
 	Winner(id string) (event, actor string, ok bool)
+	// Result is how request id ended; queue.ErrNoResult while it has not.
+	Result(id string) (*queue.Result, error)
 }
 
 // Errors a Source returns that the page words itself.

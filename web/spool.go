@@ -240,6 +240,9 @@ func (s *Spool) Item(id string) (*Item, error) {
 	return nil, ErrGone
 }
 
+// Result implements Source.
+func (s *Spool) Result(id string) (*queue.Result, error) { return s.sp.ReadResult(id) }
+
 // Output implements Source.
 func (s *Spool) Output(id string, offset int64, max int) ([]byte, int64, bool, error) {
 	if !queue.ValidID(id) {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -136,11 +137,11 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request, _ *Device) {
 		}
 		if done {
 			end := map[string]any{"next": off}
-			if ev, by, ok := s.src.Winner(id); ok {
-				end["decided"] = decided{Event: ev, By: ShapeLine(by)}
+			if d, ok := s.winner(r.Context(), id); ok {
+				end["decided"] = d
 			}
-			if p := s.pastOf(id); p != nil {
-				end["status"], end["exit_code"] = p.Status, p.ExitCode
+			if res, err := s.src.Result(id); err == nil {
+				end["status"], end["exit_code"] = queue.Status(Plain(string(res.Status), 20)), res.ExitCode
 			}
 			_ = st.send("end", end)
 			return
@@ -163,13 +164,25 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request, _ *Device) {
 	}
 }
 
-func (s *Server) pastOf(id string) *Past {
-	for _, p := range s.src.History() {
-		if p.ID == id {
-			return &p
+// winner is who decided request id, as the audit log says: waited for a
+// moment, since a request leaves the spool before the log's follower has
+// read the line that names who took it.
+func (s *Server) winner(ctx context.Context, id string) (decided, bool) {
+	limit := time.NewTimer(3 * time.Second)
+	defer limit.Stop()
+	for {
+		changed := s.src.Changed()
+		if ev, by, ok := s.src.Winner(id); ok {
+			return decided{Event: ev, By: ShapeLine(by)}, true
+		}
+		select {
+		case <-changed:
+		case <-limit.C:
+			return decided{}, false
+		case <-ctx.Done():
+			return decided{}, false
 		}
 	}
-	return nil
 }
 
 // outFilter turns a run's raw output into text for the page: terminal

@@ -413,6 +413,7 @@ $("approve").addEventListener("click", async () => {
       $("d-actions").hidden = true;
       setMsg($("d-msg"), "Approved as " + r.body.by + ".", "good");
       watchOutput(d.id);
+      $("d-msg").scrollIntoView({ block: "start" });
     } else {
       setMsg($("d-msg"), (r.body.error || "refused") + whoWon(r.body.decided), "bad");
       if (r.body.decided) { st.decided = true; $("d-actions").hidden = true; watchOutput(d.id); }
