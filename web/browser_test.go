@@ -355,6 +355,16 @@ func TestBrowserApproveDenyOnPhoneAndDesktop(t *testing.T) {
 		t.Fatal("the denied command ran")
 	}
 
+	// The narrowest phone the page is made for: nothing wider than it.
+	do(t, ctx, "360 px", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile))
+	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 360 {
+		t.Errorf("at 360 px the request is %d px wide", w)
+	}
+	do(t, ctx, "back", chromedp.Click(chromedp.CSS("#back")), chromedp.WaitVisible(chromedp.CSS("#items")))
+	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 360 {
+		t.Errorf("at 360 px the queue is %d px wide", w)
+	}
+
 	// A desktop: the queue and the request side by side.
 	do(t, ctx, "desktop viewport", chromedp.EmulateViewport(1280, 800))
 	race := b.ask("touch race.txt")
@@ -394,6 +404,15 @@ func TestBrowserApproveDenyOnPhoneAndDesktop(t *testing.T) {
 		}
 	}
 	shot(t, ctx, dir, "desktop-history.png")
+
+	// Revoked from the box: the open page loses the queue at once.
+	if out, err := b.cmd("sluice-web", "revoke", "phone").CombinedOutput(); err != nil {
+		t.Fatalf("sluice web revoke: %v\n%s", err, out)
+	}
+	until(t, ctx, "the page back at pairing", `!document.getElementById("pair").hidden && document.getElementById("app").hidden`)
+	if !strings.Contains(readFile(t, filepath.Join(b.dir, "audit.jsonl")), `"event":"web_revoked"`) {
+		t.Error("the revocation is not in the audit log")
+	}
 }
 
 func readFile(t *testing.T, p string) string {

@@ -34,10 +34,19 @@ func startSSE(w http.ResponseWriter) (*sse, bool) {
 }
 
 // send writes one event; its data is JSON, one line.
-func (e *sse) send(event string, v any) error {
+func (e *sse) send(event string, v any) error { return e.sendID(event, "", v) }
+
+// sendID is send with the event's id: what the browser sends back as
+// Last-Event-ID when it reconnects.
+func (e *sse) sendID(event, id string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
+	}
+	if id != "" {
+		if _, err := fmt.Fprintf(e.w, "id: %s\n", id); err != nil {
+			return err
+		}
 	}
 	if _, err := fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", event, data); err != nil {
 		return err
@@ -110,7 +119,11 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request, _ *Device) {
 		writeErr(w, http.StatusNotFound, "no such request")
 		return
 	}
+	// A reconnecting EventSource says where it was (the ids are offsets).
 	off, _ := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
+	if last, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil {
+		off = last
+	}
 	off = max(off, 0)
 	st, ok := startSSE(w)
 	if !ok {
@@ -129,7 +142,7 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request, _ *Device) {
 		if len(data) > 0 || done {
 			text := flt.write(data, done)
 			if text != "" {
-				if st.send("out", map[string]any{"text": text, "next": next}) != nil {
+				if st.sendID("out", strconv.FormatInt(next, 10), map[string]any{"text": text, "next": next}) != nil {
 					return
 				}
 			}

@@ -179,42 +179,56 @@ function badge(text, cls) { return el("span", "badge " + (cls || text), text); }
 
 function renderQueue() {
   const ul = $("items");
-  ul.replaceChildren();
   const pending = st.queue.filter((it) => it.state === "pending").length;
   $("count").textContent = String(pending);
   $("empty").hidden = st.queue.length > 0;
   document.title = pending ? "(" + pending + ") sluice" : "sluice";
-  st.queue.forEach((it) => {
-    const li = el("li", "item" + (it.id === st.sel ? " sel" : ""));
-    li.dataset.id = it.id;
-    const r1 = el("div", "row1");
-    if (it.state !== "pending") r1.appendChild(badge(it.state, "running"));
-    else if (it.verdict) r1.appendChild(badge(it.verdict.action));
-    else r1.appendChild(badge("ask"));
-    if (it.flagged) r1.appendChild(el("span", "flag", "!")).title = "hidden characters or folded runs: open it";
-    r1.appendChild(line(it.agent, "agent-name"));
-    if (it.box) r1.appendChild(el("span", "box", it.box));
-    r1.appendChild(el("span", "age", age(it.since)));
-    if (it.expires_at && it.state === "pending") r1.appendChild(el("span", "left", left(it.expires_at)));
-    li.appendChild(r1);
-    const sum = el("div", "sum");
-    sum.appendChild(line(it.summary));
-    li.appendChild(sum);
-    if (it.error) li.appendChild(el("div", "msg bad", it.error));
-    const btns = el("div", "btns");
-    const open = el("button", "open", it.state === "pending" ? "Review" : "Watch");
-    open.type = "button";
-    open.addEventListener("click", () => select(it.id));
-    btns.appendChild(open);
-    if (it.state === "pending") {
-      const d = el("button", "deny", "Deny");
-      d.type = "button";
-      d.addEventListener("click", () => denyFromList(it.id, d));
-      btns.appendChild(d);
-    }
-    li.appendChild(btns);
-    ul.appendChild(li);
+  // Rows are kept while their request is unchanged: a tap never lands on
+  // a row that was just replaced.
+  const old = new Map();
+  ul.querySelectorAll(":scope > li").forEach((li) => old.set(li.dataset.id, li));
+  const rows = st.queue.map((it) => {
+    const sig = JSON.stringify(it);
+    let li = old.get(it.id);
+    if (!li || li.dataset.sig !== sig) li = queueRow(it, sig);
+    li.classList.toggle("sel", it.id === st.sel);
+    return li;
   });
+  rows.forEach((li, i) => { if (ul.children[i] !== li) ul.insertBefore(li, ul.children[i] || null); });
+  while (ul.children.length > rows.length) ul.removeChild(ul.lastChild);
+}
+
+function queueRow(it, sig) {
+  const li = el("li", "item");
+  li.dataset.id = it.id;
+  li.dataset.sig = sig;
+  const r1 = el("div", "row1");
+  if (it.state !== "pending") r1.appendChild(badge(it.state, "running"));
+  else if (it.verdict) r1.appendChild(badge(it.verdict.action));
+  else r1.appendChild(badge("ask"));
+  if (it.flagged) r1.appendChild(el("span", "flag", "!")).title = "hidden characters or folded runs: open it";
+  r1.appendChild(line(it.agent, "agent-name"));
+  if (it.box) r1.appendChild(el("span", "box", it.box));
+  r1.appendChild(el("span", "age", age(it.since)));
+  if (it.expires_at && it.state === "pending") r1.appendChild(el("span", "left", left(it.expires_at)));
+  li.appendChild(r1);
+  const sum = el("div", "sum");
+  sum.appendChild(line(it.summary));
+  li.appendChild(sum);
+  if (it.error) li.appendChild(el("div", "msg bad", it.error));
+  const btns = el("div", "btns");
+  const open = el("button", "open", it.state === "pending" ? "Review" : "Watch");
+  open.type = "button";
+  open.addEventListener("click", () => select(it.id));
+  btns.appendChild(open);
+  if (it.state === "pending") {
+    const d = el("button", "deny", "Deny");
+    d.type = "button";
+    d.addEventListener("click", () => denyFromList(it.id, d));
+    btns.appendChild(d);
+  }
+  li.appendChild(btns);
+  return li;
 }
 
 async function denyFromList(id, btn) {
@@ -441,20 +455,22 @@ $("deny").addEventListener("click", async () => {
   }
 });
 
+// watchOutput streams a run's output into the page. The stream's event
+// ids are offsets: a reconnect (EventSource's own) goes on where it was.
 function watchOutput(id) {
   if (st.out) st.out.close();
   $("d-out").hidden = false;
-  $("out-state").textContent = "running…";
+  const state = $("out-state");
+  state.textContent = "running…";
+  delete state.dataset.done;
   const pre = $("out");
   pre.replaceChildren();
-  let from = 0;
   const es = new EventSource("/api/output/" + encodeURIComponent(id) + "?from=0");
   st.out = es;
   es.addEventListener("out", (ev) => {
     const m = JSON.parse(ev.data);
     const stick = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
     pre.appendChild(document.createTextNode(m.text));
-    from = m.next;
     if (stick) pre.scrollTop = pre.scrollHeight;
   });
   es.addEventListener("end", (ev) => {
@@ -464,22 +480,10 @@ function watchOutput(id) {
     if (m.status) s = m.status + (m.exit_code !== undefined && m.exit_code !== null ? " (exit " + m.exit_code + ")" : "");
     if (m.decided) s += whoWon(m.decided);
     if (m.error) s = m.error;
-    $("out-state").textContent = s;
-    $("out-state").dataset.done = "1";
+    state.textContent = s;
+    state.dataset.done = "1";
   });
-  es.addEventListener("error", () => {
-    // Reconnect where it left off.
-    if (es.readyState === EventSource.CLOSED && st.out === es && !$("out-state").dataset.done) {
-      setTimeout(() => { if (st.out === es) resumeOutput(id, from); }, 1000);
-    }
-  });
-}
-
-function resumeOutput(id, from) {
-  const es = new EventSource("/api/output/" + encodeURIComponent(id) + "?from=" + from);
-  st.out = es;
-  es.addEventListener("out", (ev) => { const m = JSON.parse(ev.data); $("out").appendChild(document.createTextNode(m.text)); });
-  es.addEventListener("end", () => { es.close(); $("out-state").textContent = "ended"; });
+  es.addEventListener("revoked", () => es.close());
 }
 
 $("back").addEventListener("click", () => select(null));
