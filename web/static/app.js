@@ -259,7 +259,7 @@ function renderHistory() {
     r1.appendChild(badge(p.decision.replace("_", " "), p.decision));
     r1.appendChild(el("span", "by", "by "));
     r1.lastChild.appendChild(line(p.by));
-    if (p.status) r1.appendChild(el("span", "status", p.status + (p.exit_code !== undefined && p.exit_code !== null ? " " + p.exit_code : "")));
+    if (p.status && p.status !== p.decision) r1.appendChild(el("span", "status", p.status + (p.exit_code !== undefined && p.exit_code !== null ? ", exit " + p.exit_code : "")));
     r1.appendChild(el("span", "age", age(p.at)));
     li.appendChild(r1);
     const sum = el("div", "sum");
@@ -325,6 +325,7 @@ async function select(id, note) {
   const d = r.body;
   st.detail = d;
   renderDetail(d);
+  $("d-end").hidden = r.status === 410;
   if (r.status === 410) {
     setMsg($("d-msg"), "No longer waiting" + whoWon(d.decided) + ".", "");
     st.decided = true;
@@ -482,6 +483,7 @@ function watchOutput(id) {
     if (m.error) s = m.error;
     state.textContent = s;
     state.dataset.done = "1";
+    if (!pre.textContent) pre.appendChild(el("span", "fold", "(no output)"));
   });
   es.addEventListener("revoked", () => es.close());
 }
