@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-webauthn/webauthn/webauthn"
+
 	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -153,9 +155,10 @@ type detailView struct {
 	DiffError *Shown     `json:"diff_error,omitempty"`
 	Hidden    bool       `json:"hidden,omitempty"` // a hidden character was escaped anywhere above
 	Folded    bool       `json:"folded,omitempty"`
-	Digest    string     `json:"digest,omitempty"` // what an approval names
-	View      string     `json:"view,omitempty"`   // this showing's token
-	WaitMS    int64      `json:"wait_ms"`          // until the server takes an approval
+	Digest    string     `json:"digest,omitempty"`  // what an approval names
+	View      string     `json:"view,omitempty"`    // this showing's token
+	WaitMS    int64      `json:"wait_ms"`           // until the server takes an approval
+	Passkey   bool       `json:"passkey,omitempty"` // approving it needs the device's passkey
 	Decided   *decided   `json:"decided,omitempty"`
 }
 
@@ -220,6 +223,7 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request, dev *Device) {
 		sv := s.serve(dev, id, it.Digest, diffSum)
 		v.Digest, v.View = sv.digest, sv.view
 		v.WaitMS = max(0, (s.opt.Grace - s.opt.Now().Sub(sv.at)).Milliseconds())
+		v.Passkey = s.needsPasskey(it)
 	}
 	writeJSON(w, http.StatusOK, v)
 }
@@ -255,9 +259,10 @@ func (s *Server) serve(dev *Device, id, digest, diff string) served {
 
 // decisionIn is the body of an approve or deny.
 type decisionIn struct {
-	Digest string `json:"digest"`
-	View   string `json:"view"`
-	Reason string `json:"reason"`
+	Digest    string          `json:"digest"`
+	View      string          `json:"view"`
+	Reason    string          `json:"reason"`
+	Assertion json.RawMessage `json:"assertion,omitempty"` // a passkey's, where the approval needs one
 }
 
 func readDecision(r *http.Request) (decisionIn, bool) {
@@ -294,8 +299,9 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, dev *Device) {
 		sv.used = true
 	}
 	var diff string
+	var assert *webauthn.SessionData
 	if sv != nil {
-		diff = sv.diff
+		diff, assert = sv.diff, sv.assert
 	}
 	s.mu.Unlock()
 	if problem != "" {
@@ -319,6 +325,12 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, dev *Device) {
 	if it.Digest != in.Digest || nowDiff != diff {
 		writeErr(w, http.StatusConflict, "refused: the request changed after it was shown; look at it again")
 		return
+	}
+	if s.needsPasskey(it) {
+		if err := s.checkAssertion(dev, assert, in.Assertion); err != nil {
+			writeErr(w, http.StatusForbidden, "refused: "+Plain(err.Error(), 300)+" (open the request again)")
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()

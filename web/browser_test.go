@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/webauthn"
 	"github.com/chromedp/chromedp"
 
 	"github.com/sluice-dev/sluice/internal/e2e"
@@ -48,7 +50,9 @@ type box struct {
 	env             []string
 }
 
-func startBox(t *testing.T) *box {
+// startBox starts the box; webArgs go to sluice-web, host names the page
+// in its address (127.0.0.1 or localhost).
+func startBox(t *testing.T, host string, webArgs ...string) *box {
 	t.Helper()
 	bin := e2e.Bin(t)
 	dir := t.TempDir()
@@ -75,8 +79,9 @@ func startBox(t *testing.T) *box {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	b.url = "http://" + addr
-	web := e2e.Start(t, "sluice-web", b.cmd("sluice-web", "--listen", addr, "--url", b.url))
+	_, port, _ := net.SplitHostPort(addr)
+	b.url = "http://" + host + ":" + port
+	web := e2e.Start(t, "sluice-web", b.cmd("sluice-web", append([]string{"--listen", addr, "--url", b.url}, webArgs...)...))
 	t.Cleanup(func() {
 		web.Stop()
 		if t.Failed() {
@@ -179,7 +184,7 @@ func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action
 	c, cancel := context.WithTimeout(ctx, e2e.Guard)
 	defer cancel()
 	if err := chromedp.Do(c, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
+		t.Fatalf("%s: %v\n%s", what, err, pageState(ctx))
 	}
 }
 
@@ -190,7 +195,7 @@ func until(t *testing.T, ctx context.Context, what, js string) {
 	defer cancel()
 	if _, err := chromedp.Run(c, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingInterval(50*time.Millisecond),
 		chromedp.WithPollingTimeout(e2e.Guard))); err != nil {
-		t.Fatalf("waiting for %s (%s): %v", what, js, err)
+		t.Fatalf("waiting for %s (%s): %v\n%s", what, js, err, pageState(ctx))
 	}
 }
 
@@ -244,7 +249,7 @@ func shot(t *testing.T, ctx context.Context, dir, name string) {
 // and be told who won; on a phone's viewport and a desktop's.
 func TestBrowserApproveDenyOnPhoneAndDesktop(t *testing.T) {
 	exe := chromium(t)
-	b := startBox(t)
+	b := startBox(t, "127.0.0.1")
 	dir := shots(t)
 	ctx := browser(t, exe)
 
@@ -422,4 +427,64 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestBrowserPasskeyApproval: with --require-passkey, a destructive run
+// is approved only with the device's passkey, user-verified (Chromium's
+// virtual authenticator stands in for the phone's).
+func TestBrowserPasskeyApproval(t *testing.T) {
+	exe := chromium(t)
+	b := startBox(t, "localhost", "--require-passkey") // passkeys need a secure context: localhost, not an IP
+	ctx := browser(t, exe)
+	do(t, ctx, "open the page", chromedp.Navigate(b.url+"/#pair="+b.pairCode("phone")), chromedp.WaitVisible(chromedp.CSS("#pair-code")))
+	do(t, ctx, "a virtual authenticator", func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		if _, err := cdp.Call(ctx, tg, webauthn.Enable, webauthn.EnableParams{}); err != nil {
+			return chromedp.Void{}, err
+		}
+		_, err := cdp.Call(ctx, tg, webauthn.AddVirtualAuthenticator, webauthn.AddVirtualAuthenticatorParams{
+			Options: &webauthn.VirtualAuthenticatorOptions{Protocol: webauthn.AuthenticatorProtocolCtap2, Transport: webauthn.AuthenticatorTransportInternal,
+				HasResidentKey: true, HasUserVerification: true, IsUserVerified: true, AutomaticPresenceSimulation: true}})
+		return chromedp.Void{}, err
+	})
+	do(t, ctx, "pair", chromedp.Click(chromedp.CSS("#pair-go")), chromedp.WaitVisible(chromedp.CSS("#items")))
+	do(t, ctx, "add a passkey", chromedp.WaitVisible(chromedp.CSS("#passkey")), chromedp.Click(chromedp.CSS("#passkey")))
+	until(t, ctx, "the passkey added", `document.getElementById("d-msg").textContent === "Passkey added."`)
+
+	if err := os.MkdirAll(filepath.Join(b.project, "build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := b.ask("rm -rf build")
+	id := b.pendingID("rm -rf build")
+	until(t, ctx, "the request in the queue", `document.querySelector("#items .item[data-id='`+id+`']") !== null`)
+	do(t, ctx, "open it", chromedp.Click(chromedp.CSS("#items .item[data-id='"+id+"'] button.open")),
+		chromedp.WaitVisible(chromedp.CSS("#d-body pre")))
+	if head := eval[string](t, ctx, `document.getElementById("d-head").textContent`); !strings.Contains(head, "passkey") {
+		t.Errorf("the request does not say it needs the passkey: %q", head)
+	}
+	do(t, ctx, "approve with the passkey", chromedp.WaitEnabled(chromedp.CSS("#approve")), chromedp.Click(chromedp.CSS("#approve")))
+	until(t, ctx, "the run ended", `document.getElementById("out-state").textContent.startsWith("done (exit 0)")`)
+	if code := run.Wait(t); code != 0 {
+		t.Fatalf("sluice run: exit %d: %s", code, run.Stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(b.project, "build")); err == nil {
+		t.Fatal("the approved rm did not run")
+	}
+	audit := readFile(t, filepath.Join(b.dir, "audit.jsonl"))
+	if !strings.Contains(audit, `"event":"web_passkey_added"`) || !regexp.MustCompile(`"id":"`+id+`","event":"approved","actor":"[^"]+@phone \(via web\)"`).MatchString(audit) {
+		t.Errorf("audit log:\n%s", audit)
+	}
+}
+
+// pageState is what the page said, for a failure's message.
+func pageState(ctx context.Context) string {
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(c, chromedp.Evaluate[string](`["conn", "d-msg", "approve", "out-state", "items"].map(id => {
+		const e = document.getElementById(id);
+		return id + ": " + e.textContent + (e.disabled ? " (disabled)" : "");
+	}).join("\n")`))
+	if err != nil {
+		return "(the page cannot be read: " + err.Error() + ")"
+	}
+	return "the page:\n" + s
 }

@@ -147,7 +147,10 @@ type rig struct {
 	audit []queue.Event
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { t.Helper(); return newRigWith(t, false) }
+
+// newRigWith is newRig, with web_require_passkey when passkey.
+func newRigWith(t *testing.T, passkey bool) *rig {
 	t.Helper()
 	store, err := OpenStore(t.TempDir() + "/web")
 	if err != nil {
@@ -155,8 +158,13 @@ func newRig(t *testing.T) *rig {
 	}
 	r := &rig{t: t, src: newFake(), store: store, clk: &clock{t: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}}
 	var mu sync.Mutex
-	r.srv = NewServer(r.src, store, Options{Person: "alice", Now: r.clk.now, Loopback: true,
+	srv, err := NewServer(r.src, store, Options{Person: "alice", Now: r.clk.now, Loopback: true,
+		RequirePasskey: passkey, RPID: "localhost", RPOrigins: []string{"http://localhost:8787"},
 		Record: func(ev queue.Event) error { mu.Lock(); r.audit = append(r.audit, ev); mu.Unlock(); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.srv = srv
 	return r
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	osexec "os/exec"
 	"os/signal"
@@ -59,6 +60,7 @@ func Main(args []string, stdout, stderr io.Writer, roots func(cwd string) []stri
 	var listen, cert, key, notifyURL string
 	var perMin int
 	var grace, ttl time.Duration
+	var passkey bool
 	if sub == "serve" {
 		fs.StringVar(&listen, "listen", "127.0.0.1:8787", "listen on `ADDR`; beyond loopback only with --tls-cert and --tls-key")
 		fs.StringVar(&cert, "tls-cert", "", "serve TLS with this certificate `FILE` (from your own CA)")
@@ -67,6 +69,7 @@ func Main(args []string, stdout, stderr io.Writer, roots func(cwd string) []stri
 		fs.IntVar(&perMin, "notify-per-min", 6, "at most `N` notifications a minute")
 		fs.DurationVar(&grace, "grace", DefaultGrace, "take an approval only for a request shown to the device at least `DUR` before")
 		fs.DurationVar(&ttl, "session-ttl", DefaultSessionTTL, "a paired device stays paired this `long`")
+		fs.BoolVar(&passkey, "require-passkey", false, "approving a destructive run needs a user-verified passkey of the device (config web_require_passkey; needs https or localhost)")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -92,7 +95,8 @@ func Main(args []string, stdout, stderr io.Writer, roots func(cwd string) []stri
 		if ttl < time.Minute {
 			return c.usage("--session-ttl %s: must be at least 1m", ttl)
 		}
-		return c.serve(listen, cert, key, notifyURL, perMin, grace, ttl, roots)
+		return c.serve(serveFlags{listen: listen, cert: cert, key: key, notifyURL: notifyURL, perMin: perMin,
+			grace: grace, ttl: ttl, passkey: passkey}, roots)
 	case "pair":
 		if fs.NArg() != 1 {
 			return c.usage("give the device a name: sluice web pair NAME (say phone or laptop)")
@@ -202,7 +206,38 @@ func sluiceBeside() (string, error) {
 	return filepath.Abs(p)
 }
 
-func (c *cli) serve(listen, cert, key, notifyURL string, perMin int, grace, ttl time.Duration, roots func(string) []string) int {
+// serveFlags are the flags of 'sluice web' itself.
+type serveFlags struct {
+	listen, cert, key, notifyURL string
+	perMin                       int
+	grace, ttl                   time.Duration
+	passkey                      bool
+}
+
+// relyingParty is the WebAuthn relying party the page is: the host of
+// --url, else localhost for a loopback listener (a browser takes passkeys
+// only in a secure context, and never for an IP address). "" when there
+// is none.
+func relyingParty(pageURL, listen string, tls, loopback bool) (string, []string) {
+	if u, err := url.Parse(pageURL); err == nil && u.Hostname() != "" && (u.Scheme == "https" || u.Hostname() == "localhost") {
+		return u.Hostname(), []string{u.Scheme + "://" + u.Host}
+	}
+	if !loopback {
+		return "", nil
+	}
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", nil
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	return "localhost", []string{scheme + "://localhost:" + port}
+}
+
+func (c *cli) serve(f serveFlags, roots func(string) []string) int {
+	listen, cert, key := f.listen, f.cert, f.key
 	loopback, err := CheckListen(listen, cert != "")
 	if err != nil {
 		return c.usage("%v", err)
@@ -227,9 +262,14 @@ func (c *cli) serve(listen, cert, key, notifyURL string, perMin int, grace, ttl 
 		fmt.Fprintf(c.stderr, "sluice web: %s\n", Plain(fmt.Sprintf(format, args...), 2000))
 	}
 	src := NewSpool(sp, SpoolOptions{Sluice: sluice, Audit: auditFile, Roots: roots, Logf: logf})
-	srv := NewServer(src, store, Options{Person: audit.Login(), Grace: grace, SessionTTL: ttl,
+	rpID, origins := relyingParty(c.url, listen, cert != "", loopback)
+	srv, err := NewServer(src, store, Options{Person: audit.Login(), Grace: f.grace, SessionTTL: f.ttl,
 		Secure: cert != "" || strings.HasPrefix(c.url, "https://"), URL: c.url, Loopback: loopback && cert == "",
+		RequirePasskey: f.passkey, RPID: rpID, RPOrigins: origins,
 		Record: record(auditFile), Logf: logf})
+	if err != nil {
+		return c.usage("%v", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ln, err := net.Listen("tcp", listen)
@@ -237,8 +277,8 @@ func (c *cli) serve(listen, cert, key, notifyURL string, perMin int, grace, ttl 
 		return c.fail(err)
 	}
 	go src.Run(ctx)
-	if notifyURL != "" {
-		n := &Notifier{URL: notifyURL, Link: c.url, PerMinute: perMin, Logf: logf}
+	if f.notifyURL != "" {
+		n := &Notifier{URL: f.notifyURL, Link: c.url, PerMinute: f.perMin, Logf: logf}
 		go n.Run(ctx, src)
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}

@@ -29,16 +29,22 @@ type sessionView struct {
 	Expires string `json:"expires,omitempty"`
 	CSRF    string `json:"csrf"` // the session's, or, unpaired, the pairing form's
 	GraceMS int64  `json:"grace_ms"`
+	// Passkeys: how many the device holds; PasskeysOn: the server can
+	// take them; RequirePasskey: destructive runs need one.
+	Passkeys       int  `json:"passkeys"`
+	PasskeysOn     bool `json:"passkeys_on"`
+	RequirePasskey bool `json:"require_passkey"`
 }
 
 // session tells the page whether this browser is paired, with the CSRF
 // token its POSTs carry. An unpaired browser gets a pre-session cookie and
 // its token, for the pairing form.
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
-	v := sessionView{GraceMS: s.opt.Grace.Milliseconds()}
+	v := sessionView{GraceMS: s.opt.Grace.Milliseconds(), PasskeysOn: s.pk != nil, RequirePasskey: s.opt.RequirePasskey}
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		if dev, err := s.store.Session(c.Value, s.opt.Now()); err == nil {
 			v.Paired, v.Device, v.As, v.CSRF = true, dev.Name, s.by(dev), csrfFor(c.Value)
+			v.Passkeys = len(dev.Passkeys)
 			v.Expires = dev.ExpiresAt.Format(time.RFC3339)
 			writeJSON(w, http.StatusOK, v)
 			return
@@ -94,7 +100,8 @@ func (s *Server) pair(w http.ResponseWriter, r *http.Request) {
 	s.cookie(w, r, sessionCookie, cookie, dev.ExpiresAt.Sub(now))
 	s.cookie(w, r, preCookie, "", -time.Second)
 	writeJSON(w, http.StatusOK, sessionView{Paired: true, Device: dev.Name, As: s.by(dev), CSRF: csrfFor(cookie),
-		Expires: dev.ExpiresAt.Format(time.RFC3339), GraceMS: s.opt.Grace.Milliseconds()})
+		Expires: dev.ExpiresAt.Format(time.RFC3339), GraceMS: s.opt.Grace.Milliseconds(),
+		PasskeysOn: s.pk != nil, RequirePasskey: s.opt.RequirePasskey})
 }
 
 func trimPrefix(s string) string {

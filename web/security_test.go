@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-dev/sluice/queue"
 )
 
 const digestA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -374,7 +376,10 @@ func TestListenBeyondLoopbackNeedsTLS(t *testing.T) {
 func TestSecureCookiesWithTLS(t *testing.T) {
 	t.Parallel()
 	store, _ := OpenStore(t.TempDir() + "/web")
-	srv := NewServer(newFake(), store, Options{Secure: true})
+	srv, err := NewServer(newFake(), store, Options{Secure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := httptest.NewRecorder()
 	srv.ServeHTTP(w, httptest.NewRequest("GET", "https://box.example/api/session", nil))
 	cs := w.Result().Cookies()
@@ -415,4 +420,43 @@ func TestEventsEndWithTheRequest(t *testing.T) {
 		}
 	}
 	t.Fatalf("no queue event with the new request: %v", sc.Err())
+}
+
+func TestPasskeyRequiredForDestructive(t *testing.T) {
+	t.Parallel()
+	r := newRigWith(t, true)
+	d := r.pair("phone")
+	r.src.put("wipe", "rm -rf build", digestA)
+	r.src.mu.Lock()
+	r.src.items["wipe"].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: "destructive"}
+	r.src.mu.Unlock()
+	r.src.put("touch", "touch x", digestB)
+	r.src.mu.Lock()
+	r.src.items["touch"].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: "mutating"}
+	r.src.mu.Unlock()
+	vw, vt := r.show(d, "wipe"), r.show(d, "touch")
+	if !vw.Passkey || vt.Passkey {
+		t.Fatalf("passkey needed: destructive %v, mutating %v", vw.Passkey, vt.Passkey)
+	}
+	r.clk.add(time.Minute)
+	// No passkey on the device: it cannot even be asked.
+	if w := r.as(d, "POST", "/api/request/wipe/passkey", approveBody(vw)); w.Code != http.StatusConflict {
+		t.Fatalf("assertion without a passkey: %d %s", w.Code, w.Body)
+	}
+	// Without an assertion, or with a forged one: refused.
+	for _, assertion := range []string{"", `,"assertion":{"id":"eA","rawId":"eA","type":"public-key","response":{}}`} {
+		v := r.show(d, "wipe") // a spent showing is shown anew
+		r.clk.add(time.Minute)
+		body := `{"digest":"` + v.Digest + `","view":"` + v.View + `"` + assertion + `}`
+		if w := r.as(d, "POST", "/api/request/wipe/approve", body); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "passkey") {
+			t.Fatalf("destructive approval without a passkey (%s): %d %s", body, w.Code, w.Body)
+		}
+	}
+	// The run a passkey does not guard goes through as before.
+	if w := r.as(d, "POST", "/api/request/touch/approve", approveBody(vt)); w.Code != http.StatusOK {
+		t.Fatalf("mutating approval: %d %s", w.Code, w.Body)
+	}
+	if got := r.src.approvals; len(got) != 1 || !strings.HasPrefix(got[0], "touch ") {
+		t.Fatalf("approvals: %v", got)
+	}
 }

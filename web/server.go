@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-webauthn/webauthn/webauthn"
+
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -52,6 +54,15 @@ type Options struct {
 	// Loopback: the listener is loopback without TLS, so only loopback
 	// host names are answered (no DNS rebinding to 127.0.0.1).
 	Loopback bool
+	// RequirePasskey (web_require_passkey): approving a destructive run,
+	// or one whose verdict is not recorded, needs a user-verified
+	// assertion from a passkey of the device.
+	RequirePasskey bool
+	// RPID and RPOrigins make the server a WebAuthn relying party: the
+	// page's host name (localhost for a loopback page) and its origins.
+	// Empty: no passkeys.
+	RPID      string
+	RPOrigins []string
 	// Record appends an audit event (pairing); nil records nothing.
 	Record func(queue.Event) error
 	// Now is the clock; default time.Now.
@@ -67,6 +78,7 @@ type Server struct {
 	opt   Options
 	cop   *http.CrossOriginProtection
 	mux   *http.ServeMux
+	pk    *passkeys // nil without a relying party
 
 	mu     sync.Mutex
 	served map[string]map[string]*served // device id → request id → what it was shown
@@ -80,10 +92,12 @@ type served struct {
 	view   string // a random token the approval carries, good once
 	at     time.Time
 	used   bool
+	assert *webauthn.SessionData // the passkey challenge for this showing
 }
 
-// NewServer returns the server of src, with devices in store.
-func NewServer(src Source, store *Store, opt Options) *Server {
+// NewServer returns the server of src, with devices in store. It fails
+// only for passkey settings WebAuthn refuses.
+func NewServer(src Source, store *Store, opt Options) (*Server, error) {
 	if opt.Grace <= 0 {
 		opt.Grace = DefaultGrace
 	}
@@ -104,6 +118,15 @@ func NewServer(src Source, store *Store, opt Options) *Server {
 	if u, err := url.Parse(opt.URL); err == nil && u.Scheme != "" && u.Host != "" {
 		_ = s.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host)
 	}
+	if opt.RPID != "" {
+		pk, err := newPasskeys(opt.RPID, opt.RPOrigins)
+		if err != nil {
+			return nil, err
+		}
+		s.pk = pk
+	} else if opt.RequirePasskey {
+		return nil, errors.New("web: passkeys need the page's address: give --url (or listen on loopback)")
+	}
 	s.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusForbidden, "refused: a request from another site")
 	}))
@@ -121,8 +144,11 @@ func NewServer(src Source, store *Store, opt Options) *Server {
 	mux.HandleFunc("POST /api/request/{id}/deny", s.device(s.deny))
 	mux.HandleFunc("GET /api/events", s.device(s.events))
 	mux.HandleFunc("GET /api/output/{id}", s.device(s.output))
+	mux.HandleFunc("POST /api/passkey/register/begin", s.device(s.registerBegin))
+	mux.HandleFunc("POST /api/passkey/register/finish", s.device(s.registerFinish))
+	mux.HandleFunc("POST /api/request/{id}/passkey", s.device(s.assertBegin))
 	s.mux = mux
-	return s
+	return s, nil
 }
 
 // ServeHTTP implements http.Handler: the headers every answer carries,

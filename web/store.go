@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/go-webauthn/webauthn/webauthn"
 )
 
 // Device is one paired browser. Its secret lives in the browser's cookie
@@ -29,6 +31,8 @@ type Device struct {
 	ExpiresAt    time.Time `json:"expires_at"`
 	By           string    `json:"by"`                   // the person who made the pairing code
 	UserAgent    string    `json:"user_agent,omitempty"` // as the browser said at pairing, for 'devices'
+	// Passkeys are the device's WebAuthn credentials (public keys).
+	Passkeys []webauthn.Credential `json:"passkeys,omitempty"`
 }
 
 // Store is the web approver's state directory: devices.json (the paired
@@ -384,4 +388,21 @@ func (s *Store) Pair(code, userAgent string, ttl time.Duration, now time.Time) (
 		return nil
 	})
 	return dev, cookie, err
+}
+
+// AddPasskey adds a passkey to the device with id.
+func (s *Store) AddPasskey(id string, cred webauthn.Credential) error {
+	return s.locked(func() error {
+		var devs []Device
+		if _, err := s.readJSON(devicesFile, &devs); err != nil {
+			return err
+		}
+		for i := range devs {
+			if devs[i].ID == id {
+				devs[i].Passkeys = append(devs[i].Passkeys, cred)
+				return s.writeJSON(devicesFile, devs)
+			}
+		}
+		return ErrNoDevice
+	})
 }

@@ -143,9 +143,73 @@ function showApp() {
   $("app").hidden = false;
   $("who").textContent = st.session.as || "";
   if ("Notification" in window && window.isSecureContext && Notification.permission === "default") $("notify").hidden = false;
+  passkeyButton();
   connect();
   const m = /(?:^#|&)req=([0-9A-Za-z_-]{1,64})/.exec(location.hash);
   if (m) select(m[1]);
+}
+
+// ---- passkeys (web_require_passkey) ----
+
+function b64u(buf) {
+  const b = new Uint8Array(buf);
+  let s = "";
+  for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i]);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function unb64u(s) {
+  const t = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4));
+  const b = new Uint8Array(t.length);
+  for (let i = 0; i < t.length; i++) b[i] = t.charCodeAt(i);
+  return b.buffer;
+}
+
+function passkeyButton() {
+  const s = st.session;
+  $("passkey").hidden = !(s && s.paired && s.passkeys_on && !s.passkeys && window.PublicKeyCredential && window.isSecureContext);
+}
+
+$("passkey").addEventListener("click", async () => {
+  const msg = $("d-msg");
+  try {
+    const b = await api("POST", "/api/passkey/register/begin", {});
+    if (!b.ok) return setMsg(msg, b.body.error || "no passkey", "bad");
+    const pk = b.body.publicKey;
+    pk.challenge = unb64u(pk.challenge);
+    pk.user.id = unb64u(pk.user.id);
+    (pk.excludeCredentials || []).forEach((c) => { c.id = unb64u(c.id); });
+    const cred = await navigator.credentials.create({ publicKey: pk });
+    const r = await api("POST", "/api/passkey/register/finish", {
+      id: cred.id, rawId: b64u(cred.rawId), type: cred.type,
+      response: { attestationObject: b64u(cred.response.attestationObject), clientDataJSON: b64u(cred.response.clientDataJSON) },
+      clientExtensionResults: cred.getClientExtensionResults ? cred.getClientExtensionResults() : {},
+    });
+    if (!r.ok) return setMsg(msg, r.body.error || "the passkey was refused", "bad");
+    st.session.passkeys = 1;
+    passkeyButton();
+    setMsg(msg, "Passkey added.", "good");
+  } catch (e) {
+    setMsg(msg, "No passkey: " + e.message, "bad");
+  }
+});
+
+// assertion asks the device's passkey to confirm this showing of d.
+async function assertion(d) {
+  const b = await api("POST", "/api/request/" + encodeURIComponent(d.id) + "/passkey", { view: d.view });
+  if (!b.ok) throw new Error(b.body.error || "no passkey");
+  const pk = b.body.publicKey;
+  pk.challenge = unb64u(pk.challenge);
+  (pk.allowCredentials || []).forEach((c) => { c.id = unb64u(c.id); });
+  const a = await navigator.credentials.get({ publicKey: pk });
+  return {
+    id: a.id, rawId: b64u(a.rawId), type: a.type,
+    response: {
+      authenticatorData: b64u(a.response.authenticatorData), clientDataJSON: b64u(a.response.clientDataJSON),
+      signature: b64u(a.response.signature), userHandle: a.response.userHandle ? b64u(a.response.userHandle) : "",
+    },
+    clientExtensionResults: a.getClientExtensionResults ? a.getClientExtensionResults() : {},
+  };
 }
 
 $("notify").addEventListener("click", async () => {
@@ -346,6 +410,7 @@ function renderDetail(d) {
   if (d.verdict) head.appendChild(badge(d.verdict.action));
   head.appendChild(el("span", "kind", d.kind || ""));
   if (d.state && d.state !== "pending") head.appendChild(badge(d.state, "running"));
+  if (d.passkey) head.appendChild(badge("passkey", "ask")).title = "approving it needs this device's passkey";
   head.appendChild(el("span", "mono id", d.id));
   const flags = $("d-flags");
   flags.replaceChildren();
@@ -422,7 +487,17 @@ $("approve").addEventListener("click", async () => {
   tickApprove();
   setMsg($("d-msg"), "Approving…", "");
   try {
-    const r = await api("POST", "/api/request/" + encodeURIComponent(d.id) + "/approve", { digest: d.digest, view: d.view });
+    const body = { digest: d.digest, view: d.view };
+    if (d.passkey) {
+      setMsg($("d-msg"), "Confirm with your passkey…", "");
+      try {
+        body.assertion = await assertion(d);
+      } catch (e) {
+        setMsg($("d-msg"), "Not approved: " + e.message, "bad");
+        return;
+      }
+    }
+    const r = await api("POST", "/api/request/" + encodeURIComponent(d.id) + "/approve", body);
     if (r.ok) {
       st.decided = true;
       $("d-actions").hidden = true;
