@@ -13,6 +13,7 @@ import (
 	osexec "os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -45,11 +46,9 @@ func Main(args []string, stdout, stderr io.Writer, roots func(cwd string) []stri
 	if len(args) > 0 && args[0] == "web" { // 'sluice web' passes its own name first
 		args = args[1:]
 	}
-	sub := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
-	}
-	fs := flag.NewFlagSet("sluice web "+sub, flag.ContinueOnError)
+	// Flags may come before the command (sluice's exec stub puts --spool
+	// and config.toml's --url there) and after it.
+	fs := flag.NewFlagSet("sluice web", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {}
 	c := cli{stdout: stdout, stderr: stderr}
@@ -57,23 +56,24 @@ func Main(args []string, stdout, stderr io.Writer, roots func(cwd string) []stri
 	fs.StringVar(&c.audit, "audit", "", "the audit log `FILE` (default: the one the spool's engine published, else env SLUICE_AUDIT, else sluice's default)")
 	fs.StringVar(&c.state, "state", "", "the web approver's state `DIR` (devices, pairing code; default $XDG_STATE_HOME/sluice/web)")
 	fs.StringVar(&c.url, "url", "", "the address people open (config web_url), for links and the pairing QR code")
-	var listen, cert, key, notifyURL string
-	var perMin int
-	var grace, ttl time.Duration
-	var passkey bool
-	if sub == "serve" {
-		fs.StringVar(&listen, "listen", "127.0.0.1:8787", "listen on `ADDR`; beyond loopback only with --tls-cert and --tls-key")
-		fs.StringVar(&cert, "tls-cert", "", "serve TLS with this certificate `FILE` (from your own CA)")
-		fs.StringVar(&key, "tls-key", "", "the certificate's key `FILE`")
-		fs.StringVar(&notifyURL, "notify-url", "", "POST an ntfy-compatible notification to `URL` when a request starts waiting (config notify_url)")
-		fs.IntVar(&perMin, "notify-per-min", 6, "at most `N` notifications a minute")
-		fs.DurationVar(&grace, "grace", DefaultGrace, "take an approval only for a request shown to the device at least `DUR` before")
-		fs.DurationVar(&ttl, "session-ttl", DefaultSessionTTL, "a paired device stays paired this `long`")
-		fs.BoolVar(&passkey, "require-passkey", false, "approving a destructive run needs a user-verified passkey of the device (config web_require_passkey; needs https or localhost)")
+	var f serveFlags
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8787", "serve: listen on `ADDR`; beyond loopback only with --tls-cert and --tls-key")
+	fs.StringVar(&f.cert, "tls-cert", "", "serve: TLS with this certificate `FILE` (from your own CA)")
+	fs.StringVar(&f.key, "tls-key", "", "serve: the certificate's key `FILE`")
+	fs.StringVar(&f.notifyURL, "notify-url", "", "serve: POST an ntfy-compatible notification to `URL` when a request starts waiting (config notify_url)")
+	fs.IntVar(&f.perMin, "notify-per-min", 6, "serve: at most `N` notifications a minute")
+	fs.DurationVar(&f.grace, "grace", DefaultGrace, "serve: take an approval only for a request shown to the device at least `DUR` before")
+	fs.DurationVar(&f.ttl, "session-ttl", DefaultSessionTTL, "serve: a paired device stays paired this `long`")
+	fs.BoolVar(&f.passkey, "require-passkey", false, "serve: approving a destructive run needs a user-verified passkey of the device (config web_require_passkey; needs https or localhost)")
+	sub := "serve"
+	err := fs.Parse(args)
+	if err == nil && fs.NArg() > 0 && slices.Contains([]string{"serve", "pair", "devices", "revoke"}, fs.Arg(0)) {
+		sub = fs.Arg(0)
+		err = fs.Parse(fs.Args()[1:])
 	}
-	if err := fs.Parse(args); err != nil {
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "%s\n\nFlags of 'sluice web %s':\n", Help, sub)
+			fmt.Fprintf(stdout, "%s\n\nFlags (those marked serve: only when serving):\n", Help)
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return 0
@@ -81,22 +81,32 @@ func Main(args []string, stdout, stderr io.Writer, roots func(cwd string) []stri
 		fmt.Fprintln(stderr, "Run 'sluice web --help' for usage.")
 		return 2
 	}
+	if sub != "serve" {
+		var serveOnly []string
+		fs.Visit(func(fl *flag.Flag) {
+			if strings.HasPrefix(fl.Usage, "serve: ") {
+				serveOnly = append(serveOnly, "--"+fl.Name)
+			}
+		})
+		if len(serveOnly) > 0 {
+			return c.usage("%s: only when serving, not with %s", strings.Join(serveOnly, ", "), sub)
+		}
+	}
 	switch sub {
 	case "serve":
 		if fs.NArg() > 0 {
-			return c.usage("takes no arguments (did you mean 'sluice web pair %s'?)", fs.Arg(0))
+			return c.usage("unknown command %q: want pair, devices, revoke, or flags to serve", fs.Arg(0))
 		}
-		if (cert == "") != (key == "") {
+		if (f.cert == "") != (f.key == "") {
 			return c.usage("--tls-cert and --tls-key go together")
 		}
-		if grace < 200*time.Millisecond || grace > time.Minute {
-			return c.usage("--grace %s: must be between 200ms and 1m", grace)
+		if f.grace < 200*time.Millisecond || f.grace > time.Minute {
+			return c.usage("--grace %s: must be between 200ms and 1m", f.grace)
 		}
-		if ttl < time.Minute {
-			return c.usage("--session-ttl %s: must be at least 1m", ttl)
+		if f.ttl < time.Minute {
+			return c.usage("--session-ttl %s: must be at least 1m", f.ttl)
 		}
-		return c.serve(serveFlags{listen: listen, cert: cert, key: key, notifyURL: notifyURL, perMin: perMin,
-			grace: grace, ttl: ttl, passkey: passkey}, roots)
+		return c.serve(f, roots)
 	case "pair":
 		if fs.NArg() != 1 {
 			return c.usage("give the device a name: sluice web pair NAME (say phone or laptop)")
@@ -113,7 +123,7 @@ func Main(args []string, stdout, stderr io.Writer, roots func(cwd string) []stri
 		}
 		return c.revoke(fs.Arg(0))
 	}
-	return c.usage("unknown command %q: want pair, devices, revoke, or flags to serve", sub)
+	return c.usage("unknown command %q", sub)
 }
 
 type cli struct {
