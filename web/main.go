@@ -67,6 +67,8 @@ func Main(args []string, stdout, stderr io.Writer, roots func(cwd string) []stri
 	fs.BoolVar(&f.passkey, "require-passkey", false, "serve: approving a destructive run needs a user-verified passkey of the device (config web_require_passkey; needs https or localhost)")
 	sub := "serve"
 	err := fs.Parse(args)
+	before := map[string]bool{} // flags before the command: config.toml's may be for serving
+	fs.Visit(func(fl *flag.Flag) { before[fl.Name] = true })
 	if err == nil && fs.NArg() > 0 && slices.Contains([]string{"serve", "pair", "devices", "revoke"}, fs.Arg(0)) {
 		sub = fs.Arg(0)
 		err = fs.Parse(fs.Args()[1:])
@@ -84,7 +86,7 @@ func Main(args []string, stdout, stderr io.Writer, roots func(cwd string) []stri
 	if sub != "serve" {
 		var serveOnly []string
 		fs.Visit(func(fl *flag.Flag) {
-			if strings.HasPrefix(fl.Usage, "serve: ") {
+			if strings.HasPrefix(fl.Usage, "serve: ") && !before[fl.Name] {
 				serveOnly = append(serveOnly, "--"+fl.Name)
 			}
 		})

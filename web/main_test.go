@@ -21,6 +21,11 @@ func TestMainArguments(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `Pairing code for "phone": `) || !strings.Contains(out, "https://box.example.ts.net") || !strings.Contains(out, "▀") {
 		t.Fatalf("pair: %d\n%s\n%s", code, out, errs)
 	}
+	// Serving flags before the command (config.toml's, from the stub)
+	// are taken and ignored by the other commands.
+	if code, out, errs := run("--notify-url", "https://ntfy.sh/x", "devices", "--state", state); code != 0 || out != "" {
+		t.Fatalf("devices with a serving flag first: %d %q %q", code, out, errs)
+	}
 	if code, out, _ := run("devices", "--state", state); code != 0 || out != "" {
 		t.Fatalf("devices before the code is used: %d %q", code, out)
 	}
