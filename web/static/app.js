@@ -305,8 +305,7 @@ async function denyFromList(id, btn) {
 }
 
 function alertMsg(r) {
-  select(null);
-  setMsg($("d-msg"), (r.body.error || "refused") + whoWon(r.body.decided), "bad");
+  setMsg($("q-msg"), (r.body.error || "refused") + whoWon(r.body.decided), "bad");
 }
 
 function whoWon(d) {
