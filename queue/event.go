@@ -34,13 +34,21 @@ const (
 	// the bytes named in Torn were a line cut short (a crash mid-append)
 	// and are skipped by the chain; nothing before them was touched.
 	EventAuditRepaired EventName = "audit_repaired"
+
+	// The web approver's (sluice web): a device paired, a device revoked,
+	// a device's passkey added. The id is the device's, the actor the
+	// person who made the code or revoked it.
+	EventWebPaired  EventName = "web_paired"
+	EventWebRevoked EventName = "web_revoked"
+	EventWebPasskey EventName = "web_passkey_added"
 )
 
 // EventNames lists every event name, in the order of a request's life.
 func EventNames() []EventName {
 	return []EventName{EventQueued, EventAutoAllowed, EventAutoDenied, EventApproved,
 		EventDenied, EventStarted, EventFinished, EventTimeout, EventKilled, EventExpired,
-		EventInterrupted, EventInvalid, EventUndone, EventTrusted, EventTrustEnded, EventAuditRepaired}
+		EventInterrupted, EventInvalid, EventUndone, EventTrusted, EventTrustEnded, EventAuditRepaired,
+		EventWebPaired, EventWebRevoked, EventWebPasskey}
 }
 
 // Event is one line of the audit log. The field order is the order of the

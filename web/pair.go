@@ -17,8 +17,8 @@ import (
 // paired, a device revoked. The id is the device's, the actor the person
 // who made the code (paired) or revoked it, the reason names the device.
 const (
-	EventPaired  queue.EventName = "web_paired"
-	EventRevoked queue.EventName = "web_revoked"
+	EventPaired  = queue.EventWebPaired
+	EventRevoked = queue.EventWebRevoked
 )
 
 // sessionView is GET /api/session.

@@ -17,7 +17,7 @@ import (
 
 // EventPasskey is the audit event of a passkey added to a paired device
 // (web_require_passkey): id is the device's, reason names it.
-const EventPasskey queue.EventName = "web_passkey_added"
+const EventPasskey = queue.EventWebPasskey
 
 // passkeys is the WebAuthn relying party: a device may hold passkeys, and
 // with Options.RequirePasskey an approval of a destructive run (or of one

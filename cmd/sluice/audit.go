@@ -32,6 +32,9 @@ breaks the chain where it was done. The events (the "event" member):
   audit_repaired
                 the log's own note: a line torn by a crash was skipped by
                 the chain, and nothing before it was touched
+  web_paired, web_revoked, web_passkey_added
+                'sluice web': a device paired with a code, a device
+                revoked, a device's passkey added
 
   verify   check the chain: exit 0 and a summary, or exit 1 and the first
            line that breaks it

@@ -31,6 +31,7 @@ var commands = []command{
 	{"trust", "list or revoke trust windows (a rule trusted for one agent session)", cmdTrust},
 	{"serve", "the headless engine: act on what the policy decides alone", cmdServe},
 	{"mcp", "an MCP server (stdio) that puts run_command, write_file and edit_file behind the console", cmdMCP},
+	{"web", "approve from a browser, on a phone or a laptop: a web app over this spool (runs sluice-web)", cmdWeb},
 	{"hub", "many machines, one place to decide: the fleet hub and its bridges (runs sluice-hub)", cmdHub},
 	{"audit", "verify or read the audit log", cmdAudit},
 	{"check", "print the policy's verdict for a command line", cmdCheck},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -62,6 +63,14 @@ type Config struct {
 	Checkpoints      *bool         `toml:"checkpoints"`
 	CheckpointKeep   int           `toml:"checkpoint_keep"`
 	CheckpointMaxAge time.Duration `toml:"checkpoint_max_age"`
+
+	// WebURL is the address people open for 'sluice web' (links, the
+	// pairing code's QR); NotifyURL gets an ntfy-compatible POST when a
+	// request starts waiting; WebRequirePasskey makes approving a
+	// destructive or unconfined run from the web need the device's passkey.
+	WebURL            string `toml:"web_url"`
+	NotifyURL         string `toml:"notify_url"`
+	WebRequirePasskey bool   `toml:"web_require_passkey"`
 
 	Console consoleConfig `toml:"console"`
 
@@ -205,6 +214,14 @@ func parseConfig(data []byte) (*Config, error) {
 	case c.Console.History != nil && (*c.Console.History < 0 || *c.Console.History > maxHistory):
 		return nil, fmt.Errorf("[console] history = %d: must be between 0 and %d", *c.Console.History, maxHistory)
 	}
+	for k, u := range map[string]string{"web_url": c.WebURL, "notify_url": c.NotifyURL} {
+		if u == "" {
+			continue
+		}
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
+			return nil, fmt.Errorf("%s = %q: want an http or https URL, such as \"https://laptop.example.ts.net\"", k, u)
+		}
+	}
 	for _, p := range append(append([]string(nil), c.SecretPatterns...), c.ExtraSecretPatterns...) {
 		if p == "" {
 			return nil, errors.New("secret patterns: an empty pattern matches nothing; remove it")
@@ -225,4 +242,20 @@ func parseConfig(data []byte) (*Config, error) {
 		}
 	}
 	return &c, nil
+}
+
+// WebArgs are the flags of sluice-web that config.toml's web keys stand
+// for; 'sluice web' passes them before the person's own (which win).
+func (c *Config) WebArgs() []string {
+	var a []string
+	if c.WebURL != "" {
+		a = append(a, "--url="+c.WebURL)
+	}
+	if c.NotifyURL != "" {
+		a = append(a, "--notify-url="+c.NotifyURL)
+	}
+	if c.WebRequirePasskey {
+		a = append(a, "--require-passkey")
+	}
+	return a
 }

@@ -69,6 +69,14 @@ for the next start. Every key is optional:
                                    # --profile P', so the agent runs it
                                    # confined (when the kernel can confine
                                    # and sandbox is not "off")
+  web_url = "https://laptop.tail0.ts.net"  # 'sluice web': the address
+                                   # people open, for links and the pairing
+                                   # QR code
+  notify_url = "https://ntfy.sh/my-topic"  # 'sluice web': POST an
+                                   # ntfy-compatible note when a request
+                                   # starts waiting
+  web_require_passkey = false      # 'sluice web': approving a destructive or
+                                   # unconfined run needs the device's passkey
 
   [console]
   theme = "auto"     # auto, dark, light, high-contrast, mono, or a file
@@ -89,11 +97,13 @@ var knownConfigKeys = map[string]bool{"max_auto": true, "default_timeout": true,
 	"sandbox_hidden": true, "extra_sandbox_hidden": true, "max_procs": true,
 	"sandbox_readable": true, "extra_sandbox_readable": true, "hook_confine": true,
 	"checkpoints": true, "checkpoint_keep": true, "checkpoint_max_age": true,
+	"web_url": true, "notify_url": true, "web_require_passkey": true,
 	"console.theme": true, "console.bell": true, "console.notify": true, "console.grace": true, "console.history": true, "console.trust_minutes": true}
 
 // knownKeysText lists the keys for an error message.
 const knownKeysText = "max_auto, default_timeout, kill_grace, env_allow, secret_patterns, extra_secret_patterns, " +
 	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, sandbox_readable, extra_sandbox_readable, max_procs, hook_confine, checkpoints, checkpoint_keep, checkpoint_max_age, " +
+	"web_url, notify_url, web_require_passkey, " +
 	"[console] theme, bell, notify, grace, history, trust_minutes"
 
 // unknownKey is the error for key k, which config.toml does not have: the

@@ -114,3 +114,24 @@ func TestConfigUnknownKeyLine(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigWebKeys: the web keys become sluice-web's flags, before the
+// person's own; a URL that is not one is refused with what to write.
+func TestConfigWebKeys(t *testing.T) {
+	c, err := parseConfig([]byte("web_url = \"https://laptop.example.ts.net\"\nnotify_url = \"https://ntfy.sh/t\"\nweb_require_passkey = true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(c.WebArgs(), " ")
+	if want := "--url=https://laptop.example.ts.net --notify-url=https://ntfy.sh/t --require-passkey"; got != want {
+		t.Errorf("WebArgs %q, want %q", got, want)
+	}
+	if c, err := parseConfig(nil); err != nil || len(c.WebArgs()) != 0 {
+		t.Errorf("no keys: %v, %v", c.WebArgs(), err)
+	}
+	for _, bad := range []string{`web_url = "laptop:8787"`, `notify_url = "ftp://x/y"`, `web_url = "https://"`} {
+		if _, err := parseConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), "want an http or https URL") {
+			t.Errorf("%s: %v, want the URL refused", bad, err)
+		}
+	}
+}

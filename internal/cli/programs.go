@@ -18,6 +18,7 @@ const (
 	ConsoleProgram = "sluice-console"
 	MCPProgram     = "sluice-mcp"
 	HubProgram     = "sluice-hub"
+	WebProgram     = "sluice-web"
 )
 
 // what each program is, for the message that says it is missing.
@@ -25,6 +26,7 @@ var programWhat = map[string]string{
 	ConsoleProgram: "the console",
 	MCPProgram:     "the MCP server",
 	HubProgram:     "the fleet hub",
+	WebProgram:     "the web approver",
 }
 
 // MissingError says a program of sluice's is not installed beside the
