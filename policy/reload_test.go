@@ -85,13 +85,7 @@ func TestTypoBeforeFirstVerdict(t *testing.T) {
 		t.Errorf("Problem() = %q, want the typo and that the last good policy is in force", p)
 	}
 	// A project's own file still tightens the last good policy.
-	tight := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(tight, ".sluice"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(tight, ".sluice", "policy.toml"), []byte("[[rule]]\naction = \"deny\"\ncommand = \"make deploy\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tight := filepath.Dir(filepath.Dir(writeFile(t, ".sluice/policy.toml", "[[rule]]\naction = \"deny\"\ncommand = \"make deploy\"\n")))
 	if v := j.Judge(&queue.Request{Kind: queue.KindExec, Command: "make deploy", Cwd: tight}); v.Action != "deny" {
 		t.Errorf("a project's deny under the last good policy: %s", v.Action)
 	}
