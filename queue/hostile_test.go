@@ -943,8 +943,7 @@ func TestHostileSwap(t *testing.T) {
 		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			shown := execReq("make shown")
-			mustDo(t, sp.Submit(shown))
+			shown := submit(t, sp, "make shown")
 			tp.waitFor(t, 10*time.Second, "the request shown", func() bool { return tp.has("pending " + shown.ID + " ask") })
 			list, err := sp.List()
 			mustDo(t, err)
@@ -996,8 +995,7 @@ func TestHostileCur(t *testing.T) {
 	mustDo(t, os.WriteFile(cur("..json"), nil, 0o600))
 	tp := newTape()
 	serve(t, sp, tp, &tapeRunner{})
-	good := execReq("make good")
-	mustDo(t, sp.Submit(good))
+	good := submit(t, sp, "make good")
 	tp.waitFor(t, 10*time.Second, "the good request shown", func() bool { return tp.has("pending " + good.ID + " ask") })
 	for _, id := range []string{"CURJUNK", "CURVALID", "CURBIG", "CURFIFO", "CURDIR"} {
 		if res, err := sp.ReadResult(id); err != nil || res.Status != StatusInterrupted {

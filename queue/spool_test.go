@@ -30,6 +30,14 @@ func execReq(cmd string) *Request {
 	return &Request{Kind: KindExec, Command: cmd, Cwd: "/home/me/src/app", Agent: "claude-code"}
 }
 
+// submit submits an exec request for cmd to sp and returns it.
+func submit(t *testing.T, sp *Spool, cmd string) *Request {
+	t.Helper()
+	req := execReq(cmd)
+	mustDo(t, sp.Submit(req))
+	return req
+}
+
 // watchUntil runs a watcher until done returns true for an event, and
 // returns all events seen. It fails the test if that takes over 10 s.
 func watchUntil(t *testing.T, sp *Spool, done func(WatchEvent) bool) []WatchEvent {
@@ -212,8 +220,7 @@ func TestQuarantine(t *testing.T) {
 			t.Parallel()
 			sp := newSpool(t)
 			tt.make(t, sp.path(dirNew, tt.file))
-			good := execReq("go vet ./...")
-			mustDo(t, sp.Submit(good))
+			good := submit(t, sp, "go vet ./...")
 
 			invalidSeen, goodSeen := false, false
 			watchUntil(t, sp, func(ev WatchEvent) bool {
@@ -273,8 +280,7 @@ func TestHalfWrittenTmpIgnored(t *testing.T) {
 	sp := newSpool(t)
 	half := sp.path(dirTmp, "HALF1.json")
 	mustDo(t, os.WriteFile(half, []byte(`{"version":1,"id":"HALF1","kind":"ex`), 0o600))
-	good := execReq("make test")
-	mustDo(t, sp.Submit(good))
+	good := submit(t, sp, "make test")
 	evs := watchUntil(t, sp, func(ev WatchEvent) bool { return ev.Op == Pending && ev.ID == good.ID })
 	for _, ev := range evs {
 		if ev.ID == "HALF1" || ev.Op == Invalid {
@@ -292,8 +298,7 @@ func TestHalfWrittenTmpIgnored(t *testing.T) {
 func TestDuplicateID(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	first := execReq("go build ./...")
-	mustDo(t, sp.Submit(first))
+	first := submit(t, sp, "go build ./...")
 	if err := sp.Submit(&Request{ID: first.ID, Kind: KindExec, Command: "rm -rf ~"}); !errors.Is(err, ErrExists) {
 		t.Fatalf("second Submit of a pending id = %v, want ErrExists", err)
 	}
@@ -329,8 +334,7 @@ func TestFinishEveryStatusOnce(t *testing.T) {
 		t.Run(string(st), func(t *testing.T) {
 			t.Parallel()
 			sp := newSpool(t)
-			req := execReq("go test ./...")
-			mustDo(t, sp.Submit(req))
+			req := submit(t, sp, "go test ./...")
 			c, err := sp.Claim(req.ID, time.Now())
 			mustDo(t, err)
 			if !exists(sp.path(dirCur, req.ID+".json")) || exists(sp.RequestPath(req.ID)) {
@@ -364,8 +368,7 @@ func TestClaimRace(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
 	for range 50 {
-		req := execReq("make")
-		mustDo(t, sp.Submit(req))
+		req := submit(t, sp, "make")
 		var wins sync.WaitGroup
 		var mu sync.Mutex
 		won := 0
@@ -444,8 +447,7 @@ func TestRecoverInterrupted(t *testing.T) {
 	mustDo(t, liveClaim.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
 
 	// A watcher started later does the same on its own.
-	again := execReq("make lint")
-	mustDo(t, sp.Submit(again))
+	again := submit(t, sp, "make lint")
 	c, err := sp.Claim(again.ID, time.Now())
 	mustDo(t, err)
 	c.Close()
@@ -455,8 +457,7 @@ func TestRecoverInterrupted(t *testing.T) {
 func TestHalfDoneClaimNotPendingAgain(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	req := execReq("terraform apply")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "terraform apply")
 	// An actor killed between the claim's link and unlink leaves the one
 	// file in both new/ and cur/.
 	mustDo(t, os.Link(sp.RequestPath(req.ID), sp.path(dirCur, req.ID+".json")))
@@ -475,8 +476,7 @@ func TestHalfDoneClaimNotPendingAgain(t *testing.T) {
 func TestReplacedAfterShown(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	req := execReq("git status")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "git status")
 	shown, err := sp.peek(req.ID + ".json")
 	mustDo(t, err)
 	// The agent swaps the file for another command with the same id.
@@ -536,8 +536,7 @@ func TestWakeFIFO(t *testing.T) {
 func TestWakeWithoutReaderDoesNotBlock(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	req := execReq("true")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "true")
 	c, err := sp.Claim(req.ID, time.Now())
 	mustDo(t, err)
 	mustDo(t, syscall.Mkfifo(sp.WakePath(req.ID), 0o600)) // a writer that died while it ran
@@ -548,8 +547,7 @@ func TestWakeWithoutReaderDoesNotBlock(t *testing.T) {
 
 	// Dead before anyone claimed it: the claim answers it expired, and
 	// the answer does not block either.
-	req = execReq("true")
-	mustDo(t, sp.Submit(req))
+	req = submit(t, sp, "true")
 	mustDo(t, syscall.Mkfifo(sp.WakePath(req.ID), 0o600))
 	old := time.Now().Add(-time.Minute) // made before the writer's grace
 	mustDo(t, os.Chtimes(sp.WakePath(req.ID), old, old))
@@ -564,8 +562,7 @@ func TestWakeWithoutReaderDoesNotBlock(t *testing.T) {
 func TestWakePathNotFIFOLeftAlone(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	req := execReq("true")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "true")
 	mustDo(t, os.WriteFile(sp.WakePath(req.ID), []byte("keep"), 0o600))
 	c, err := sp.Claim(req.ID, time.Now())
 	mustDo(t, err)
@@ -578,8 +575,7 @@ func TestWakePathNotFIFOLeftAlone(t *testing.T) {
 func TestWatchSeesArrivalsAndDepartures(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	before := execReq("ls")
-	mustDo(t, sp.Submit(before))
+	before := submit(t, sp, "ls")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	events := sp.Watch(ctx, WatchOptions{})
@@ -594,8 +590,7 @@ func TestWatchSeesArrivalsAndDepartures(t *testing.T) {
 	if ev := next(); ev.Op != Pending || ev.ID != before.ID || ev.Request.Command != "ls" {
 		t.Fatalf("first event %+v", ev)
 	}
-	after := execReq("git log -n 3")
-	mustDo(t, sp.Submit(after))
+	after := submit(t, sp, "git log -n 3")
 	if ev := next(); ev.Op != Pending || ev.ID != after.ID {
 		t.Fatalf("event %+v, want the new request", ev)
 	}
@@ -620,8 +615,7 @@ func TestWatchPollingFallback(t *testing.T) {
 	w := &watcher{s: sp, opt: WatchOptions{Now: time.Now}, out: make(chan WatchEvent, 8),
 		pending: map[string]pendingFile{}, finished: map[string]bool{}, ctx: ctx}
 	w.rescan()
-	req := execReq("make")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "make")
 	w.rescan() // what the timer does where no events come
 	select {
 	case ev := <-w.out:
@@ -654,8 +648,7 @@ func TestRecoverAfterListWhileForking(t *testing.T) {
 	}()
 	defer func() { close(stop); <-forking }()
 	for range 300 {
-		req := execReq("go test ./...")
-		mustDo(t, sp.Submit(req))
+		req := submit(t, sp, "go test ./...")
 		c, err := sp.Claim(req.ID, time.Now())
 		mustDo(t, err)
 		c.Close() // its actor died
@@ -722,8 +715,7 @@ func TestDefaultDirAgrees(t *testing.T) {
 func TestEmptyResultIsNone(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	req := execReq("true")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "true")
 	mustDo(t, os.WriteFile(sp.ResultPath(req.ID), nil, 0o600))
 	if _, err := sp.ReadResult(req.ID); !errors.Is(err, ErrNoResult) || !errors.Is(err, ErrEmptyResult) {
 		t.Fatalf("empty result: %v, want ErrEmptyResult (an ErrNoResult)", err)
@@ -880,15 +872,7 @@ func TestWatchCancelledMidBatch(t *testing.T) {
 // ledger is a Recorder that holds what it recorded and says the last run
 // event of a request, as the audit log does (RunLedger).
 type ledger struct {
-	mu     sync.Mutex
-	events []Event
-}
-
-func (l *ledger) Record(ev Event) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, ev)
-	return nil
+	memRecorder
 }
 
 func (l *ledger) LastRun(req *Request) (*Event, error) {
@@ -997,8 +981,7 @@ func TestRecoverStopsOrphansFirst(t *testing.T) {
 func TestTellWriter(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	req := execReq("make deploy")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "make deploy")
 	w, err := sp.NewWaiter(req.ID)
 	mustDo(t, err)
 	defer w.Close()
