@@ -172,10 +172,7 @@ func TestProposeOverTheVerdictTables(t *testing.T) {
 	// Not parallel: walks of $'…' words race while walk.go's expandANSIC
 	// passes a nil config to expand.Format, which then shares mvdan's
 	// package-level buffer; these tables hold such words.
-	p, err := Load(Options{Home: tableEnv.Home})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadIn(t, tableEnv.Home, "", "")
 	proposed := 0
 	for _, name := range []string{"verdicts.txt", "redteam.txt"} {
 		for _, c := range readTable(t, name) {

@@ -15,9 +15,7 @@ import (
 // restart; a broken edit keeps the last good policy and says why
 // (Problem); fixing it clears that.
 func TestJudgeReloads(t *testing.T) {
-	saved := recheck
-	recheck = 0
-	defer func() { recheck = saved }()
+	recheckAtOnce(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "policy.toml")
 	write := func(src string) {
@@ -61,14 +59,8 @@ func TestJudgeReloads(t *testing.T) {
 // not load". Without a start that loaded, every request asks, and the
 // problem says so.
 func TestTypoBeforeFirstVerdict(t *testing.T) {
-	saved := recheck
-	recheck = 0
-	defer func() { recheck = saved }()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "policy.toml")
-	if err := os.WriteFile(file, []byte("[[rule]]\naction = \"allow\"\ncommand = \"make deploy\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	recheckAtOnce(t)
+	file := writeFile(t, "policy.toml", "[[rule]]\naction = \"allow\"\ncommand = \"make deploy\"\n")
 	j := &Judge{Options: Options{Home: tableEnv.Home, User: file}}
 	if err := j.Start(); err != nil {
 		t.Fatal(err)
@@ -97,4 +89,12 @@ func TestTypoBeforeFirstVerdict(t *testing.T) {
 	if p := cold.Problem(); !strings.Contains(p, "every request asks") {
 		t.Errorf("with no good policy ever, Problem() = %q", p)
 	}
+}
+
+// recheckAtOnce makes a Judge look at its policy files again at every
+// verdict, until the test ends.
+func recheckAtOnce(t *testing.T) {
+	saved := recheck
+	recheck = 0
+	t.Cleanup(func() { recheck = saved })
 }
