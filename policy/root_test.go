@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,9 +21,7 @@ func TestProjectRootKept(t *testing.T) {
 	if got := ProjectRoot(dir); got != dir {
 		t.Fatalf("no .git: root %s, want %s", got, dir)
 	}
-	if err := os.Mkdir(filepath.Join(top, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdirs(t, filepath.Join(top, ".git"))
 	if got := ProjectRoot(dir); got != dir {
 		t.Errorf("within rootTTL: root %s, want the kept %s", got, dir)
 	}
