@@ -583,20 +583,17 @@ func TestHostileFiles(t *testing.T) {
 	claimed := execReq("make claimed")
 	claimed.ID = "CLAIMED1"
 	mustDo(t, sp.Submit(claimed))
-	claim, err := sp.Claim(claimed.ID, time.Now())
-	mustDo(t, err)
-	t.Cleanup(func() { claim.Close() })
+	cc := claim(t, sp, claimed.ID)
+	t.Cleanup(func() { cc.Close() })
 	orphan := execReq("make orphan")
 	orphan.ID = "ORPHAN1"
 	mustDo(t, sp.Submit(orphan))
-	oc, err := sp.Claim(orphan.ID, time.Now())
-	mustDo(t, err)
+	oc := claim(t, sp, orphan.ID)
 	oc.Close() // its actor died: the engine answers it interrupted
 	answered := execReq("make answered")
 	answered.ID = "ANSWERED1"
 	mustDo(t, sp.Submit(answered))
-	c, err := sp.Claim(answered.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, answered.ID)
 	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int), Reason: "first"}))
 	before := snapshot(t, sp, outside)
 

@@ -58,8 +58,7 @@ func TestSpoolRecordsBeforeItAnswers(t *testing.T) {
 	mustDo(t, sp.Submit(old))
 	mustDo(t, os.WriteFile(sp.path(dirNew, "BAD1.json"), []byte("rm -rf ~\n"), 0o600))
 	dead := submit(t, sp, "go test ./...")
-	c, err := sp.Claim(dead.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, dead.ID)
 	c.Close() // its actor died
 
 	seen := map[WatchOp]bool{}
@@ -97,8 +96,7 @@ func TestSpoolRecordsBeforeItAnswers(t *testing.T) {
 		t.Fatalf("Claim of an expired request with a failing log = %v, want the audit error", err)
 	}
 	dead2 := submit(t, sp, "make deploy")
-	c2, err := sp.Claim(dead2.ID, time.Now())
-	mustDo(t, err)
+	c2 := claim(t, sp, dead2.ID)
 	c2.Close()
 	if ids, _ := sp.Recover(); len(ids) != 0 {
 		t.Fatalf("Recover answered %v with a failing log", ids)

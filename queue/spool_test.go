@@ -38,6 +38,14 @@ func submit(t *testing.T, sp *Spool, cmd string) *Request {
 	return req
 }
 
+// claim claims request id on sp now, failing the test if it cannot.
+func claim(t *testing.T, sp *Spool, id string) *Claim {
+	t.Helper()
+	c, err := sp.Claim(id, time.Now())
+	mustDo(t, err)
+	return c
+}
+
 // watchUntil runs a watcher until done returns true for an event, and
 // returns all events seen. It fails the test if that takes over 10 s.
 func watchUntil(t *testing.T, sp *Spool, done func(WatchEvent) bool) []WatchEvent {
@@ -302,8 +310,7 @@ func TestDuplicateID(t *testing.T) {
 	if err := sp.Submit(&Request{ID: first.ID, Kind: KindExec, Command: "rm -rf ~"}); !errors.Is(err, ErrExists) {
 		t.Fatalf("second Submit of a pending id = %v, want ErrExists", err)
 	}
-	c, err := sp.Claim(first.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, first.ID)
 	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
 	if err := sp.Submit(&Request{ID: first.ID, Kind: KindExec, Command: "rm -rf ~"}); !errors.Is(err, ErrExists) {
 		t.Fatalf("Submit of an answered id = %v, want ErrExists", err)
@@ -335,8 +342,7 @@ func TestFinishEveryStatusOnce(t *testing.T) {
 			t.Parallel()
 			sp := newSpool(t)
 			req := submit(t, sp, "go test ./...")
-			c, err := sp.Claim(req.ID, time.Now())
-			mustDo(t, err)
+			c := claim(t, sp, req.ID)
 			if !exists(sp.path(dirCur, req.ID+".json")) || exists(sp.RequestPath(req.ID)) {
 				t.Fatal("a claimed request must be in cur/ and not in new/")
 			}
@@ -424,10 +430,8 @@ func TestRecoverInterrupted(t *testing.T) {
 	live, dead := execReq("sleep 600"), execReq("go test ./...")
 	mustDo(t, sp.Submit(live))
 	mustDo(t, sp.Submit(dead))
-	liveClaim, err := sp.Claim(live.ID, time.Now())
-	mustDo(t, err)
-	deadClaim, err := sp.Claim(dead.ID, time.Now())
-	mustDo(t, err)
+	liveClaim := claim(t, sp, live.ID)
+	deadClaim := claim(t, sp, dead.ID)
 	deadClaim.Close() // its actor died: the lock is gone, no result
 
 	ids, err := sp.Recover()
@@ -448,8 +452,7 @@ func TestRecoverInterrupted(t *testing.T) {
 
 	// A watcher started later does the same on its own.
 	again := submit(t, sp, "make lint")
-	c, err := sp.Claim(again.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, again.ID)
 	c.Close()
 	watchUntil(t, sp, func(ev WatchEvent) bool { return ev.Op == Interrupted && ev.ID == again.ID })
 }
@@ -484,8 +487,7 @@ func TestReplacedAfterShown(t *testing.T) {
 	tmp := sp.path(dirTmp, "swap")
 	mustDo(t, os.WriteFile(tmp, []byte(swap), 0o600))
 	mustDo(t, os.Rename(tmp, sp.RequestPath(req.ID)))
-	c, err := sp.Claim(req.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, req.ID)
 	defer c.Close()
 	if c.Request.Same(shown) {
 		t.Fatal("the swapped request compares the same as the one shown")
@@ -517,8 +519,7 @@ func TestWakeFIFO(t *testing.T) {
 		res, _ := w.Wait(time.Hour)
 		got <- res
 	}()
-	c, err := sp.Claim(req.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, req.ID)
 	mustDo(t, c.Finish(Result{Status: StatusDenied, Decision: Deny, DecidedBy: ByHuman}))
 	select {
 	case res := <-got:
@@ -537,8 +538,7 @@ func TestWakeWithoutReaderDoesNotBlock(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
 	req := submit(t, sp, "true")
-	c, err := sp.Claim(req.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, req.ID)
 	mustDo(t, syscall.Mkfifo(sp.WakePath(req.ID), 0o600)) // a writer that died while it ran
 	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
 	if exists(sp.WakePath(req.ID)) {
@@ -564,8 +564,7 @@ func TestWakePathNotFIFOLeftAlone(t *testing.T) {
 	sp := newSpool(t)
 	req := submit(t, sp, "true")
 	mustDo(t, os.WriteFile(sp.WakePath(req.ID), []byte("keep"), 0o600))
-	c, err := sp.Claim(req.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, req.ID)
 	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
 	if data, _ := os.ReadFile(sp.WakePath(req.ID)); string(data) != "keep" {
 		t.Errorf("a regular file at the wake path was written to: %q", data)
@@ -594,8 +593,7 @@ func TestWatchSeesArrivalsAndDepartures(t *testing.T) {
 	if ev := next(); ev.Op != Pending || ev.ID != after.ID {
 		t.Fatalf("event %+v, want the new request", ev)
 	}
-	c, err := sp.Claim(before.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, before.ID)
 	defer c.Close()
 	if ev := next(); ev.Op != Gone || ev.ID != before.ID {
 		t.Fatalf("event %+v, want %s gone", ev, before.ID)
@@ -649,8 +647,7 @@ func TestRecoverAfterListWhileForking(t *testing.T) {
 	defer func() { close(stop); <-forking }()
 	for range 300 {
 		req := submit(t, sp, "go test ./...")
-		c, err := sp.Claim(req.ID, time.Now())
-		mustDo(t, err)
+		c := claim(t, sp, req.ID)
 		c.Close() // its actor died
 		if _, err := sp.List(); err != nil {
 			t.Fatal(err)
@@ -901,8 +898,7 @@ func deadActor(t *testing.T, code int, actor string) (sp *Spool, l *ledger, neve
 	never, started, ended = execReq("make lint"), execReq("terraform apply"), execReq("go test ./...")
 	for _, r := range []*Request{never, started, ended} {
 		mustDo(t, sp.Submit(r))
-		c, err := sp.Claim(r.ID, time.Now())
-		mustDo(t, err)
+		c := claim(t, sp, r.ID)
 		c.Close() // its actor died
 	}
 	mustDo(t, l.Record(Event{ID: started.ID, Event: EventStarted}))
@@ -995,8 +991,7 @@ func TestTellWriter(t *testing.T) {
 	if n := w.Notice(); n != "" {
 		t.Errorf("a notice was taken twice: %q", n)
 	}
-	c, err := sp.Claim(req.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, req.ID)
 	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
 	if res, err := w.Wait(10 * time.Second); err != nil || res.Status != StatusDone {
 		t.Errorf("after the notice, the result: %v %v", res, err)
