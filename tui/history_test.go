@@ -232,16 +232,7 @@ func TestTrustKey(t *testing.T) {
 	}
 	f.m.d.opt.Trusts = TrustFuncs{Trust: trust, List: func() []string { return trusts }}
 	req := &queue.Request{Kind: queue.KindExec, Command: "make lint", Cwd: "/home/me/app", Agent: "codex", Session: "s-77"}
-	if err := f.sp.Submit(req); err != nil {
-		t.Fatal(err)
-	}
-	list, err := f.sp.List() // shown as read from its file, as the engine does
-	if err != nil || len(list) != 1 {
-		t.Fatal(list, err)
-	}
-	req = list[0].Request
-	f.m.feed.Pending(req, testJudge{}.Judge(req))
-	f.drain()
+	req = f.queueReq(req, testJudge{}.Judge(req))
 	f.clock.add(time.Second)
 	f.run(f.press(f.m.keys.Trust))
 	// A dialog first, on the narrowest pattern: nothing is granted yet.

@@ -154,10 +154,17 @@ func keyMsg(name string) tea.KeyPressMsg {
 func (f *fixture) submit(cmd string) *queue.Request {
 	f.t.Helper()
 	req := &queue.Request{Kind: queue.KindExec, Command: cmd, Cwd: "/home/me/app", Agent: "claude-code"}
+	return f.queueReq(req, testJudge{}.Judge(req))
+}
+
+// queueReq queues req and feeds the console its pending event with
+// verdict v, as the engine's watcher would: the console is shown the
+// request as read from its file, which it returns.
+func (f *fixture) queueReq(req *queue.Request, v queue.Verdict) *queue.Request {
+	f.t.Helper()
 	if err := f.sp.Submit(req); err != nil {
 		f.t.Fatal(err)
 	}
-	// The console is shown the request as read from its file.
 	list, err := f.sp.List()
 	if err != nil {
 		f.t.Fatal(err)
@@ -167,7 +174,7 @@ func (f *fixture) submit(cmd string) *queue.Request {
 			req = e.Request
 		}
 	}
-	f.m.feed.Pending(req, testJudge{}.Judge(req))
+	f.m.feed.Pending(req, v)
 	f.drain()
 	return req
 }
@@ -532,14 +539,8 @@ func TestFileChangedSinceShownAsksAgain(t *testing.T) {
 		defer mu.Unlock()
 		return diff, nil
 	})
-	req := &queue.Request{Kind: queue.KindWrite, Path: "/home/me/app/NOTES.md", Content: "hello\n", Cwd: "/home/me/app", Agent: "claude-code"}
-	if err := f.sp.Submit(req); err != nil {
-		t.Fatal(err)
-	}
-	list, _ := f.sp.List()
-	req = list[0].Request
-	f.m.feed.Pending(req, queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium"})
-	f.drain()
+	req := f.queueReq(&queue.Request{Kind: queue.KindWrite, Path: "/home/me/app/NOTES.md", Content: "hello\n", Cwd: "/home/me/app", Agent: "claude-code"},
+		queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium"})
 	f.run(f.m.previewCmd(req)) // what Update asked for when the request arrived
 	if it := f.m.current(); it == nil || !it.diffOK || it.diff != diff {
 		t.Fatalf("preview not shown: %+v", it)
