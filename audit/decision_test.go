@@ -15,12 +15,8 @@ import (
 // request, recorded after it was made; a command that merely mentions
 // the id or the event is not one.
 func TestCheckAllow(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "audit.jsonl")
-	l, err := Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openTestLog(t)
+	p := l.Path()
 	rec := func(name queue.EventName, r *queue.Request, command string) {
 		t.Helper()
 		e := queue.NewEvent(name, r)

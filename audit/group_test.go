@@ -3,7 +3,6 @@ package audit
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -16,12 +15,8 @@ import (
 // share the next write and fsync; each append's lines stay consecutive,
 // an append that cannot be encoded fails alone, and the chain verifies.
 func TestGroupCommit(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	l, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openTestLog(t)
+	path := l.Path()
 
 	// The first write waits until the others have queued behind it.
 	const followers = 8

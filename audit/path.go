@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/sluice-dev/sluice/queue"
 )
 
 // Login returns the name the log records for the person acting: the user
@@ -41,12 +43,9 @@ func login() string { return Login() }
 // environment: $XDG_STATE_HOME/sluice/audit.jsonl, else
 // ~/.local/state/sluice/audit.jsonl.
 func DefaultPath() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "sluice", "audit.jsonl"), nil
-	}
-	home, err := os.UserHomeDir()
+	state, err := queue.StateDir()
 	if err != nil {
 		return "", fmt.Errorf("audit: no audit log path: set SLUICE_AUDIT or HOME: %w", err)
 	}
-	return filepath.Join(home, ".local", "state", "sluice", "audit.jsonl"), nil
+	return filepath.Join(state, "audit.jsonl"), nil
 }

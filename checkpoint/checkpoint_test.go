@@ -44,6 +44,13 @@ func write(t testing.TB, path, content string, mode os.FileMode) {
 	}
 }
 
+// projectStore is a project (see project) and an empty store for its
+// checkpoints.
+func projectStore(t testing.TB) (context.Context, string, *Store) {
+	t.Helper()
+	return context.Background(), project(t), &Store{Dir: t.TempDir()}
+}
+
 // project is a git repository with tracked, untracked and ignored files,
 // a staged change, a stash and a second branch: the user's state, which
 // checkpoints must not touch.
@@ -210,9 +217,7 @@ func TestCheckpointUndo(t *testing.T) {
 func TestCheckpointPrune(t *testing.T) {
 	needGit(t)
 	t.Parallel()
-	ctx := context.Background()
-	dir := project(t)
-	s := &Store{Dir: t.TempDir()}
+	ctx, dir, s := projectStore(t)
 	for _, run := range []string{"r1", "r2", "r3"} {
 		write(t, filepath.Join(dir, "main.go"), "package main // "+run+"\n", 0o644)
 		if _, err := s.Take(ctx, dir, run+"/pre"); err != nil {
@@ -280,9 +285,7 @@ func TestCheckpointNoUserConfig(t *testing.T) {
 func TestWarm(t *testing.T) {
 	needGit(t)
 	t.Parallel()
-	ctx := context.Background()
-	dir := project(t)
-	s := &Store{Dir: t.TempDir()}
+	ctx, dir, s := projectStore(t)
 	if err := s.Warm(ctx, dir); err != nil {
 		t.Fatal(err)
 	}

@@ -125,31 +125,28 @@ func (s *Store) PlanUndo(ctx context.Context, run Run, undoID string, find func(
 			}
 		}
 		p.Shared = append(p.Shared, shared...)
-		if len(shared) > 0 {
-			d, err := s.Diff(ctx, now, pre, shared)
-			if err != nil {
-				return nil, err
-			}
-			p.SharedDiff += d
-		}
 		conflicts, err := s.conflictsSince(ctx, post, now, under)
 		if err != nil {
 			return nil, err
 		}
 		p.Conflicts = append(p.Conflicts, conflicts...)
-		if len(conflicts) > 0 {
-			d, err := s.Diff(ctx, post, now, conflicts)
+		for _, d := range []struct {
+			into     *string
+			from, to Snapshot
+			paths    []string
+		}{
+			{&p.SharedDiff, now, pre, shared},
+			{&p.Since, post, now, conflicts},
+			{&p.Diff, now, pre, own},
+		} {
+			if len(d.paths) == 0 {
+				continue
+			}
+			text, err := s.Diff(ctx, d.from, d.to, d.paths)
 			if err != nil {
 				return nil, err
 			}
-			p.Since += d
-		}
-		if len(own) > 0 {
-			d, err := s.Diff(ctx, now, pre, own)
-			if err != nil {
-				return nil, err
-			}
-			p.Diff += d
+			*d.into += text
 		}
 	}
 	slices.Sort(p.Paths)

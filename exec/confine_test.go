@@ -424,16 +424,8 @@ func TestProjectCaches(t *testing.T) {
 // files of the project stay readable, and the refusal says why.
 func TestProjectSecretsHidden(t *testing.T) {
 	f := newConfineFixture(t)
-	for rel, data := range map[string]string{".env": "API_TOKEN=tok-top-secret\n", "certs/server.key": "KEY-secret-material\n",
-		"README.md": "readme-visible\n", "src/deep/dir/.env": "deep\n"} {
-		p := filepath.Join(f.project, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, f.project, 0o644, map[string]string{".env": "API_TOKEN=tok-top-secret\n", "certs/server.key": "KEY-secret-material\n",
+		"README.md": "readme-visible\n", "src/deep/dir/.env": "deep\n"})
 	cmd := `cat README.md; cat .env; cat certs/server.key`
 	o := f.run(t, cmd, nil, Options{Profile: "read_only", Jail: []string{f.project}})
 	if bytes.Contains(o.log, []byte("tok-top-secret")) || bytes.Contains(o.log, []byte("KEY-secret")) {

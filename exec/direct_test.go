@@ -193,14 +193,11 @@ func TestRunDirectLikeBash(t *testing.T) {
 func TestRunDirectFallsBack(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, text string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("noshebang", "echo read-by-bash\n")                 // bash runs it as a script
-	write("badinterp", "#!/nonexistent/interp\necho never\n") // execve fails: bash says why, 126
-	write("ok", "#!/bin/sh\necho ran-by-sh \"$0\"\n")         // a #! script runs as it is
+	writeFiles(t, dir, 0o755, map[string]string{
+		"noshebang": "echo read-by-bash\n",                 // bash runs it as a script
+		"badinterp": "#!/nonexistent/interp\necho never\n", // execve fails: bash says why, 126
+		"ok":        "#!/bin/sh\necho ran-by-sh \"$0\"\n",  // a #! script runs as it is
+	})
 	for _, line := range []string{"./noshebang", "./badinterp", "./ok", "./missing"} {
 		// What bash itself says and exits with.
 		sh := osexec.Command(Shell(), "-c", line)
@@ -259,22 +256,17 @@ func TestDirectSameAsBash(t *testing.T) {
 		t.Skip("no bash here")
 	}
 	dir := t.TempDir()
-	for _, d := range []string{"far/deep", "far/bin", "bin"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
+	writeFiles(t, dir, 0o755, map[string]string{
+		"far/bin/tool": "#!/bin/sh\necho far tool\n",
+		"bin/tool":     "#!/bin/sh\necho lexical tool\n",
+		"bin/true":     "#!/bin/sh\necho the agent's true\n",
+	})
+	if err := os.MkdirAll(filepath.Join(dir, "far/deep"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	if err := os.Symlink(filepath.Join(dir, "far/deep"), filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	write := func(name, text string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("far/bin/tool", "#!/bin/sh\necho far tool\n")
-	write("bin/tool", "#!/bin/sh\necho lexical tool\n")
-	write("bin/true", "#!/bin/sh\necho the agent's true\n")
 	compareWithBash(t, "tool", dir, []string{"PATH=" + dir + "/link/../bin:/usr/bin:/bin"})
 	compareWithBash(t, "env", dir, []string{"PATH=/usr//bin:/bin", "PWD=/nonexistent", "SHLVL=4"})
 	compareWithBash(t, "env", dir, []string{"PATH=/usr/bin/../bin:/bin", "PWD=" + dir + "/far/..", "OLDPWD=/"})

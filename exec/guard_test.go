@@ -8,6 +8,21 @@ import (
 	"testing"
 )
 
+// writeFiles writes files (a path below root → its content) with mode,
+// making the directories between.
+func writeFiles(t *testing.T, root string, mode os.FileMode, files map[string]string) {
+	t.Helper()
+	for rel, data := range files {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestGuard: what a run changed of what later runs with the person's
 // rights is put back, and named: a new hook, a changed config, a new file
 // in the directory core.hooksPath names, a changed include.path file, a
@@ -26,15 +41,7 @@ func TestGuard(t *testing.T) {
 		".git/modules/sub/config":      "[core]\n",
 		".git/modules/sub/hooks/.keep": "",
 	}
-	for rel, data := range files {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, root, 0o644, files)
 	g := TakeGuard([]string{root})
 	for _, want := range []string{".git/config", ".git/hooks", ".githooks", "extra.cfg", ".envrc", ".git/modules/sub/hooks", ".git/modules/sub/config"} {
 		if !slices.Contains(g.Existing(), filepath.Join(root, want)) {
@@ -42,23 +49,16 @@ func TestGuard(t *testing.T) {
 		}
 	}
 	// The run.
-	write := func(rel, data string) {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(".git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/pwned\n")
-	write(".git/config", "[core]\n\tfsmonitor = touch /tmp/pwned\n")
-	write(".githooks/post-checkout", "#!/bin/sh\n")
-	write("extra.cfg", "[core]\n\tpager = touch /tmp/pwned\n")
-	write(".vscode/tasks.json", "{}\n")
-	write(".git/hooks/pre-commit.sample", "#!/bin/sh\nchanged\n")
-	write(".git/modules/sub/hooks/post-merge", "#!/bin/sh\n")
-	write("main.go", "package main // changed\n")
+	writeFiles(t, root, 0o755, map[string]string{
+		".git/hooks/pre-commit":             "#!/bin/sh\ntouch /tmp/pwned\n",
+		".git/config":                       "[core]\n\tfsmonitor = touch /tmp/pwned\n",
+		".githooks/post-checkout":           "#!/bin/sh\n",
+		"extra.cfg":                         "[core]\n\tpager = touch /tmp/pwned\n",
+		".vscode/tasks.json":                "{}\n",
+		".git/hooks/pre-commit.sample":      "#!/bin/sh\nchanged\n",
+		".git/modules/sub/hooks/post-merge": "#!/bin/sh\n",
+		"main.go":                           "package main // changed\n",
+	})
 	if err := os.Remove(filepath.Join(root, ".envrc")); err != nil {
 		t.Fatal(err)
 	}

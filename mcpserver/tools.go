@@ -38,12 +38,18 @@ type runCommandOut struct {
 	ChangedFiles []queue.FileChange `json:"changed_files,omitempty" jsonschema:"the files the command created, changed or deleted in the project (a person can undo them)"`
 }
 
+// changeIn is the arguments write_file and edit_file share; embedded,
+// its fields are theirs (in JSON and in the tools' schemas).
+type changeIn struct {
+	Cwd  string `json:"cwd,omitempty" jsonschema:"absolute project directory (default: the directory the sluice MCP server started in)"`
+	Note string `json:"note,omitempty" jsonschema:"why the change is needed, for the person who decides"`
+}
+
 // writeFileIn is write_file's arguments.
 type writeFileIn struct {
 	Path    string `json:"path" jsonschema:"the file to write: absolute, or relative to cwd"`
 	Content string `json:"content" jsonschema:"the file's whole new content"`
-	Cwd     string `json:"cwd,omitempty" jsonschema:"absolute project directory (default: the directory the sluice MCP server started in)"`
-	Note    string `json:"note,omitempty" jsonschema:"why the change is needed, for the person who decides"`
+	changeIn
 }
 
 // editFileIn is edit_file's arguments.
@@ -52,8 +58,7 @@ type editFileIn struct {
 	OldString  string `json:"old_string" jsonschema:"the exact text to replace; it must occur exactly once unless replace_all is set"`
 	NewString  string `json:"new_string" jsonschema:"the text to put in its place"`
 	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"replace every occurrence of old_string"`
-	Cwd        string `json:"cwd,omitempty" jsonschema:"absolute project directory (default: the directory the sluice MCP server started in)"`
-	Note       string `json:"note,omitempty" jsonschema:"why the change is needed, for the person who decides"`
+	changeIn
 }
 
 // fileOut is the structured result of write_file and edit_file.

@@ -242,23 +242,10 @@ func tomlString(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
+		if r == '"' || r == '\\' {
 			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case unicode.IsGraphic(r):
-			b.WriteRune(r)
-		case r <= 0xFFFF:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08X`, r)
 		}
+		writeEscaped(&b, r, false)
 	}
 	b.WriteByte('"')
 	return b.String()
@@ -272,27 +259,41 @@ func commentText(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
+		if r == utf8.RuneError && n <= 1 {
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case unicode.IsGraphic(r):
-			b.WriteRune(r)
-		case r < 0x80:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r <= 0xFFFF:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
+		} else {
+			writeEscaped(&b, r, true)
 		}
 		i += n
 	}
 	return b.String()
+}
+
+// writeEscaped writes r to b as itself when it is graphic, and otherwise
+// as an escape: \n, \t and \r by name, the rest by number. goSyntax
+// spells numbers as Go does (\x1b, \u202e: lower case, \x for ASCII);
+// without it as TOML does (\u001B, \u202E).
+func writeEscaped(b *strings.Builder, r rune, goSyntax bool) {
+	switch {
+	case r == '\n':
+		b.WriteString(`\n`)
+	case r == '\t':
+		b.WriteString(`\t`)
+	case r == '\r':
+		b.WriteString(`\r`)
+	case unicode.IsGraphic(r):
+		b.WriteRune(r)
+	case goSyntax && r < 0x80:
+		fmt.Fprintf(b, `\x%02x`, r)
+	case goSyntax && r <= 0xFFFF:
+		fmt.Fprintf(b, `\u%04x`, r)
+	case goSyntax:
+		fmt.Fprintf(b, `\U%08x`, r)
+	case r <= 0xFFFF:
+		fmt.Fprintf(b, `\u%04X`, r)
+	default:
+		fmt.Fprintf(b, `\U%08X`, r)
+	}
 }
 
 // RemoveRule takes the [[rule]] table that starts at line (1-based) out of

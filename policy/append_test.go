@@ -349,12 +349,8 @@ func TestAppendRuleChecksTheRuleReadsBack(t *testing.T) {
 // TestRemoveRule: revoking a rule takes out its table and the console's
 // comment above it, and nothing else.
 func TestRemoveRule(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "policy.toml")
 	src := "# mine\n\n# approved \"make lint\"\n[[rule]]\naction = \"allow\"\ncommand = \"make lint\"\nmatch = [\"make lint\"]\n\n# keep\n[[rule]]\naction = \"ask\"\ncommand = \"make deploy *\"\n"
-	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeFile(t, "policy.toml", src)
 	removed, err := RemoveRule(file, 4)
 	if err != nil {
 		t.Fatal(err)
@@ -375,13 +371,9 @@ func TestRemoveRule(t *testing.T) {
 // TestRemoveRuleWholeTable: a comment or blank line inside a table does
 // not end it: the whole table goes, and the rule before it is unchanged.
 func TestRemoveRuleWholeTable(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "policy.toml")
 	src := "[[rule]]\naction = \"deny\"\npath = \"~/.aws/**\"\n\n[[ rule ]]\naction = \"ask\"\n# only writes\n\naccess = \"write\"\npath = \"/srv/**\"\n\n# next\n[[rule]]\naction = \"allow\"\ncommand = \"make\"\n"
-	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p, err := Load(Options{User: file, UserRequired: true, Home: dir})
+	file := writeFile(t, "policy.toml", src)
+	p, err := Load(Options{User: file, UserRequired: true, Home: filepath.Dir(file)})
 	if err != nil {
 		t.Fatal(err)
 	}

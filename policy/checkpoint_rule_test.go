@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,17 +14,9 @@ import (
 func TestAllowWithCheckpoint(t *testing.T) {
 	home := t.TempDir()
 	project := filepath.Join(home, "src", "app")
-	if err := os.MkdirAll(filepath.Join(project, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	loose := filepath.Join(home, "scratch")
-	if err := os.MkdirAll(loose, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p, err := Load(Options{Home: home})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mkdirs(t, filepath.Join(project, ".git"), loose)
+	p := loadIn(t, home, "", "")
 	check := func(p *Policy, line, cwd string) *Verdict {
 		return p.Check(line, Env{Cwd: cwd, Roots: Roots(cwd), Home: home})
 	}
@@ -71,29 +62,12 @@ func TestAllowWithCheckpoint(t *testing.T) {
 		t.Errorf("outside a project the verdict does not say why it asks: %v", v.Reasons)
 	}
 
-	user := filepath.Join(home, "policy.toml")
-	if err := os.WriteFile(user, []byte("[[rule]]\naction = \"allow\"\ncommand = \"go test *\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pu, err := Load(Options{Home: home, User: user})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pu := loadIn(t, home, "[[rule]]\naction = \"allow\"\ncommand = \"go test *\"\n", "")
 	if v := check(pu, "go test ./...", loose); v.Action != Allow {
 		t.Errorf("the person's allow rule gave way to the default's checkpoint rule: %s", v.Action)
 	}
 
-	proj := filepath.Join(project, ".sluice", "policy.toml")
-	if err := os.MkdirAll(filepath.Dir(proj), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(proj, []byte("[[rule]]\naction = \"allow_with_checkpoint\"\ncommand = \"curl *\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pp, err := Load(Options{Home: home, Project: proj})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pp := loadIn(t, home, "", "[[rule]]\naction = \"allow_with_checkpoint\"\ncommand = \"curl *\"\n")
 	if v := check(pp, "curl -o out.html https://example.com", project); v.Action == AllowWithCheckpoint || v.Action == Allow {
 		t.Errorf("a project policy loosened curl: %s", v.Action)
 	}

@@ -11,10 +11,7 @@ func TestPosixDialect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bash, err := Load(Options{Home: tableEnv.Home})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bash := loadIn(t, tableEnv.Home, "", "")
 	for _, tt := range []struct {
 		line      string
 		posix, sh Action

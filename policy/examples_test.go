@@ -54,19 +54,8 @@ func TestRuleProject(t *testing.T) {
 	home := t.TempDir()
 	app := filepath.Join(home, "src", "app")
 	other := filepath.Join(home, "src", "other")
-	for _, d := range []string{app + "/sub", other} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f := filepath.Join(home, "policy.toml")
-	if err := os.WriteFile(f, []byte("[[rule]]\naction = \"allow\"\ncommand = \"make deploy-staging\"\nproject = \"~/src/app\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := Load(Options{Home: home, User: f})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mkdirs(t, app+"/sub", other)
+	p := loadIn(t, home, "[[rule]]\naction = \"allow\"\ncommand = \"make deploy-staging\"\nproject = \"~/src/app\"\n", "")
 	for _, tt := range []struct {
 		cwd  string
 		want Action

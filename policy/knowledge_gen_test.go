@@ -19,10 +19,7 @@ func generatedKnowledge() map[string]*Tool {
 // TestKnowledgeGenerated: knowledge_gen.go holds knowledge.toml as it is;
 // after an edit to the table, 'go generate ./policy' brings it up to date.
 func TestKnowledgeGenerated(t *testing.T) {
-	want, err := loadKnowledge(knowledgeTOML, "knowledge.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := embeddedTools(t)
 	if got := generatedKnowledge(); !reflect.DeepEqual(got, want) {
 		t.Fatal("knowledge_gen.go is not knowledge.toml: run 'go generate ./policy'")
 	}
@@ -58,10 +55,7 @@ func TestToolTable(t *testing.T) {
 	if tab.get("no-such-program\x00") != nil || len(tab.built) != 3 {
 		t.Errorf("unknown name: %d entries kept, want 3", len(tab.built))
 	}
-	want, err := loadKnowledge(knowledgeTOML, "knowledge.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := embeddedTools(t)
 	if tab.len() != len(want) {
 		t.Errorf("len %d, want %d", tab.len(), len(want))
 	}

@@ -6,14 +6,22 @@ import (
 	"testing"
 )
 
-// TestKnowledgeLoads checks the embedded table decodes with no unknown keys,
-// every condition escalates, and it describes enough of the world.
-func TestKnowledgeLoads(t *testing.T) {
-	t.Parallel()
+// embeddedTools decodes the embedded knowledge.toml: tools by every
+// name and alias.
+func embeddedTools(t *testing.T) map[string]*Tool {
+	t.Helper()
 	tools, err := loadKnowledge(knowledgeTOML, "knowledge.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tools
+}
+
+// TestKnowledgeLoads checks the embedded table decodes with no unknown keys,
+// every condition escalates, and it describes enough of the world.
+func TestKnowledgeLoads(t *testing.T) {
+	t.Parallel()
+	tools := embeddedTools(t)
 	seen := map[*Tool]bool{}
 	for _, tl := range tools {
 		seen[tl] = true
@@ -37,10 +45,7 @@ var codeHandled = []string{
 // brief name is known, by the table or in code.
 func TestKnowledgeCoversTheIssue(t *testing.T) {
 	t.Parallel()
-	tools, err := loadKnowledge(knowledgeTOML, "knowledge.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tools := embeddedTools(t)
 	want := strings.Fields(`
 		ls cat head tail wc sort uniq cut tr diff cmp comm file stat du df pwd echo printf true false test [
 		basename dirname realpath readlink which whereis type date id whoami uname hostname ps top free
@@ -69,10 +74,7 @@ func TestKnowledgeCoversTheIssue(t *testing.T) {
 // (options never name a subcommand, so it could not be reached).
 func TestKnowledgeShape(t *testing.T) {
 	t.Parallel()
-	tools, err := loadKnowledge(knowledgeTOML, "knowledge.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tools := embeddedTools(t)
 	done := map[*Tool]bool{}
 	var walk func(path string, tl *Tool)
 	walk = func(path string, tl *Tool) {
@@ -126,10 +128,7 @@ func TestKnowledgeShape(t *testing.T) {
 // engine).
 func TestKnowledgeIssueExamples(t *testing.T) {
 	t.Parallel()
-	tools, err := loadKnowledge(knowledgeTOML, "knowledge.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tools := embeddedTools(t)
 	lookup := func(path string) *Tool {
 		f := strings.Fields(path)
 		tl := tools[f[0]]

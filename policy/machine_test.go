@@ -2,7 +2,6 @@ package policy
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,9 +30,7 @@ func (m testMachine) CannotCheckpoint() string { return m.noCheckpoint }
 func TestVerdictFinishedForMachine(t *testing.T) {
 	home := t.TempDir()
 	project := filepath.Join(home, "src", "app")
-	if err := os.MkdirAll(filepath.Join(project, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdirs(t, filepath.Join(project, ".git"))
 	able := testMachine{mode: SandboxPrefer}
 	noKernel := errors.New("no Landlock")
 	exec := func(line string) *queue.Request {

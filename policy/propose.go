@@ -294,26 +294,20 @@ func neverProposed(name string) bool {
 
 // plainProgram reports a program word a pattern can hold as it is:
 // letters, digits and ._+-/:@, not starting with '-'.
-func plainProgram(s string) bool {
-	if s == "" || s[0] == '-' {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if !isAlnum(c) && strings.IndexByte("._+-/:@", c) < 0 {
-			return false
-		}
-	}
-	return true
-}
+func plainProgram(s string) bool { return wordOf(s, "._+-/:@") }
 
 // subcommandWord reports a word that reads as a subcommand (test, run,
 // build:prod), not an option, a path, an assignment or a pattern.
-func subcommandWord(s string) bool {
+func subcommandWord(s string) bool { return wordOf(s, "-_:") }
+
+// wordOf reports a word of letters, digits and the bytes in extra, not
+// empty and not starting with '-'.
+func wordOf(s, extra string) bool {
 	if s == "" || s[0] == '-' {
 		return false
 	}
 	for _, c := range []byte(s) {
-		if !isAlnum(c) && c != '-' && c != '_' && c != ':' {
+		if !isAlnum(c) && strings.IndexByte(extra, c) < 0 {
 			return false
 		}
 	}

@@ -2,8 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -174,10 +172,7 @@ func TestProposeOverTheVerdictTables(t *testing.T) {
 	// Not parallel: walks of $'…' words race while walk.go's expandANSIC
 	// passes a nil config to expand.Format, which then shares mvdan's
 	// package-level buffer; these tables hold such words.
-	p, err := Load(Options{Home: tableEnv.Home})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadIn(t, tableEnv.Home, "", "")
 	proposed := 0
 	for _, name := range []string{"verdicts.txt", "redteam.txt"} {
 		for _, c := range readTable(t, name) {
@@ -293,12 +288,7 @@ func TestMatcherAgreesWithCheck(t *testing.T) {
 	lines = append(lines, agentLines...)
 	for _, pat := range []string{"go test *", "git status *", "rm *", "ls *", "cat *", "sh *", "curl *", "git *", "* --version", "bash -c *", "python3 *", "npm run *", "env *"} {
 		t.Run(pat, func(t *testing.T) {
-			const marker = "matched by the pattern under test"
-			p := load(t, fmt.Sprintf("[[rule]]\naction = \"deny\"\ncommand = %s\nreason = %q\n", tomlString(pat), marker), "")
-			m, err := p.Matcher(pat)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, m := markedRule(t, pat)
 			hits := 0
 			for _, l := range lines {
 				if _, err := p.parse(l); err != nil {
@@ -307,12 +297,7 @@ func TestMatcherAgreesWithCheck(t *testing.T) {
 					// make the verdict stricter (salvage).
 					continue
 				}
-				want := false
-				for _, c := range p.Check(l, tableEnv).Commands {
-					for _, r := range c.Reasons {
-						want = want || r == marker
-					}
-				}
+				want := ruleMarked(p, l)
 				if got := m(l, tableEnv); got != want {
 					t.Errorf("%q: Matcher %v, Check %v", l, got, want)
 				}
@@ -325,6 +310,31 @@ func TestMatcherAgreesWithCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ruleMarker is the reason of the deny rule markedRule loads.
+const ruleMarker = "matched by the pattern under test"
+
+// markedRule loads a policy whose one rule denies pattern with
+// ruleMarker as its reason, and returns it with the pattern's Matcher.
+func markedRule(t testing.TB, pattern string) (*Policy, func(string, Env) bool) {
+	t.Helper()
+	p := load(t, fmt.Sprintf("[[rule]]\naction = \"deny\"\ncommand = %s\nreason = %q\n", tomlString(pattern), ruleMarker), "")
+	m, err := p.Matcher(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, m
+}
+
+// ruleMarked reports whether Check matched markedRule's rule on line.
+func ruleMarked(p *Policy, line string) bool {
+	for _, c := range p.Check(line, tableEnv).Commands {
+		if slices.Contains(c.Reasons, ruleMarker) {
+			return true
+		}
+	}
+	return false
 }
 
 func BenchmarkMatcher(b *testing.B) {
@@ -371,26 +381,9 @@ func FuzzMatcherAgreesWithCheck(f *testing.F) {
 		"timeout 5 go test", "/usr/bin/go test", "echo go test", "cd x && go test", "go\ttest", "bash <<'E'\ngo test\nE"} {
 		f.Add(s)
 	}
-	const marker = "matched by the pattern under test"
-	file := filepath.Join(f.TempDir(), "policy.toml")
-	if err := os.WriteFile(file, []byte("[[rule]]\naction = \"deny\"\ncommand = \"go test *\"\nreason = \""+marker+"\"\n"), 0o600); err != nil {
-		f.Fatal(err)
-	}
-	p, err := Load(Options{User: file, UserRequired: true, Home: tableEnv.Home})
-	if err != nil {
-		f.Fatal(err)
-	}
-	m, err := p.Matcher("go test *")
-	if err != nil {
-		f.Fatal(err)
-	}
+	p, m := markedRule(f, "go test *")
 	f.Fuzz(func(t *testing.T, line string) {
-		want := false
-		for _, c := range p.Check(line, tableEnv).Commands {
-			for _, r := range c.Reasons {
-				want = want || r == marker
-			}
-		}
+		want := ruleMarked(p, line)
 		if got := m(line, tableEnv); got != want {
 			t.Fatalf("%q: Matcher %v, Check %v", line, got, want)
 		}

@@ -15,9 +15,7 @@ import (
 // restart; a broken edit keeps the last good policy and says why
 // (Problem); fixing it clears that.
 func TestJudgeReloads(t *testing.T) {
-	saved := recheck
-	recheck = 0
-	defer func() { recheck = saved }()
+	recheckAtOnce(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "policy.toml")
 	write := func(src string) {
@@ -61,14 +59,8 @@ func TestJudgeReloads(t *testing.T) {
 // not load". Without a start that loaded, every request asks, and the
 // problem says so.
 func TestTypoBeforeFirstVerdict(t *testing.T) {
-	saved := recheck
-	recheck = 0
-	defer func() { recheck = saved }()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "policy.toml")
-	if err := os.WriteFile(file, []byte("[[rule]]\naction = \"allow\"\ncommand = \"make deploy\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	recheckAtOnce(t)
+	file := writeFile(t, "policy.toml", "[[rule]]\naction = \"allow\"\ncommand = \"make deploy\"\n")
 	j := &Judge{Options: Options{Home: tableEnv.Home, User: file}}
 	if err := j.Start(); err != nil {
 		t.Fatal(err)
@@ -85,13 +77,7 @@ func TestTypoBeforeFirstVerdict(t *testing.T) {
 		t.Errorf("Problem() = %q, want the typo and that the last good policy is in force", p)
 	}
 	// A project's own file still tightens the last good policy.
-	tight := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(tight, ".sluice"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(tight, ".sluice", "policy.toml"), []byte("[[rule]]\naction = \"deny\"\ncommand = \"make deploy\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tight := filepath.Dir(filepath.Dir(writeFile(t, ".sluice/policy.toml", "[[rule]]\naction = \"deny\"\ncommand = \"make deploy\"\n")))
 	if v := j.Judge(&queue.Request{Kind: queue.KindExec, Command: "make deploy", Cwd: tight}); v.Action != "deny" {
 		t.Errorf("a project's deny under the last good policy: %s", v.Action)
 	}
@@ -103,4 +89,12 @@ func TestTypoBeforeFirstVerdict(t *testing.T) {
 	if p := cold.Problem(); !strings.Contains(p, "every request asks") {
 		t.Errorf("with no good policy ever, Problem() = %q", p)
 	}
+}
+
+// recheckAtOnce makes a Judge look at its policy files again at every
+// verdict, until the test ends.
+func recheckAtOnce(t *testing.T) {
+	saved := recheck
+	recheck = 0
+	t.Cleanup(func() { recheck = saved })
 }

@@ -120,15 +120,7 @@ func fixtureRequests(t *testing.T) map[string][]byte {
 // files an agent's Read asks for; a bad glob stops the load.
 func TestProjectSecrets(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	user := filepath.Join(dir, "policy.toml")
-	if err := os.WriteFile(user, []byte("project_secrets = [\"*.tfstate\", \"config/prod/**\"]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p, err := Load(Options{User: user, Home: "/home/me"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := load(t, "project_secrets = [\"*.tfstate\", \"config/prod/**\"]\n", "")
 	const cwd = "/home/me/src/app"
 	for path, want := range map[string]Action{
 		cwd + "/infra/terraform.tfstate": Ask,
@@ -141,10 +133,7 @@ func TestProjectSecrets(t *testing.T) {
 			t.Errorf("Read %s: %s, want %s (%s)", path, v.Action, want, explain(v))
 		}
 	}
-	bad := filepath.Join(dir, "bad.toml")
-	if err := os.WriteFile(bad, []byte("project_secrets = [\"[x\"]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bad := writeFile(t, "bad.toml", "project_secrets = [\"[x\"]\n")
 	if _, err := Load(Options{User: bad, Home: "/home/me"}); err == nil {
 		t.Error("a bad project_secrets glob loaded")
 	}

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,16 +16,12 @@ func TestProjectRootKept(t *testing.T) {
 	defer func() { rootTTL = saved }()
 	top := t.TempDir()
 	dir := filepath.Join(top, "a", "b")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdirs(t, dir)
 	rootTTL = time.Hour
 	if got := ProjectRoot(dir); got != dir {
 		t.Fatalf("no .git: root %s, want %s", got, dir)
 	}
-	if err := os.Mkdir(filepath.Join(top, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdirs(t, filepath.Join(top, ".git"))
 	if got := ProjectRoot(dir); got != dir {
 		t.Errorf("within rootTTL: root %s, want the kept %s", got, dir)
 	}
@@ -43,17 +38,8 @@ func TestHomeIsNoJailRoot(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	project := filepath.Join(home, "src", "app")
-	if err := os.MkdirAll(filepath.Join(project, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	user := filepath.Join(home, "policy.toml")
-	if err := os.WriteFile(user, []byte("[defaults]\nmutating = \"allow\"\n[[rule]]\naction = \"allow\"\ncommand = \"npm install *\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p, err := Load(Options{User: user, Home: home})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mkdirs(t, filepath.Join(project, ".git"))
+	p := loadIn(t, home, "[defaults]\nmutating = \"allow\"\n[[rule]]\naction = \"allow\"\ncommand = \"npm install *\"\n", "")
 	for _, tt := range []struct {
 		name string
 		req  queue.Request

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -26,14 +25,9 @@ func TestKeysAreLowerCase(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := writeFile(t, "policy.toml", tt.src)
-			err := Lint(f)
-			var le *LoadError
-			if !errors.As(err, &le) {
-				t.Fatalf("Lint: %v, want a *LoadError", err)
-			}
+			le, f := lintError(t, tt.src)
 			if !strings.Contains(le.Msg, "unknown key "+tt.key) || le.Line != tt.line || le.File != f {
-				t.Errorf("got %v, want unknown key %s at line %d", err, tt.key, tt.line)
+				t.Errorf("got %v, want unknown key %s at line %d", le, tt.key, tt.line)
 			}
 		})
 	}

@@ -1,40 +1,11 @@
 package policy
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-func writeFile(t *testing.T, name, src string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func load(t *testing.T, user, project string) *Policy {
-	t.Helper()
-	opts := Options{Home: "/home/me"}
-	if user != "" {
-		opts.User, opts.UserRequired = writeFile(t, "policy.toml", user), true
-	}
-	if project != "" {
-		opts.Project = writeFile(t, ".sluice/policy.toml", project)
-	}
-	p, err := Load(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func TestRuleMatchesOneCommandNeverTheString(t *testing.T) {
 	t.Parallel()
@@ -47,27 +18,19 @@ command = "go test *"
 action = "allow"
 command = "git status *"
 `, "")
-	tests := []struct {
-		line string
-		want Action
-	}{
-		{"go test ./...", Allow},
-		{"go test -run TestX ./pkg", Allow},
-		{"go test", Allow},
-		{"go testx", Ask},                      // the pattern word is "test", not a prefix
-		{"go test ./... && rm -rf build", Ask}, // every part must be allowed
-		{"git status; rm -rf build", Ask},
-		{"git status; rm -rf ~", Deny},
-		{"git status --short", Allow},
-		{"echo $(go test ./...)", Allow},
-		{"go test ./... > /home/me/.ssh/authorized_keys", Deny}, // paths are judged after rules
-		{"go run ./cmd/app", Ask},
-	}
-	for _, tt := range tests {
-		if v := p.Check(tt.line, tableEnv); v.Action != tt.want {
-			t.Errorf("%q: %s, want %s (%s)", tt.line, v.Action, tt.want, explain(v))
-		}
-	}
+	wantActions(t, p, tableEnv, map[string]Action{
+		"go test ./...":                 Allow,
+		"go test -run TestX ./pkg":      Allow,
+		"go test":                       Allow,
+		"go testx":                      Ask, // the pattern word is "test", not a prefix
+		"go test ./... && rm -rf build": Ask, // every part must be allowed
+		"git status; rm -rf build":      Ask,
+		"git status; rm -rf ~":          Deny,
+		"git status --short":            Allow,
+		"echo $(go test ./...)":         Allow,
+		"go test ./... > /home/me/.ssh/authorized_keys": Deny, // paths are judged after rules
+		"go run ./cmd/app": Ask,
+	})
 }
 
 func TestPrecedenceDenyAskAllow(t *testing.T) {
@@ -86,18 +49,13 @@ reason = "we push from CI"
 action = "ask"
 command = "git commit *"
 `, "")
-	for line, want := range map[string]Action{
+	wantActions(t, p, tableEnv, map[string]Action{
 		"git log":                Allow,
 		"git push origin main":   Deny,
 		"git commit -m fix":      Ask,
 		"git log; git push":      Deny,
 		"git -C sub push origin": Allow, // the pattern is over argv: "git -C sub push" is not "git push *"
-	} {
-		v := p.Check(line, tableEnv)
-		if v.Action != want {
-			t.Errorf("%q: %s, want %s (%s)", line, v.Action, want, explain(v))
-		}
-	}
+	})
 	if v := p.Check("git push", tableEnv); !strings.Contains(strings.Join(v.Reasons, ";"), "we push from CI") {
 		t.Errorf("the rule's reason is missing: %v", v.Reasons)
 	}
@@ -121,18 +79,12 @@ command = "rm *"
 action = "deny"
 command = "make deploy *"
 `)
-	if v := p.Check("touch notes.txt", tableEnv); v.Action != Allow {
-		t.Errorf("the user's default for mutating did not apply: %s", explain(v))
-	}
-	if v := p.Check("curl https://example.com", tableEnv); v.Action != Deny {
-		t.Errorf("the project's stricter default did not apply: %s", explain(v))
-	}
-	if v := p.Check("rm -rf build", tableEnv); v.Action != Ask {
-		t.Errorf("a project allow rule loosened the policy: %s", explain(v))
-	}
-	if v := p.Check("make deploy prod", tableEnv); v.Action != Deny {
-		t.Errorf("the project's deny rule did not apply: %s", explain(v))
-	}
+	wantActions(t, p, tableEnv, map[string]Action{
+		"touch notes.txt":          Allow, // the user's default for mutating
+		"curl https://example.com": Deny,  // the project's stricter default
+		"rm -rf build":             Ask,   // a project allow rule cannot loosen
+		"make deploy prod":         Deny,  // the project's deny rule
+	})
 	if len(p.Warnings()) != 1 || !strings.Contains(p.Warnings()[0], "allow rule ignored") {
 		t.Errorf("warnings %v", p.Warnings())
 	}
@@ -156,18 +108,14 @@ action = "allow"
 access = "write"
 path = "~/.ssh/known_hosts"
 `, "")
-	for line, want := range map[string]Action{
+	wantActions(t, p, tableEnv, map[string]Action{
 		"echo hi > /tmp/out.txt":          Ask,  // mutating by default; no jail escalation
 		"echo hi > /var/tmp/out.txt":      Ask,  // outside the jail
 		"cat secrets/prod.json":           Deny, // ./ is the project root
 		"cd sub && cat ../secrets/a.json": Deny,
 		"echo x >> ~/.ssh/known_hosts":    Deny, // a user allow cannot beat the default deny
 		"echo hi > ./out.txt":             Ask,
-	} {
-		if v := p.Check(line, tableEnv); v.Action != want {
-			t.Errorf("%q: %s, want %s (%s)", line, v.Action, want, explain(v))
-		}
-	}
+	})
 	v := p.Check("echo hi > /tmp/out.txt", tableEnv)
 	for _, r := range v.Reasons {
 		if strings.Contains(r, "outside the project") {
@@ -197,17 +145,12 @@ func TestLoadErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := writeFile(t, "policy.toml", tt.src)
-			err := Lint(f)
-			var le *LoadError
-			if !errors.As(err, &le) {
-				t.Fatalf("Lint = %v, want a *LoadError", err)
-			}
-			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), f) {
-				t.Errorf("error %q should name the file and say %q", err, tt.want)
+			le, f := lintError(t, tt.src)
+			if !strings.Contains(le.Error(), tt.want) || !strings.Contains(le.Error(), f) {
+				t.Errorf("error %q should name the file and say %q", le, tt.want)
 			}
 			if tt.line > 0 && le.Line != tt.line {
-				t.Errorf("line %d, want %d (%v)", le.Line, tt.line, err)
+				t.Errorf("line %d, want %d (%v)", le.Line, tt.line, le)
 			}
 		})
 	}
@@ -227,19 +170,11 @@ func TestSymlinkIntoProtectedPath(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	proj := filepath.Join(home, "src", "app")
-	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(proj, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	mkdirs(t, filepath.Join(home, ".ssh"), proj)
 	if err := os.Symlink(filepath.Join(home, ".ssh"), filepath.Join(proj, "keys")); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Load(Options{Home: home})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadIn(t, home, "", "")
 	v := p.Check("echo ssh-ed25519 AAAA >> keys/authorized_keys", Env{Cwd: proj, Home: home})
 	if v.Action != Deny {
 		t.Fatalf("a write through a symlink into ~/.ssh: %s", explain(v))
@@ -253,18 +188,11 @@ func TestGlobExpandsToProtectedPath(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	proj := filepath.Join(home, "src", "app")
-	for _, d := range []string{filepath.Join(home, ".ssh"), proj} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, filepath.Join(home, ".ssh"), proj)
 	if err := os.Symlink(filepath.Join(home, ".ssh"), filepath.Join(proj, "keys-backup")); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Load(Options{Home: home})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadIn(t, home, "", "")
 	env := Env{Cwd: proj, Home: home}
 	if v := p.Check("cp id.pub keys-*/authorized_keys", env); v.Action != Deny {
 		t.Fatalf("write through a pattern into ~/.ssh: %s", explain(v))

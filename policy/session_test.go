@@ -31,15 +31,8 @@ func TestSessionAsks(t *testing.T) {
 	}
 	home := t.TempDir()
 	project := filepath.Join(home, "src", "api")
-	for _, d := range []string{".git", "web", "internal/server"} {
-		if err := os.MkdirAll(filepath.Join(project, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p, err := Load(Options{Home: home})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mkdirs(t, filepath.Join(project, ".git"), filepath.Join(project, "web"), filepath.Join(project, "internal/server"))
+	p := loadIn(t, home, "", "")
 	count := map[Action]int{}
 	before := 0 // asks without allow_with_checkpoint: it asked then
 	for _, l := range lines {

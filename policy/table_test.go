@@ -77,10 +77,7 @@ func readTable(t testing.TB, name string) []tableCase {
 // embedded default policy.
 func TestVerdictTable(t *testing.T) {
 	t.Parallel()
-	p, err := Load(Options{Home: tableEnv.Home})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadIn(t, tableEnv.Home, "", "")
 	for _, name := range []string{"verdicts.txt", "redteam.txt", "classes.txt"} {
 		cases := readTable(t, name)
 		if name == "verdicts.txt" && len(cases) < 250 {
@@ -109,10 +106,7 @@ func explain(v *Verdict) string {
 // fails the test until its line moves to classes.txt.
 func TestKnownGaps(t *testing.T) {
 	t.Parallel()
-	p, err := Load(Options{Home: tableEnv.Home})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadIn(t, tableEnv.Home, "", "")
 	for _, c := range readTable(t, "known-gaps.txt") {
 		v := p.Check(c.cmd, tableEnv)
 		if v.Action == c.action && v.Category == c.category {

@@ -73,6 +73,21 @@ var interpreters = map[string][]string{
 	"tclsh": {}, "jshell": {}, "irb": {}, "groovy": {"-e"}, "julia": {"-e", "--eval"}, "scala": {"-e"},
 }
 
+// textRunners are the names that run text as code (now, later, in this
+// shell, or in other applications): the category each escalates to and
+// why. eval's string and alias's expansions are judged as well.
+var textRunners = map[string]struct {
+	cat    Category
+	reason string
+}{
+	"osascript": {HostEscape, "osascript drives other applications (it can type into this console)"},
+	"eval":      {Unknown, "eval runs a string as shell code"},
+	"source":    {Unknown, "source runs a script file in the current shell"},
+	".":         {Unknown, ". runs a script file in the current shell"},
+	"trap":      {Unknown, "trap runs a string as shell code later"},
+	"alias":     {Mutating, "alias changes what later command names run"},
+}
+
 // isSpecial reports names judged in code rather than by the table.
 func isSpecial(prog string) bool {
 	if _, ok := wrappers[prog]; ok {
@@ -110,26 +125,26 @@ func (j *judge) special(prog string, args []word, s *simple, pt *part, depth int
 		j.interpreter(prog, inline, args, s, pt, depth)
 		return true
 	}
-	switch prog {
-	case "osascript":
-		pt.escalate(HostEscape, "osascript drives other applications (it can type into this console)")
-		pt.label = "osascript"
-		j.parts = append(j.parts, *pt)
-		return true
-	case "eval":
-		pt.escalate(Unknown, "eval runs a string as shell code")
-		pt.label = "eval"
-		lit := literalJoin(args[1:])
-		j.parts = append(j.parts, *pt)
-		if lit != "" {
-			j.shellString(lit, s, depth+1)
-		}
-		return true
-	case "source", ".":
-		pt.escalate(Unknown, prog+" runs a script file in the current shell")
+	if r, ok := textRunners[prog]; ok {
+		pt.escalate(r.cat, r.reason)
 		pt.label = prog
 		j.parts = append(j.parts, *pt)
+		switch prog {
+		case "eval":
+			if lit := literalJoin(args[1:]); lit != "" {
+				j.shellString(lit, s, depth+1)
+			}
+		case "alias":
+			// What an alias expands to runs when its name is used: judge it.
+			for _, a := range args[1:] {
+				if _, val, ok := strings.Cut(a.val, "="); ok {
+					j.runString(word{val: val, dyn: a.dyn, src: a.src}, "alias", s, depth)
+				}
+			}
+		}
 		return true
+	}
+	switch prog {
 	case "command":
 		for _, a := range args[1:] {
 			if !a.dyn && (a.val == "-v" || a.val == "-V") {
@@ -189,22 +204,6 @@ func (j *judge) special(prog string, args []word, s *simple, pt *part, depth int
 			}
 		}
 		j.finish(prog, args, s, pt, depth)
-		return true
-	case "trap":
-		pt.escalate(Unknown, "trap runs a string as shell code later")
-		pt.label = "trap"
-		j.parts = append(j.parts, *pt)
-		return true
-	case "alias":
-		pt.escalate(Mutating, "alias changes what later command names run")
-		pt.label = "alias"
-		j.parts = append(j.parts, *pt)
-		// What an alias expands to runs when its name is used: judge it.
-		for _, a := range args[1:] {
-			if _, val, ok := strings.Cut(a.val, "="); ok {
-				j.runString(word{val: val, dyn: a.dyn, src: a.src}, "alias", s, depth)
-			}
-		}
 		return true
 	case "docker", "podman", "nerdctl":
 		return j.containerExec(prog, args, s, pt, depth)

@@ -71,10 +71,7 @@ func TestWritesOutsideAsk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Load(Options{Home: home})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadIn(t, home, "", "")
 	project := filepath.Join(home, "proj")
 	env := Env{Cwd: project, Home: home, Roots: []string{project}}
 	T := os.TempDir()
@@ -129,10 +126,7 @@ func TestGrants(t *testing.T) {
 	if err := os.Symlink(filepath.Join(out, "real"), filepath.Join(out, "link")); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Load(Options{Home: tableEnv.Home})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadIn(t, tableEnv.Home, "", "")
 	for _, tt := range []struct {
 		line   string
 		grants []string

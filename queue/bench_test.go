@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -60,12 +59,12 @@ func openTmpfsSpool(b *testing.B) *Spool {
 func fakeActor(s *Spool, events <-chan WatchEvent) error {
 	zero := 0
 	for ev := range events {
-		switch ev.Op {
-		case Pending:
-		case Gone:
+		act, err := pending(ev)
+		if err != nil {
+			return fmt.Errorf("actor: %w", err)
+		}
+		if !act {
 			continue
-		default:
-			return fmt.Errorf("actor: unexpected event %s %s: %v", ev.Op, ev.ID, ev.Err)
 		}
 		c, err := s.Claim(ev.ID, time.Now())
 		if err != nil {
@@ -159,27 +158,20 @@ func benchRoundTrip(b *testing.B, s *Spool) {
 // It prints "ready" once it is watching. On SIGTERM it prints what it saw
 // so far and exits 1.
 func roleIngestWatcher() int {
-	s, err := Open(os.Getenv(envSpool))
+	s, total, err := roleSpoolCount()
 	if err != nil {
 		return childFail("ingest-watcher: %v", err)
 	}
-	total, err := strconv.Atoi(os.Getenv(envArg))
-	if err != nil {
-		return childFail("ingest-watcher: count: %v", err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	events, stop := watchUntilTerm(s)
 	defer stop()
-	events := s.Watch(ctx, WatchOptions{})
-	fmt.Println("ready")
 	seen := make(map[string]bool, total)
 	var first time.Time
 	for ev := range events {
-		switch ev.Op {
-		case Pending:
-		case Gone:
-			continue
-		default:
-			fmt.Fprintf(os.Stderr, "ingest-watcher: %s %s: %v\n", ev.Op, ev.ID, ev.Err)
+		act, err := pending(ev)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ingest-watcher: %v\n", err)
+		}
+		if !act {
 			continue
 		}
 		if seen[ev.ID] {

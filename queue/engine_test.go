@@ -42,6 +42,7 @@ func (blockRunner) Run(ctx context.Context, r *Request, opt RunOptions) (Result,
 	return Result{Status: StatusDone, ExitCode: new(int)}, ""
 }
 
+// memRecorder is a Recorder that holds what it recorded.
 type memRecorder struct {
 	mu     sync.Mutex
 	events []Event
@@ -137,8 +138,7 @@ func TestEngineObserverEditKillDeny(t *testing.T) {
 	}
 
 	// An edit cannot turn a request into something the policy denies.
-	ask2 := execReq("make deploy")
-	mustDo(t, sp.Submit(ask2))
+	ask2 := submit(t, sp, "make deploy")
 	expectLine(t, obs.ch, seen, "pending "+ask2.ID+" ask")
 	if _, err := e.ApproveAs(ctx, ask2.ID, Approval{Actor: "alice", Command: "sudo make deploy"}); !errors.Is(err, ErrPolicyDenies) {
 		t.Fatalf("approving an edit the policy denies = %v, want ErrPolicyDenies", err)
@@ -301,8 +301,7 @@ func TestEngineAskSurvivesAuditFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go e.Serve(ctx)
-	ask := execReq("make deploy")
-	mustDo(t, sp.Submit(ask))
+	ask := submit(t, sp, "make deploy")
 	expectLine(t, obs.ch, map[string]bool{}, "pending "+ask.ID+" ask")
 	if _, ok := rec.find(ask.ID, EventQueued); !ok {
 		t.Error("shown without its queued line")

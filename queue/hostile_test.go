@@ -583,20 +583,17 @@ func TestHostileFiles(t *testing.T) {
 	claimed := execReq("make claimed")
 	claimed.ID = "CLAIMED1"
 	mustDo(t, sp.Submit(claimed))
-	claim, err := sp.Claim(claimed.ID, time.Now())
-	mustDo(t, err)
-	t.Cleanup(func() { claim.Close() })
+	cc := claim(t, sp, claimed.ID)
+	t.Cleanup(func() { cc.Close() })
 	orphan := execReq("make orphan")
 	orphan.ID = "ORPHAN1"
 	mustDo(t, sp.Submit(orphan))
-	oc, err := sp.Claim(orphan.ID, time.Now())
-	mustDo(t, err)
+	oc := claim(t, sp, orphan.ID)
 	oc.Close() // its actor died: the engine answers it interrupted
 	answered := execReq("make answered")
 	answered.ID = "ANSWERED1"
 	mustDo(t, sp.Submit(answered))
-	c, err := sp.Claim(answered.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, answered.ID)
 	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int), Reason: "first"}))
 	before := snapshot(t, sp, outside)
 
@@ -943,8 +940,7 @@ func TestHostileSwap(t *testing.T) {
 		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			shown := execReq("make shown")
-			mustDo(t, sp.Submit(shown))
+			shown := submit(t, sp, "make shown")
 			tp.waitFor(t, 10*time.Second, "the request shown", func() bool { return tp.has("pending " + shown.ID + " ask") })
 			list, err := sp.List()
 			mustDo(t, err)
@@ -996,8 +992,7 @@ func TestHostileCur(t *testing.T) {
 	mustDo(t, os.WriteFile(cur("..json"), nil, 0o600))
 	tp := newTape()
 	serve(t, sp, tp, &tapeRunner{})
-	good := execReq("make good")
-	mustDo(t, sp.Submit(good))
+	good := submit(t, sp, "make good")
 	tp.waitFor(t, 10*time.Second, "the good request shown", func() bool { return tp.has("pending " + good.ID + " ask") })
 	for _, id := range []string{"CURJUNK", "CURVALID", "CURBIG", "CURFIFO", "CURDIR"} {
 		if res, err := sp.ReadResult(id); err != nil || res.Status != StatusInterrupted {

@@ -275,13 +275,9 @@ var agentCommands = []string{
 
 // roleWriter submits SLUICE_TEST_ARG exec requests and prints each id.
 func roleWriter() int {
-	s, err := Open(os.Getenv(envSpool))
+	s, n, err := roleSpoolCount()
 	if err != nil {
 		return childFail("writer: %v", err)
-	}
-	n, err := strconv.Atoi(os.Getenv(envArg))
-	if err != nil {
-		return childFail("writer: count: %v", err)
 	}
 	out := bufio.NewWriter(os.Stdout)
 	session := strconv.Itoa(os.Getpid())
@@ -300,6 +296,42 @@ func roleWriter() int {
 	return 0
 }
 
+// roleSpoolCount opens a role's spool (SLUICE_TEST_SPOOL) and reads the
+// count it is given (SLUICE_TEST_ARG).
+func roleSpoolCount() (*Spool, int, error) {
+	s, err := Open(os.Getenv(envSpool))
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := strconv.Atoi(os.Getenv(envArg))
+	if err != nil {
+		return nil, 0, fmt.Errorf("count: %w", err)
+	}
+	return s, n, nil
+}
+
+// watchUntilTerm watches s until the role gets SIGTERM, and prints
+// "ready" once it is watching.
+func watchUntilTerm(s *Spool) (<-chan WatchEvent, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	events := s.Watch(ctx, WatchOptions{})
+	fmt.Println("ready")
+	return events, stop
+}
+
+// pending sorts a watch event for a watcher that acts on new requests:
+// true for Pending; false for Gone, nothing to do; false and an error for
+// any other.
+func pending(ev WatchEvent) (bool, error) {
+	switch ev.Op {
+	case Pending:
+		return true, nil
+	case Gone:
+		return false, nil
+	}
+	return false, fmt.Errorf("unexpected event %s %s: %v", ev.Op, ev.ID, ev.Err)
+}
+
 // roleClaimer watches the spool and answers every pending request it wins,
 // recording the id of each claim it won in the file SLUICE_TEST_ARG. It
 // prints "ready" once it is watching and stops on SIGTERM. Losing a race
@@ -314,19 +346,16 @@ func roleClaimer() int {
 	if err != nil {
 		return childFail("claimer: %v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	events, stop := watchUntilTerm(s)
 	defer stop()
-	events := s.Watch(ctx, WatchOptions{})
-	fmt.Println("ready")
 	failures := 0
 	for ev := range events {
-		switch ev.Op {
-		case Pending:
-		case Gone:
-			continue
-		default:
+		act, err := pending(ev)
+		if err != nil {
 			failures++
-			fmt.Fprintf(os.Stderr, "claimer: unexpected event %s %s: %v\n", ev.Op, ev.ID, ev.Err)
+			fmt.Fprintf(os.Stderr, "claimer: %v\n", err)
+		}
+		if !act {
 			continue
 		}
 		c, err := s.Claim(ev.ID, time.Now())

@@ -57,10 +57,8 @@ func TestSpoolRecordsBeforeItAnswers(t *testing.T) {
 	old.ExpiresAt = time.Now().Add(-time.Minute)
 	mustDo(t, sp.Submit(old))
 	mustDo(t, os.WriteFile(sp.path(dirNew, "BAD1.json"), []byte("rm -rf ~\n"), 0o600))
-	dead := execReq("go test ./...")
-	mustDo(t, sp.Submit(dead))
-	c, err := sp.Claim(dead.ID, time.Now())
-	mustDo(t, err)
+	dead := submit(t, sp, "go test ./...")
+	c := claim(t, sp, dead.ID)
 	c.Close() // its actor died
 
 	seen := map[WatchOp]bool{}
@@ -97,10 +95,8 @@ func TestSpoolRecordsBeforeItAnswers(t *testing.T) {
 	if _, err := sp.Claim(old2.ID, time.Now()); err == nil || errors.Is(err, ErrExpired) {
 		t.Fatalf("Claim of an expired request with a failing log = %v, want the audit error", err)
 	}
-	dead2 := execReq("make deploy")
-	mustDo(t, sp.Submit(dead2))
-	c2, err := sp.Claim(dead2.ID, time.Now())
-	mustDo(t, err)
+	dead2 := submit(t, sp, "make deploy")
+	c2 := claim(t, sp, dead2.ID)
 	c2.Close()
 	if ids, _ := sp.Recover(); len(ids) != 0 {
 		t.Fatalf("Recover answered %v with a failing log", ids)

@@ -100,21 +100,18 @@ func TestAuditPathPublished(t *testing.T) {
 	if p := sp.AuditPath(); p != "" {
 		t.Fatalf("AuditPath %q before any engine", p)
 	}
-	release, err := sp.Present("/var/log/sluice/audit.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	if p := sp.AuditPath(); p != "/var/log/sluice/audit.jsonl" {
-		t.Fatalf("AuditPath %q", p)
-	}
-	release2, err := sp.Present("relative/path")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release2()
-	if p := sp.AuditPath(); p != "/var/log/sluice/audit.jsonl" {
-		t.Fatalf("a relative path replaced the published one: %q", p)
+	for _, step := range []struct{ present, want string }{
+		{"/var/log/sluice/audit.jsonl", "/var/log/sluice/audit.jsonl"},
+		{"relative/path", "/var/log/sluice/audit.jsonl"}, // a relative path does not replace the published one
+	} {
+		release, err := sp.Present(step.present)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		if p := sp.AuditPath(); p != step.want {
+			t.Fatalf("after Present(%q): AuditPath %q, want %q", step.present, p, step.want)
+		}
 	}
 }
 

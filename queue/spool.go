@@ -93,14 +93,26 @@ func DefaultDir() (string, error) {
 	if d, ok := RunUserDir(); ok {
 		return filepath.Join(d, "sluice"), nil
 	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "sluice", "spool"), nil
-	}
-	home, err := os.UserHomeDir()
+	state, err := StateDir()
 	if err != nil {
 		return "", fmt.Errorf("queue: no spool directory: set SLUICE_SPOOL or HOME: %w", err)
 	}
-	return filepath.Join(home, ".local", "state", "sluice", "spool"), nil
+	return filepath.Join(state, "spool"), nil
+}
+
+// StateDir returns the directory where sluice keeps what it owns between
+// runs (the audit log; the spool where there is no runtime directory):
+// $XDG_STATE_HOME/sluice when that is absolute, else
+// ~/.local/state/sluice.
+func StateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "sluice"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".local", "state", "sluice"), nil
 }
 
 // RunUserDir is /run/user/UID when it is the user's own.

@@ -30,6 +30,22 @@ func execReq(cmd string) *Request {
 	return &Request{Kind: KindExec, Command: cmd, Cwd: "/home/me/src/app", Agent: "claude-code"}
 }
 
+// submit submits an exec request for cmd to sp and returns it.
+func submit(t *testing.T, sp *Spool, cmd string) *Request {
+	t.Helper()
+	req := execReq(cmd)
+	mustDo(t, sp.Submit(req))
+	return req
+}
+
+// claim claims request id on sp now, failing the test if it cannot.
+func claim(t *testing.T, sp *Spool, id string) *Claim {
+	t.Helper()
+	c, err := sp.Claim(id, time.Now())
+	mustDo(t, err)
+	return c
+}
+
 // watchUntil runs a watcher until done returns true for an event, and
 // returns all events seen. It fails the test if that takes over 10 s.
 func watchUntil(t *testing.T, sp *Spool, done func(WatchEvent) bool) []WatchEvent {
@@ -212,8 +228,7 @@ func TestQuarantine(t *testing.T) {
 			t.Parallel()
 			sp := newSpool(t)
 			tt.make(t, sp.path(dirNew, tt.file))
-			good := execReq("go vet ./...")
-			mustDo(t, sp.Submit(good))
+			good := submit(t, sp, "go vet ./...")
 
 			invalidSeen, goodSeen := false, false
 			watchUntil(t, sp, func(ev WatchEvent) bool {
@@ -273,8 +288,7 @@ func TestHalfWrittenTmpIgnored(t *testing.T) {
 	sp := newSpool(t)
 	half := sp.path(dirTmp, "HALF1.json")
 	mustDo(t, os.WriteFile(half, []byte(`{"version":1,"id":"HALF1","kind":"ex`), 0o600))
-	good := execReq("make test")
-	mustDo(t, sp.Submit(good))
+	good := submit(t, sp, "make test")
 	evs := watchUntil(t, sp, func(ev WatchEvent) bool { return ev.Op == Pending && ev.ID == good.ID })
 	for _, ev := range evs {
 		if ev.ID == "HALF1" || ev.Op == Invalid {
@@ -292,13 +306,11 @@ func TestHalfWrittenTmpIgnored(t *testing.T) {
 func TestDuplicateID(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	first := execReq("go build ./...")
-	mustDo(t, sp.Submit(first))
+	first := submit(t, sp, "go build ./...")
 	if err := sp.Submit(&Request{ID: first.ID, Kind: KindExec, Command: "rm -rf ~"}); !errors.Is(err, ErrExists) {
 		t.Fatalf("second Submit of a pending id = %v, want ErrExists", err)
 	}
-	c, err := sp.Claim(first.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, first.ID)
 	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
 	if err := sp.Submit(&Request{ID: first.ID, Kind: KindExec, Command: "rm -rf ~"}); !errors.Is(err, ErrExists) {
 		t.Fatalf("Submit of an answered id = %v, want ErrExists", err)
@@ -329,10 +341,8 @@ func TestFinishEveryStatusOnce(t *testing.T) {
 		t.Run(string(st), func(t *testing.T) {
 			t.Parallel()
 			sp := newSpool(t)
-			req := execReq("go test ./...")
-			mustDo(t, sp.Submit(req))
-			c, err := sp.Claim(req.ID, time.Now())
-			mustDo(t, err)
+			req := submit(t, sp, "go test ./...")
+			c := claim(t, sp, req.ID)
 			if !exists(sp.path(dirCur, req.ID+".json")) || exists(sp.RequestPath(req.ID)) {
 				t.Fatal("a claimed request must be in cur/ and not in new/")
 			}
@@ -364,8 +374,7 @@ func TestClaimRace(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
 	for range 50 {
-		req := execReq("make")
-		mustDo(t, sp.Submit(req))
+		req := submit(t, sp, "make")
 		var wins sync.WaitGroup
 		var mu sync.Mutex
 		won := 0
@@ -421,10 +430,8 @@ func TestRecoverInterrupted(t *testing.T) {
 	live, dead := execReq("sleep 600"), execReq("go test ./...")
 	mustDo(t, sp.Submit(live))
 	mustDo(t, sp.Submit(dead))
-	liveClaim, err := sp.Claim(live.ID, time.Now())
-	mustDo(t, err)
-	deadClaim, err := sp.Claim(dead.ID, time.Now())
-	mustDo(t, err)
+	liveClaim := claim(t, sp, live.ID)
+	deadClaim := claim(t, sp, dead.ID)
 	deadClaim.Close() // its actor died: the lock is gone, no result
 
 	ids, err := sp.Recover()
@@ -444,10 +451,8 @@ func TestRecoverInterrupted(t *testing.T) {
 	mustDo(t, liveClaim.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
 
 	// A watcher started later does the same on its own.
-	again := execReq("make lint")
-	mustDo(t, sp.Submit(again))
-	c, err := sp.Claim(again.ID, time.Now())
-	mustDo(t, err)
+	again := submit(t, sp, "make lint")
+	c := claim(t, sp, again.ID)
 	c.Close()
 	watchUntil(t, sp, func(ev WatchEvent) bool { return ev.Op == Interrupted && ev.ID == again.ID })
 }
@@ -455,8 +460,7 @@ func TestRecoverInterrupted(t *testing.T) {
 func TestHalfDoneClaimNotPendingAgain(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	req := execReq("terraform apply")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "terraform apply")
 	// An actor killed between the claim's link and unlink leaves the one
 	// file in both new/ and cur/.
 	mustDo(t, os.Link(sp.RequestPath(req.ID), sp.path(dirCur, req.ID+".json")))
@@ -475,8 +479,7 @@ func TestHalfDoneClaimNotPendingAgain(t *testing.T) {
 func TestReplacedAfterShown(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	req := execReq("git status")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "git status")
 	shown, err := sp.peek(req.ID + ".json")
 	mustDo(t, err)
 	// The agent swaps the file for another command with the same id.
@@ -484,8 +487,7 @@ func TestReplacedAfterShown(t *testing.T) {
 	tmp := sp.path(dirTmp, "swap")
 	mustDo(t, os.WriteFile(tmp, []byte(swap), 0o600))
 	mustDo(t, os.Rename(tmp, sp.RequestPath(req.ID)))
-	c, err := sp.Claim(req.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, req.ID)
 	defer c.Close()
 	if c.Request.Same(shown) {
 		t.Fatal("the swapped request compares the same as the one shown")
@@ -517,8 +519,7 @@ func TestWakeFIFO(t *testing.T) {
 		res, _ := w.Wait(time.Hour)
 		got <- res
 	}()
-	c, err := sp.Claim(req.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, req.ID)
 	mustDo(t, c.Finish(Result{Status: StatusDenied, Decision: Deny, DecidedBy: ByHuman}))
 	select {
 	case res := <-got:
@@ -536,10 +537,8 @@ func TestWakeFIFO(t *testing.T) {
 func TestWakeWithoutReaderDoesNotBlock(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	req := execReq("true")
-	mustDo(t, sp.Submit(req))
-	c, err := sp.Claim(req.ID, time.Now())
-	mustDo(t, err)
+	req := submit(t, sp, "true")
+	c := claim(t, sp, req.ID)
 	mustDo(t, syscall.Mkfifo(sp.WakePath(req.ID), 0o600)) // a writer that died while it ran
 	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
 	if exists(sp.WakePath(req.ID)) {
@@ -548,8 +547,7 @@ func TestWakeWithoutReaderDoesNotBlock(t *testing.T) {
 
 	// Dead before anyone claimed it: the claim answers it expired, and
 	// the answer does not block either.
-	req = execReq("true")
-	mustDo(t, sp.Submit(req))
+	req = submit(t, sp, "true")
 	mustDo(t, syscall.Mkfifo(sp.WakePath(req.ID), 0o600))
 	old := time.Now().Add(-time.Minute) // made before the writer's grace
 	mustDo(t, os.Chtimes(sp.WakePath(req.ID), old, old))
@@ -564,11 +562,9 @@ func TestWakeWithoutReaderDoesNotBlock(t *testing.T) {
 func TestWakePathNotFIFOLeftAlone(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	req := execReq("true")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "true")
 	mustDo(t, os.WriteFile(sp.WakePath(req.ID), []byte("keep"), 0o600))
-	c, err := sp.Claim(req.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, req.ID)
 	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
 	if data, _ := os.ReadFile(sp.WakePath(req.ID)); string(data) != "keep" {
 		t.Errorf("a regular file at the wake path was written to: %q", data)
@@ -578,8 +574,7 @@ func TestWakePathNotFIFOLeftAlone(t *testing.T) {
 func TestWatchSeesArrivalsAndDepartures(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	before := execReq("ls")
-	mustDo(t, sp.Submit(before))
+	before := submit(t, sp, "ls")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	events := sp.Watch(ctx, WatchOptions{})
@@ -594,13 +589,11 @@ func TestWatchSeesArrivalsAndDepartures(t *testing.T) {
 	if ev := next(); ev.Op != Pending || ev.ID != before.ID || ev.Request.Command != "ls" {
 		t.Fatalf("first event %+v", ev)
 	}
-	after := execReq("git log -n 3")
-	mustDo(t, sp.Submit(after))
+	after := submit(t, sp, "git log -n 3")
 	if ev := next(); ev.Op != Pending || ev.ID != after.ID {
 		t.Fatalf("event %+v, want the new request", ev)
 	}
-	c, err := sp.Claim(before.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, before.ID)
 	defer c.Close()
 	if ev := next(); ev.Op != Gone || ev.ID != before.ID {
 		t.Fatalf("event %+v, want %s gone", ev, before.ID)
@@ -620,8 +613,7 @@ func TestWatchPollingFallback(t *testing.T) {
 	w := &watcher{s: sp, opt: WatchOptions{Now: time.Now}, out: make(chan WatchEvent, 8),
 		pending: map[string]pendingFile{}, finished: map[string]bool{}, ctx: ctx}
 	w.rescan()
-	req := execReq("make")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "make")
 	w.rescan() // what the timer does where no events come
 	select {
 	case ev := <-w.out:
@@ -654,10 +646,8 @@ func TestRecoverAfterListWhileForking(t *testing.T) {
 	}()
 	defer func() { close(stop); <-forking }()
 	for range 300 {
-		req := execReq("go test ./...")
-		mustDo(t, sp.Submit(req))
-		c, err := sp.Claim(req.ID, time.Now())
-		mustDo(t, err)
+		req := submit(t, sp, "go test ./...")
+		c := claim(t, sp, req.ID)
 		c.Close() // its actor died
 		if _, err := sp.List(); err != nil {
 			t.Fatal(err)
@@ -722,8 +712,7 @@ func TestDefaultDirAgrees(t *testing.T) {
 func TestEmptyResultIsNone(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	req := execReq("true")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "true")
 	mustDo(t, os.WriteFile(sp.ResultPath(req.ID), nil, 0o600))
 	if _, err := sp.ReadResult(req.ID); !errors.Is(err, ErrNoResult) || !errors.Is(err, ErrEmptyResult) {
 		t.Fatalf("empty result: %v, want ErrEmptyResult (an ErrNoResult)", err)
@@ -880,15 +869,7 @@ func TestWatchCancelledMidBatch(t *testing.T) {
 // ledger is a Recorder that holds what it recorded and says the last run
 // event of a request, as the audit log does (RunLedger).
 type ledger struct {
-	mu     sync.Mutex
-	events []Event
-}
-
-func (l *ledger) Record(ev Event) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, ev)
-	return nil
+	memRecorder
 }
 
 func (l *ledger) LastRun(req *Request) (*Event, error) {
@@ -917,8 +898,7 @@ func deadActor(t *testing.T, code int, actor string) (sp *Spool, l *ledger, neve
 	never, started, ended = execReq("make lint"), execReq("terraform apply"), execReq("go test ./...")
 	for _, r := range []*Request{never, started, ended} {
 		mustDo(t, sp.Submit(r))
-		c, err := sp.Claim(r.ID, time.Now())
-		mustDo(t, err)
+		c := claim(t, sp, r.ID)
 		c.Close() // its actor died
 	}
 	mustDo(t, l.Record(Event{ID: started.ID, Event: EventStarted}))
@@ -997,8 +977,7 @@ func TestRecoverStopsOrphansFirst(t *testing.T) {
 func TestTellWriter(t *testing.T) {
 	t.Parallel()
 	sp := newSpool(t)
-	req := execReq("make deploy")
-	mustDo(t, sp.Submit(req))
+	req := submit(t, sp, "make deploy")
 	w, err := sp.NewWaiter(req.ID)
 	mustDo(t, err)
 	defer w.Close()
@@ -1012,8 +991,7 @@ func TestTellWriter(t *testing.T) {
 	if n := w.Notice(); n != "" {
 		t.Errorf("a notice was taken twice: %q", n)
 	}
-	c, err := sp.Claim(req.ID, time.Now())
-	mustDo(t, err)
+	c := claim(t, sp, req.ID)
 	mustDo(t, c.Finish(Result{Status: StatusDone, ExitCode: new(int)}))
 	if res, err := w.Wait(10 * time.Second); err != nil || res.Status != StatusDone {
 		t.Errorf("after the notice, the result: %v %v", res, err)

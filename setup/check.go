@@ -208,15 +208,10 @@ func matchesAll(matcher string, names ...string) (all, known bool) {
 // when it is missing, unreadable or invalid (then bad says what that
 // means for the agent, and it is added to f).
 func readSettings(f *Finding, path string, dl dialect, bad func(err error) (Severity, string, string)) *object {
-	data, existed, _, err := readFile(path)
-	if err != nil {
-		f.add(Warning, fmt.Sprintf("cannot read %s: %v", path, err), "make it readable")
+	data, ok := f.read(path)
+	if !ok {
 		return nil
 	}
-	if !existed {
-		return nil
-	}
-	f.Files = append(f.Files, path)
 	d, err := parseDoc(data, dl)
 	if err != nil {
 		sev, what, fix := bad(err)
@@ -225,6 +220,21 @@ func readSettings(f *Finding, path string, dl dialect, bad func(err error) (Seve
 	}
 	o, _ := d.top().read().(*object)
 	return o
+}
+
+// read reads a file the agent reads, and lists it in f.Files; false when
+// it is missing, or unreadable (a warning in f).
+func (f *Finding) read(path string) ([]byte, bool) {
+	data, existed, _, err := readFile(path)
+	if err != nil {
+		f.add(Warning, fmt.Sprintf("cannot read %s: %v", path, err), "make it readable")
+		return nil, false
+	}
+	if !existed {
+		return nil, false
+	}
+	f.Files = append(f.Files, path)
+	return data, true
 }
 
 // notJSON is what an invalid settings file means to an agent that

@@ -62,11 +62,15 @@ func claudeState(opt Options) string {
 	return filepath.Join(opt.Home, ".claude.json")
 }
 
-func claudeSettings(opt Options) string {
+func claudeSettings(opt Options) string { return settingsPath(opt, ".claude", claudeDir(opt)) }
+
+// settingsPath is the settings.json install edits: in the project's
+// dotDir when installing into a project, else in the agent's userDir.
+func settingsPath(opt Options, dotDir, userDir string) string {
 	if opt.Project != "" {
-		return filepath.Join(opt.Project, ".claude", "settings.json")
+		return filepath.Join(opt.Project, dotDir, "settings.json")
 	}
-	return filepath.Join(claudeDir(opt), "settings.json")
+	return filepath.Join(userDir, "settings.json")
 }
 
 func claudeMCPFile(opt Options) string {

@@ -66,15 +66,10 @@ func checkCodex(opt Options) Finding {
 	install := "sluice install codex"
 	home := codexHome(opt)
 	readTOML := func(path string, broken string) *codexConfig {
-		data, existed, _, err := readFile(path)
-		if err != nil {
-			f.add(Warning, fmt.Sprintf("cannot read %s: %v", path, err), "make it readable")
+		data, ok := f.read(path)
+		if !ok {
 			return nil
 		}
-		if !existed {
-			return nil
-		}
-		f.Files = append(f.Files, path)
 		var c codexConfig
 		if _, err := toml.Decode(string(data), &c); err != nil {
 			f.add(Broken, fmt.Sprintf("%s is not valid TOML (%v): %s", path, err, broken), "fix the file by hand")

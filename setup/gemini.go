@@ -50,12 +50,7 @@ func geminiDir(opt Options) string {
 	return filepath.Join(opt.Home, ".gemini")
 }
 
-func geminiSettings(opt Options) string {
-	if opt.Project != "" {
-		return filepath.Join(opt.Project, ".gemini", "settings.json")
-	}
-	return filepath.Join(geminiDir(opt), "settings.json")
-}
+func geminiSettings(opt Options) string { return settingsPath(opt, ".gemini", geminiDir(opt)) }
 
 // geminiSystem is the system settings file.
 func geminiSystem(opt Options) string {

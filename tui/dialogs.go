@@ -30,19 +30,14 @@ func (d *denyDialog) Render(m *Model, _ int) (string, []string) {
 
 // HandleKey implements dialog.
 func (d *denyDialog) HandleKey(m *Model, msg tea.KeyPressMsg) (dialog, tea.Cmd) {
-	switch {
-	case msg.String() == "esc":
-		return nil, nil
-	case key.Matches(msg, m.keys.Submit):
-		it := m.find(d.id)
-		if it == nil {
-			m.setErr(fmt.Errorf("%s left the queue meanwhile; nothing was done", shortID(d.id)))
-			return nil, nil
-		}
-		return nil, m.denyCmd(it.req.ID, strings.TrimSpace(d.input.Value()))
+	if !key.Matches(msg, m.keys.Submit) {
+		return typed(d, &d.input, msg), nil
 	}
-	d.input.Update(msg)
-	return d, nil
+	it := m.stillQueued(d.id)
+	if it == nil {
+		return nil, nil
+	}
+	return nil, m.denyCmd(it.req.ID, strings.TrimSpace(d.input.Value()))
 }
 
 func (d *denyDialog) paste(p tea.PasteMsg) { d.input.Update(p) }
@@ -61,25 +56,17 @@ func (d *editDialog) Render(m *Model, _ int) (string, []string) {
 
 // HandleKey implements dialog.
 func (d *editDialog) HandleKey(m *Model, msg tea.KeyPressMsg) (dialog, tea.Cmd) {
-	switch {
-	case msg.String() == "esc":
-		return nil, nil
-	case key.Matches(msg, m.keys.Submit):
-		it := m.find(d.id)
-		val := d.input.Value()
-		if it == nil {
-			m.setErr(fmt.Errorf("%s left the queue meanwhile; nothing was done", shortID(d.id)))
-			return nil, nil
-		}
-		if strings.TrimSpace(val) == "" {
-			return nil, nil
-		}
-		m.setStatus("checking the edited command…")
-		m.judging = val
-		return nil, m.judgeEditCmd(it.req, val)
+	if !key.Matches(msg, m.keys.Submit) {
+		return typed(d, &d.input, msg), nil
 	}
-	d.input.Update(msg)
-	return d, nil
+	it := m.stillQueued(d.id)
+	val := d.input.Value()
+	if it == nil || strings.TrimSpace(val) == "" {
+		return nil, nil
+	}
+	m.setStatus("checking the edited command…")
+	m.judging = val
+	return nil, m.judgeEditCmd(it.req, val)
 }
 
 func (d *editDialog) paste(p tea.PasteMsg) { d.input.Update(p) }
@@ -238,15 +225,31 @@ func (m *Model) confirmed(msg tea.KeyPressMsg, id string) *item {
 		m.setStatus("not approved")
 		return nil
 	}
-	it := m.find(id)
-	if it == nil {
-		m.setErr(fmt.Errorf("%s left the queue meanwhile; nothing was done", shortID(id)))
-		return nil
-	}
-	if it.busy {
+	it := m.stillQueued(id)
+	if it == nil || it.busy {
 		return nil
 	}
 	return it
+}
+
+// stillQueued is the row of request id, which a dialog was opened for;
+// nil, saying so, when the request has left the queue since.
+func (m *Model) stillQueued(id string) *item {
+	it := m.find(id)
+	if it == nil {
+		m.setErr(fmt.Errorf("%s left the queue meanwhile; nothing was done", shortID(id)))
+	}
+	return it
+}
+
+// typed is a text dialog's answer to a key other than Submit: Esc
+// closes it (no); any other key edits its input, and it stays.
+func typed(d dialog, input *lineInput, msg tea.KeyPressMsg) dialog {
+	if msg.String() == "esc" {
+		return nil
+	}
+	input.Update(msg)
+	return d
 }
 
 // undoDialog shows what undoing a run restores and asks (u).

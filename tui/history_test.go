@@ -232,16 +232,7 @@ func TestTrustKey(t *testing.T) {
 	}
 	f.m.d.opt.Trusts = TrustFuncs{Trust: trust, List: func() []string { return trusts }}
 	req := &queue.Request{Kind: queue.KindExec, Command: "make lint", Cwd: "/home/me/app", Agent: "codex", Session: "s-77"}
-	if err := f.sp.Submit(req); err != nil {
-		t.Fatal(err)
-	}
-	list, err := f.sp.List() // shown as read from its file, as the engine does
-	if err != nil || len(list) != 1 {
-		t.Fatal(list, err)
-	}
-	req = list[0].Request
-	f.m.feed.Pending(req, testJudge{}.Judge(req))
-	f.drain()
+	req = f.queueReq(req, testJudge{}.Judge(req))
 	f.clock.add(time.Second)
 	f.run(f.press(f.m.keys.Trust))
 	// A dialog first, on the narrowest pattern: nothing is granted yet.
@@ -265,8 +256,7 @@ func TestTrustKey(t *testing.T) {
 		t.Errorf("the header does not show the trust:\n%s", strings.SplitN(v, "\n", 2)[0])
 	}
 	// A request with no session cannot be trusted.
-	f.submit("make test")
-	f.clock.add(time.Second)
+	f.submitPastGrace("make test")
 	if cmd := f.press(f.m.keys.Trust); cmd != nil || !strings.Contains(f.m.status, "no agent session") {
 		t.Errorf("T without a session: status %q", f.m.status)
 	}

@@ -154,10 +154,17 @@ func keyMsg(name string) tea.KeyPressMsg {
 func (f *fixture) submit(cmd string) *queue.Request {
 	f.t.Helper()
 	req := &queue.Request{Kind: queue.KindExec, Command: cmd, Cwd: "/home/me/app", Agent: "claude-code"}
+	return f.queueReq(req, testJudge{}.Judge(req))
+}
+
+// queueReq queues req and feeds the console its pending event with
+// verdict v, as the engine's watcher would: the console is shown the
+// request as read from its file, which it returns.
+func (f *fixture) queueReq(req *queue.Request, v queue.Verdict) *queue.Request {
+	f.t.Helper()
 	if err := f.sp.Submit(req); err != nil {
 		f.t.Fatal(err)
 	}
-	// The console is shown the request as read from its file.
 	list, err := f.sp.List()
 	if err != nil {
 		f.t.Fatal(err)
@@ -167,8 +174,17 @@ func (f *fixture) submit(cmd string) *queue.Request {
 			req = e.Request
 		}
 	}
-	f.m.feed.Pending(req, testJudge{}.Judge(req))
+	f.m.feed.Pending(req, v)
 	f.drain()
+	return req
+}
+
+// submitPastGrace submits an exec request for cmd and lets its grace
+// period pass: approve keys act on it.
+func (f *fixture) submitPastGrace(cmd string) *queue.Request {
+	f.t.Helper()
+	req := f.submit(cmd)
+	f.clock.add(time.Second)
 	return req
 }
 
@@ -252,8 +268,7 @@ func TestApproveUnconfinedAsksFirst(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.m.d.opt.Sandbox = "Landlock ABI 7 and seccomp"
-	req := f.submit("make deploy")
-	f.clock.add(time.Second)
+	req := f.submitPastGrace("make deploy")
 	if !strings.Contains(f.m.render(), "confined: writes in the project, no network") {
 		t.Errorf("the request does not show its confinement:\n%s", f.m.render())
 	}
@@ -281,8 +296,7 @@ func TestApproveUnconfinedAsksFirst(t *testing.T) {
 func TestNewRequestRestartsGrace(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	f.submit("make deploy")
-	f.clock.add(time.Second)
+	f.submitPastGrace("make deploy")
 	f.submit("git push") // arrives just before the keystroke
 	if cmd := f.press(f.m.keys.Approve); cmd != nil {
 		t.Fatal("approve right after a new request arrived returned a command")
@@ -333,8 +347,7 @@ func TestEscInDialogMeansNo(t *testing.T) {
 func TestEditReJudgesThenApproves(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	req := f.submit("rm -rf build")
-	f.clock.add(time.Second)
+	req := f.submitPastGrace("rm -rf build")
 	f.press(f.m.keys.Edit)
 	if d := dialogOf[*editDialog](f.m); d == nil || d.input.Value() != "rm -rf build" {
 		t.Fatalf("mode %s", state(f.m))
@@ -366,8 +379,7 @@ func TestEditReJudgesThenApproves(t *testing.T) {
 func TestPolicyDenyCannotBeApproved(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	f.submit("sudo reboot")
-	f.clock.add(time.Second)
+	f.submitPastGrace("sudo reboot")
 	if cmd := f.press(f.m.keys.Approve); cmd != nil {
 		t.Fatal("approving a request the policy denies returned a command")
 	}
@@ -376,8 +388,7 @@ func TestPolicyDenyCannotBeApproved(t *testing.T) {
 func TestKillAndQuitWhileRunning(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	req := f.submit("sleep")
-	f.clock.add(time.Second)
+	req := f.submitPastGrace("sleep")
 	approve := f.press(f.m.keys.Approve)
 	done := make(chan tea.Msg)
 	go func() { done <- approve() }()
@@ -437,8 +448,7 @@ func TestWaitingRunGoesAhead(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.update(tea.WindowSizeMsg{Width: 120, Height: 50})
-	req := f.submit("turn")
-	f.clock.add(time.Second)
+	req := f.submitPastGrace("turn")
 	if cmd := f.press(f.m.keys.GoAhead); cmd != nil || !f.m.statusErr {
 		t.Error("p with nothing waiting did something, or said nothing")
 	}
@@ -529,14 +539,8 @@ func TestFileChangedSinceShownAsksAgain(t *testing.T) {
 		defer mu.Unlock()
 		return diff, nil
 	})
-	req := &queue.Request{Kind: queue.KindWrite, Path: "/home/me/app/NOTES.md", Content: "hello\n", Cwd: "/home/me/app", Agent: "claude-code"}
-	if err := f.sp.Submit(req); err != nil {
-		t.Fatal(err)
-	}
-	list, _ := f.sp.List()
-	req = list[0].Request
-	f.m.feed.Pending(req, queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium"})
-	f.drain()
+	req := f.queueReq(&queue.Request{Kind: queue.KindWrite, Path: "/home/me/app/NOTES.md", Content: "hello\n", Cwd: "/home/me/app", Agent: "claude-code"},
+		queue.Verdict{Action: "ask", Category: "mutating", Risk: "medium"})
 	f.run(f.m.previewCmd(req)) // what Update asked for when the request arrived
 	if it := f.m.current(); it == nil || !it.diffOK || it.diff != diff {
 		t.Fatalf("preview not shown: %+v", it)
@@ -582,8 +586,7 @@ func TestApproveAndRememberRule(t *testing.T) {
 		return "~/.config/sluice/policy.toml", nil
 	}
 	f.m.d.opt.Rules = rules
-	req := f.submit("make lint")
-	f.clock.add(time.Second)
+	req := f.submitPastGrace("make lint")
 	f.run(f.press(f.m.keys.ApproveRule))
 	v := ansi.Strip(f.m.render())
 	// It opens narrow: the exact command, in this project.
@@ -618,8 +621,7 @@ func TestApproveAndRememberRule(t *testing.T) {
 func TestTakenByAnotherConsole(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	req := f.submit("make deploy")
-	f.clock.add(time.Second)
+	req := f.submitPastGrace("make deploy")
 	// The other console claims it: it leaves this queue, and the audit
 	// log says who approved it.
 	f.m.feed.Gone(req.ID, queue.Gone)

@@ -28,6 +28,14 @@ func (f *fixture) pendingAt(reqs ...*queue.Request) {
 	f.m.graceUntil = time.Time{}
 }
 
+// approveHeldForEnd presses approve and reports whether it was refused
+// for want of the command's end on screen.
+func (f *fixture) approveHeldForEnd() bool {
+	f.m.status = ""
+	f.update(keyMsg("a"))
+	return strings.Contains(f.m.status, scrollFirst)
+}
+
 // TestEndShowsCommandEnd: End on a command whose note runs on below it
 // stops at the command's last line (what approving waits for), not past
 // it; approving after a jump that never showed it is refused.
@@ -49,9 +57,7 @@ func TestEndShowsCommandEnd(t *testing.T) {
 	// Past it, to the bottom, and back: still seen.
 	f.update(keyMsg("G"))
 	f.update(keyMsg("g"))
-	f.m.status = ""
-	f.update(keyMsg("a"))
-	if strings.Contains(f.m.status, scrollFirst) {
+	if f.approveHeldForEnd() {
 		t.Errorf("approve still held after the end was shown: %q", f.m.status)
 	}
 }
@@ -158,8 +164,7 @@ func TestBatchApproval(t *testing.T) {
 	f := newFixture(t)
 	a := f.submit("make a")
 	b := f.submit("make b")
-	c := f.submit("sudo make c")
-	f.clock.add(time.Second)
+	c := f.submitPastGrace("sudo make c")
 	f.update(keyMsg(" "))
 	f.press(f.m.keys.Down)
 	f.clock.add(time.Second)
@@ -228,9 +233,7 @@ func TestOneLineApprovableAt80x24(t *testing.T) {
 	if !f.m.commandSeen() {
 		t.Fatalf("the one-line command does not count as seen at 80x24:\n%s", ansi.Strip(f.m.render()))
 	}
-	f.m.status = ""
-	f.update(keyMsg("a"))
-	if strings.Contains(f.m.status, scrollFirst) {
+	if f.approveHeldForEnd() {
 		t.Errorf("approving waits for End: %q", f.m.status)
 	}
 }
@@ -284,8 +287,7 @@ func TestPtyFollowsThePane(t *testing.T) {
 func TestMarkNotHeldByGrace(t *testing.T) {
 	f := newFixture(t)
 	f.submit("make a")
-	f.submit("make b")
-	f.clock.add(time.Second)
+	f.submitPastGrace("make b")
 	f.update(tea.KeyPressMsg{Code: tea.KeySpace, Text: " "})
 	f.press(f.m.keys.Down) // the selection moves: approve keys pause
 	f.update(tea.KeyPressMsg{Code: tea.KeySpace, Text: " "})

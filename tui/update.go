@@ -88,20 +88,16 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case trustedMsg:
 		if msg.err != nil {
+			m.idle(msg.id)
 			m.setErr(fmt.Errorf("not trusted: %w", msg.err))
-			if it := m.find(msg.id); it != nil {
-				it.busy = false
-			}
 			return m, nil
 		}
 		// The header shows the new trust now, not at the next read.
 		return m, tea.Batch(m.approveAs(msg.id, queue.Approval{}, "approved, "+msg.text+","), m.readTrusts(0, false))
 	case ruleAddedMsg:
 		if msg.err != nil {
+			m.idle(msg.id)
 			m.setErr(fmt.Errorf("rule not added: %w", msg.err))
-			if it := m.find(msg.id); it != nil {
-				it.busy = false
-			}
 			return m, nil
 		}
 		verb := "approved, rule added"
@@ -508,6 +504,13 @@ func (m *Model) graceLeft() time.Duration {
 
 func (m *Model) setStatus(s string) { m.status, m.statusErr = s, false }
 func (m *Model) setErr(err error)   { m.status, m.statusErr = err.Error(), true }
+
+// idle marks request id's row as no longer waiting on an action.
+func (m *Model) idle(id string) {
+	if it := m.find(id); it != nil {
+		it.busy = false
+	}
+}
 
 // goneText says what became of request id, which another process (a
 // second console, sluice approve or deny, serve) took first: who decided

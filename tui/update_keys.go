@@ -279,9 +279,7 @@ func (m *Model) afterRecheck(msg recheckedMsg) tea.Cmd {
 
 // afterPropose opens the rule dialog.
 func (m *Model) afterPropose(msg ruleProposedMsg) tea.Cmd {
-	if it := m.find(msg.id); it != nil {
-		it.busy = false
-	}
+	m.idle(msg.id)
 	if msg.err != nil {
 		m.setErr(msg.err)
 		return nil
