@@ -187,6 +187,12 @@ func cmdSandbox(args []string, std stdio, g *globals) int {
 		if guarded != nil {
 			spec.Protect = guarded.Existing()
 		}
+		// Each wrapper is a new process: the base layer's plan is kept
+		// for the next one beside the project caches (never trusted: it is
+		// checked before it is used).
+		if plans := filepath.Join(filepath.Dir(projectCacheDir()), "plans"); filepath.IsAbs(plans) {
+			spec.PlanCache = plans
+		}
 		box, err = sandbox.Prepare(spec)
 		if err != nil {
 			fmt.Fprintf(std.err, "sluice sandbox: %v\n", err)

@@ -122,6 +122,7 @@ type base struct {
 // stamp is what a watched directory looked like when the base was built.
 type stamp struct {
 	path  string
+	dev   uint64
 	ino   uint64
 	ctime unix.Timespec // changes with the entries, the mode, the owner
 }
@@ -133,7 +134,7 @@ var (
 
 // acquireBase returns the base layer for bs, built now or reused, and
 // holds it until releaseBase.
-func acquireBase(bs BaseSpec, abi int) (*base, error) {
+func acquireBase(bs BaseSpec, abi int, cache string) (*base, error) {
 	key := bs.key()
 	basesMu.Lock()
 	defer basesMu.Unlock()
@@ -159,7 +160,7 @@ func acquireBase(bs BaseSpec, abi int) (*base, error) {
 			delete(bases, k)
 		}
 	}
-	b, err := buildBase(bs, abi)
+	b, err := buildBase(bs, abi, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +226,7 @@ func releaseBase(b *base) {
 func (b *base) fresh() bool {
 	for _, w := range b.watch {
 		var st unix.Stat_t
-		if unix.Stat(w.path, &st) != nil || st.Ino != w.ino || st.Ctim != w.ctime {
+		if unix.Stat(w.path, &st) != nil || st.Dev != w.dev || st.Ino != w.ino || st.Ctim != w.ctime {
 			return false
 		}
 	}
@@ -235,21 +236,46 @@ func (b *base) fresh() bool {
 // buildBase builds the base layer: every file system right on everything
 // but the hidden paths and the closed directories, and on the open paths
 // in those. A directory that changed while it was being planned leaves the
-// base stale at once, so the next run plans again.
-func buildBase(bs BaseSpec, abi int) (*base, error) {
-	hidden := bs.Hidden
-	handled := handledFS(abi)
-	fd, err := landlockCreate(&unix.LandlockRulesetAttr{Handled_access_fs: handled})
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
+// base stale at once, so the next run plans again. With a plan cache
+// (cache not ""), a plan kept there by an earlier process is used when it
+// checks out (loadBase), and one made here is kept for the next.
+func buildBase(bs BaseSpec, abi int, cache string) (*base, error) {
+	if cache != "" {
+		b, err := loadBase(bs, abi, cache)
+		if err == nil {
+			return b, nil
+		}
 	}
+	plan := planBaseLayer(bs)
+	b, err := applyBase(plan, abi)
+	if err != nil {
+		return nil, err
+	}
+	if cache != "" && plan.settled {
+		saveBase(cache, bs, plan)
+	}
+	return b, nil
+}
+
+// basePlan is a planned base layer: its grants, and what the directories
+// it depends on looked like when it was planned.
+type basePlan struct {
+	grants  []Grant
+	watch   []stamp
+	hidden  map[[2]uint64]bool // the hidden objects: never granted
+	settled bool               // no watched directory changed while planned
+}
+
+// planBaseLayer plans the base layer of bs as buildBase builds it.
+func planBaseLayer(bs BaseSpec) *basePlan {
+	hidden := bs.Hidden
 	var start unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &start)
-	grants, watch := PlanBase(BaseSpec{Hidden: reachable(hidden), Closed: bs.Closed, Open: bs.Open})
+	carved := reachable(hidden)
+	grants, watch := PlanBase(BaseSpec{Hidden: carved, Closed: bs.Closed, Open: bs.Open})
 	// Watched too: where each of the others would appear (a secret path
 	// made after the base was built, ~/.aws say, makes it stale), and
 	// those out of reach themselves (made readable, they must be carved).
-	carved := reachable(hidden)
 	for _, h := range hidden {
 		if d := nearestDir(h); d != "" {
 			watch = appendNew(watch, d)
@@ -260,26 +286,37 @@ func buildBase(bs BaseSpec, abi int) (*base, error) {
 			watch = appendNew(watch, h)
 		}
 	}
-	stamps := make([]stamp, 0, len(watch))
+	plan := &basePlan{grants: grants, watch: make([]stamp, 0, len(watch)), settled: true}
 	for _, w := range watch {
 		var st unix.Stat_t
 		if unix.Stat(w, &st) != nil {
 			continue
 		}
-		s := stamp{path: w, ino: st.Ino, ctime: st.Ctim}
+		s := stamp{path: w, dev: st.Dev, ino: st.Ino, ctime: st.Ctim}
 		if st.Ctim.Nano() >= start.Nano() {
 			s.ctime = unix.Timespec{} // changed while planned: never fresh
+			plan.settled = false
 		}
-		stamps = append(stamps, s)
+		plan.watch = append(plan.watch, s)
 	}
-	inos := inodes(resolveAll(reachable(hidden)))
-	for _, g := range grants {
-		if err := addGrant(fd, g, handled, inos); err != nil {
+	plan.hidden = inodes(resolveAll(carved))
+	return plan
+}
+
+// applyBase builds the ruleset of plan.
+func applyBase(plan *basePlan, abi int) (*base, error) {
+	handled := handledFS(abi)
+	fd, err := landlockCreate(&unix.LandlockRulesetAttr{Handled_access_fs: handled})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
+	}
+	for _, g := range plan.grants {
+		if err := addGrant(fd, g, handled, plan.hidden); err != nil {
 			unix.Close(fd)
 			return nil, err
 		}
 	}
-	return &base{fd: fd, watch: stamps}, nil
+	return &base{fd: fd, watch: plan.watch}, nil
 }
 
 // reachable keeps the hidden paths this process's user could read or
