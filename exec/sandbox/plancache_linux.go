@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -130,8 +131,7 @@ func parsePlan(data []byte, sum string) (watch []stamp, grants []cachedGrant, er
 		}
 		f := strings.SplitN(string(line), " ", 6)
 		num := func(i int) uint64 {
-			if err != nil || i >= len(f) {
-				err = refused("malformed line %q", line)
+			if err != nil {
 				return 0
 			}
 			n, e := strconv.ParseUint(f[i], 10, 64)
@@ -141,8 +141,8 @@ func parsePlan(data []byte, sum string) (watch []stamp, grants []cachedGrant, er
 			return n
 		}
 		switch {
-		case f[0] == "W" && len(f) == 6:
-			s := stamp{path: f[5], dev: num(1), ino: num(2)}
+		case (f[0] == "W" || f[0] == "D") && len(f) == 6:
+			s := stamp{path: f[5], dev: num(1), ino: num(2), carved: f[0] == "D"}
 			s.ctime = unix.Timespec{Sec: int64(num(3)), Nsec: int64(num(4))}
 			watch = append(watch, s)
 		case f[0] == "G" && len(f) == 5:
@@ -162,7 +162,9 @@ func parsePlan(data []byte, sum string) (watch []stamp, grants []cachedGrant, er
 }
 
 // loadBase builds the base layer of bs from the plan kept in dir, if
-// there is one and it checks out (see above); else it says why not.
+// there is one and it checks out (see above); else it says why not. A
+// carved directory that changed since is carved again (and the plan kept
+// again): a new entry in /tmp costs a listing of /tmp, not a new plan.
 func loadBase(bs BaseSpec, abi int, dir string) (*base, error) {
 	path, sum := planFile(dir, bs)
 	data, err := readPlanFile(path)
@@ -173,14 +175,39 @@ func loadBase(bs BaseSpec, abi int, dir string) (*base, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &base{watch: watch}
-	if !b.fresh() {
-		return nil, errors.New("sandbox: cached plan is stale")
+	var stale []string // carved directories to carve again, outermost first
+	for _, w := range watch {
+		if (&base{watch: []stamp{w}}).fresh() {
+			continue
+		}
+		if !w.carved {
+			return nil, errors.New("sandbox: cached plan is stale")
+		}
+		stale = append(stale, w.path)
 	}
+	var start unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &start)
 	// What the planner would judge by now.
 	carved := reachable(bs.Hidden)
 	p := newPlanner(BaseSpec{Hidden: carved, Closed: bs.Closed, Open: bs.Open})
 	hidden := inodes(p.hidden)
+	if len(stale) > 0 {
+		slices.Sort(stale)
+		stale = slices.CompactFunc(stale, func(a, b string) bool { return within(a, b) })
+		under := func(path string) bool {
+			return slices.ContainsFunc(stale, func(s string) bool { return within(s, path) })
+		}
+		grants = slices.DeleteFunc(grants, func(g cachedGrant) bool { return under(g.Path) })
+		watch = slices.DeleteFunc(watch, func(w stamp) bool { return under(w.path) })
+		p.entries = map[string][]plannedEntry{}
+		for _, s := range stale {
+			if filepath.IsAbs(s) && filepath.Clean(s) == s {
+				p.carve(s, readAll|writeAll|Ioctl, ReadDir)
+			}
+		}
+		watch = append(watch, stamps(p.watch, p.entries, start)...)
+	}
+	b := &base{watch: watch}
 	handled := handledFS(abi)
 	fd, err := landlockCreate(&unix.LandlockRulesetAttr{Handled_access_fs: handled})
 	if err != nil {
@@ -195,6 +222,20 @@ func loadBase(bs BaseSpec, abi int, dir string) (*base, error) {
 			unix.Close(fd)
 			return nil, err
 		}
+	}
+	if len(stale) > 0 {
+		// Those carved now, from the planner: applied as a new plan's.
+		for _, g := range p.grants {
+			id, ok, err := addGrant(fd, g, handled, hidden)
+			if err != nil {
+				unix.Close(fd)
+				return nil, err
+			}
+			if ok {
+				grants = append(grants, cachedGrant{Grant: g, dev: id[0], ino: id[1]})
+			}
+		}
+		saveBase(dir, bs, watch, grants)
 	}
 	b.fd = fd
 	return b, nil
@@ -253,23 +294,26 @@ func addCachedGrant(fd int, g cachedGrant, handled uint64, hidden map[[2]uint64]
 
 // saveBase keeps plan for bs in dir, for the next process; a plan that
 // cannot be kept is simply made again next time.
-func saveBase(dir string, bs BaseSpec, plan *basePlan) {
+func saveBase(dir string, bs BaseSpec, watch []stamp, grants []cachedGrant) {
 	path, sum := planFile(dir, bs)
 	var out strings.Builder
 	out.WriteString(planVersion + " " + sum + "\n")
 	ok := func(p string) bool { return strings.IndexByte(p, '\n') < 0 }
-	for _, w := range plan.watch {
+	for _, w := range watch {
 		if !ok(w.path) {
 			return
 		}
-		fmt.Fprintf(&out, "W %d %d %d %d %s\n", w.dev, w.ino, w.ctime.Sec, w.ctime.Nsec, w.path)
+		kind := "W"
+		if w.carved {
+			kind = "D"
+		}
+		fmt.Fprintf(&out, "%s %d %d %d %d %s\n", kind, w.dev, w.ino, w.ctime.Sec, w.ctime.Nsec, w.path)
 	}
-	for _, g := range plan.grants {
-		var st unix.Stat_t
-		if !ok(g.Path) || unix.Lstat(g.Path, &st) != nil {
+	for _, g := range grants {
+		if !ok(g.Path) {
 			return
 		}
-		fmt.Fprintf(&out, "G %d %d %d %s\n", g.Access, st.Dev, st.Ino, g.Path)
+		fmt.Fprintf(&out, "G %d %d %d %s\n", g.Access, g.dev, g.ino, g.Path)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil || ownDir(dir) != nil {
 		return
