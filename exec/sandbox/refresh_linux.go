@@ -22,9 +22,11 @@ import (
 //     for a hidden path or an open path that appeared, is a new plan.
 //   - Rules cannot be taken out of a ruleset, and each holds its object
 //     wherever it is moved. So an entry gone from a carved directory is
-//     fine only if its object is gone for good: the descriptor kept for it
-//     says it has no link left. Renamed, moved or linked elsewhere (a
-//     lock file renamed over a secret path, say), it is a new plan.
+//     fine only if its object is gone for good (the descriptor kept for
+//     it says it has no link left), or was renamed within the directory to
+//     a name granted as a new entry (its one link). Moved or linked
+//     elsewhere, or renamed to a hidden name (a lock file renamed over a
+//     secret path, say), it is a new plan.
 //   - Any other change (a watched directory replaced, a hidden path out of
 //     reach changed) is a new plan, as before.
 //
@@ -175,11 +177,19 @@ func (b *base) diff(dir string, ents []plannedEntry) ([]plannedEntry, bool) {
 		}
 		fresh = append(fresh, e)
 	}
+	// Renamed within dir: the objects now granted under a new name.
+	renamed := map[[2]uint64]bool{}
+	for _, e := range fresh {
+		if e.grant >= 0 {
+			renamed[e.id] = true
+		}
+	}
 	for i, e := range ents {
 		if same[i] {
 			continue
 		}
-		// Gone or replaced: fine only if its object is gone for good.
+		// Gone or replaced: fine only if its object is gone for good, or
+		// granted here under its new name.
 		if e.sub {
 			return nil, false
 		}
@@ -188,12 +198,17 @@ func (b *base) diff(dir string, ents []plannedEntry) ([]plannedEntry, bool) {
 		}
 		fd := pl.fds[e.grant]
 		var st unix.Stat_t
-		if fd < 0 || unix.Fstat(fd, &st) != nil || st.Nlink != 0 {
+		if fd < 0 || unix.Fstat(fd, &st) != nil {
+			return nil, false
+		}
+		if st.Nlink != 0 && (st.Nlink != 1 || !renamed[[2]uint64{st.Dev, st.Ino}]) {
 			return nil, false
 		}
 		unix.Close(fd)
 		pl.fds[e.grant] = -1
-		pl.dead++
+		if st.Nlink == 0 {
+			pl.dead++
+		}
 	}
 	return fresh, true
 }
