@@ -129,7 +129,12 @@ func parsePlan(data []byte, sum string) (watch []stamp, grants []cachedGrant, er
 		if !ok {
 			return nil, nil, refused("truncated")
 		}
-		f := strings.SplitN(string(line), " ", 6)
+		// The path is the last field, spaces and all.
+		fields := 6
+		if bytes.HasPrefix(line, []byte("G ")) {
+			fields = 5
+		}
+		f := strings.SplitN(string(line), " ", fields)
 		num := func(i int) uint64 {
 			if err != nil {
 				return 0

@@ -37,7 +37,8 @@ func newCacheTree(t *testing.T) *cacheTree {
 		}
 	}
 	for f, s := range map[string]string{filepath.Join(x.ssh, "id"): "SECRET-KEY\n", filepath.Join(x.ssh, "keys", "id"): "SECRET-KEY\n",
-		filepath.Join(x.proj, ".env"): "SECRET-ENV\n", filepath.Join(x.src, "main.go"): "package main\n", filepath.Join(x.proj, "id"): "public\n"} {
+		filepath.Join(x.proj, ".env"): "SECRET-ENV\n", filepath.Join(x.src, "main.go"): "package main\n", filepath.Join(x.proj, "id"): "public\n",
+		filepath.Join(x.home, "my notes"): "notes\n"} {
 		if err := os.WriteFile(f, []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -166,8 +167,8 @@ func TestPlanCacheReused(t *testing.T) {
 	if err := x.load(t); err != nil {
 		t.Fatalf("the kept plan is not used: %v", err)
 	}
-	out := x.cat(t, filepath.Join(x.ssh, "id"), filepath.Join(x.proj, ".env"), filepath.Join(x.src, "main.go"), filepath.Join(x.proj, "id"))
-	if strings.Contains(out, "SECRET") || !strings.Contains(out, "package main") || !strings.Contains(out, "public") {
+	out := x.cat(t, filepath.Join(x.ssh, "id"), filepath.Join(x.proj, ".env"), filepath.Join(x.src, "main.go"), filepath.Join(x.proj, "id"), filepath.Join(x.home, "my notes"))
+	if strings.Contains(out, "SECRET") || !strings.Contains(out, "package main") || !strings.Contains(out, "public") || !strings.Contains(out, "notes") {
 		t.Fatalf("from the kept plan: %q", out)
 	}
 	// A new entry in a carved directory: that directory is carved again
