@@ -46,9 +46,12 @@ type Grant struct {
 // everything but them, carved (see below). It is costly to build (it reads
 // the directories on the way down to each hidden path) and the same for
 // every run, so it is built once and reused while the directories in
-// Watch are unchanged. Run handles only the write and device rights and
-// grants the run's own: the roots (for a profile that writes), the
-// caches, the temporary directory, the terminal.
+// Watch are unchanged, or brought up to date where what changed is new
+// entries in them (see refresh); a process that confines once (sluice
+// sandbox) may keep its plan for the next (Spec.PlanCache). Run handles
+// only the write and device rights and grants the run's own: the roots
+// (for a profile that writes), the caches, the temporary directory, the
+// terminal.
 //
 // Carving: where a directory holds a hidden path, it is split into grants
 // for each entry on the way down, and the directories on that way get only
