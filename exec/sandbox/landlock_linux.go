@@ -434,7 +434,9 @@ func applyBase(plan *basePlan, abi int) (*base, error) {
 func reachable(hidden []string) []string {
 	out := make([]string, 0, len(hidden))
 	for _, h := range hidden {
-		if unix.Access(h, unix.R_OK) == nil || unix.Access(h, unix.W_OK) == nil {
+		// Most do not exist: one call says so for both.
+		err := unix.Access(h, unix.R_OK)
+		if err == nil || (!errors.Is(err, unix.ENOENT) && unix.Access(h, unix.W_OK) == nil) {
 			out = append(out, h)
 		}
 	}
