@@ -255,7 +255,10 @@ func buildBase(bs BaseSpec, abi int, cache string) (*base, error) {
 		}
 	}
 	plan := planBaseLayer(bs)
-	b, err := applyBase(plan, abi)
+	// Kept for refresh where the base may be kept (not by a process that
+	// confines once: holding a descriptor per entry grows its descriptor
+	// table, each time a wait for an RCU grace period).
+	b, err := applyBase(plan, abi, cache == "")
 	if err != nil {
 		return nil, err
 	}
@@ -364,8 +367,9 @@ func stamps(watch []string, carved map[string][]plannedEntry, start unix.Timespe
 }
 
 // applyBase builds the ruleset of plan, keeping a descriptor of each
-// entry of a carved directory it grants (up to maxKept), for refresh.
-func applyBase(plan *basePlan, abi int) (*base, error) {
+// entry of a carved directory it grants (up to maxKept) for refresh, if
+// asked to.
+func applyBase(plan *basePlan, abi int, keepFds bool) (*base, error) {
 	handled := handledFS(abi)
 	fd, err := landlockCreate(&unix.LandlockRulesetAttr{Handled_access_fs: handled})
 	if err != nil {
@@ -381,7 +385,7 @@ func applyBase(plan *basePlan, abi int) (*base, error) {
 			}
 		}
 	}
-	keep := kept <= maxKept
+	keep := keepFds && kept <= maxKept
 	if keep {
 		plan.fds = make([]int, len(plan.grants))
 	}

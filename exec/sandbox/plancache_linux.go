@@ -218,18 +218,12 @@ func loadBase(bs BaseSpec, abi int, dir string) (*base, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
 	}
-	opened := make([]int, 0, len(grants))
-	defer func() { closeAll(opened) }()
 	for _, g := range grants {
 		if err := p.allows(g.Grant); err != nil {
 			unix.Close(fd)
 			return nil, err
 		}
-		pfd, err := addCachedGrant(fd, g, handled, hidden)
-		if pfd >= 0 {
-			opened = append(opened, pfd)
-		}
-		if err != nil {
+		if err := addCachedGrant(fd, g, handled, hidden); err != nil {
 			unix.Close(fd)
 			return nil, err
 		}
@@ -272,54 +266,35 @@ func (p *planner) allows(g Grant) error {
 
 // addCachedGrant adds g from a plan file, refusing it unless its path
 // leads through no symlink to the very object it named when planned, and
-// that object is not a hidden one. It returns the descriptor it opened
-// (-1: none), for the caller to close.
-func addCachedGrant(fd int, g cachedGrant, handled uint64, hidden map[[2]uint64]bool) (int, error) {
+// that object is not a hidden one.
+func addCachedGrant(fd int, g cachedGrant, handled uint64, hidden map[[2]uint64]bool) error {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	pfd, err := unix.Openat2(unix.AT_FDCWD, g.Path, &how)
 	if err != nil {
-		return -1, refused("%s: %v", g.Path, err)
+		return refused("%s: %v", g.Path, err)
 	}
+	defer unix.Close(pfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
-		return pfd, refused("%s: %v", g.Path, err)
+		return refused("%s: %v", g.Path, err)
 	}
 	switch {
 	case st.Dev != g.dev || st.Ino != g.ino:
-		return pfd, refused("%s is another object than planned", g.Path)
+		return refused("%s is another object than planned", g.Path)
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-		return pfd, refused("%s is a symlink", g.Path)
+		return refused("%s is a symlink", g.Path)
 	case hidden[[2]uint64{st.Dev, st.Ino}]:
-		return pfd, refused("%s is a hidden object", g.Path)
+		return refused("%s is a hidden object", g.Path)
 	}
 	access := landlockAccess(g.Access, st.Mode&unix.S_IFMT == unix.S_IFDIR, handled)
 	if access == 0 {
-		return pfd, nil
+		return nil
 	}
 	attr := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(pfd)}
 	if err := landlockAddPath(fd, &attr); err != nil {
-		return pfd, fmt.Errorf("sandbox: grant %s: %w", g.Path, err)
+		return fmt.Errorf("sandbox: grant %s: %w", g.Path, err)
 	}
-	return pfd, nil
-}
-
-// closeAll closes fds, with one close_range where they are one run of
-// numbers (as they are when nothing else opened a descriptor between
-// them: each open takes the lowest number free, so the run is theirs).
-func closeAll(fds []int) {
-	if len(fds) == 0 {
-		return
-	}
-	run := true
-	for i := 1; i < len(fds) && run; i++ {
-		run = fds[i] == fds[i-1]+1
-	}
-	if run && unix.CloseRange(uint(fds[0]), uint(fds[len(fds)-1]), 0) == nil {
-		return
-	}
-	for _, fd := range fds {
-		unix.Close(fd)
-	}
+	return nil
 }
 
 // saveBase keeps plan for bs in dir, for the next process; a plan that
