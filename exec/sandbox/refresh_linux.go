@@ -149,9 +149,10 @@ func (b *base) diff(dir string, ents []plannedEntry) ([]plannedEntry, bool) {
 		}
 		e := plannedEntry{name: d.name, id: id, grant: -1}
 		switch {
-		case p.isHidden(child) || p.isClosed(child):
+		case p.isHidden(child) || p.isClosed(child) || slices.ContainsFunc(pl.raw, func(r string) bool { return within(r, child) }):
 			// Nothing, as planned; a hidden path that appeared is
-			// pending, seen above.
+			// pending, seen above (or, made since, next time): by its
+			// name as given, never granted meanwhile.
 		case p.holdsHidden(child) || slices.ContainsFunc(pl.raw, func(r string) bool { return r != child && within(child, r) }):
 			return nil, false // to be carved
 		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
