@@ -189,6 +189,12 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		if guarded != nil {
 			spec.Protect = guarded.Existing()
 		}
+		// Each wrapper is a new process: the base layer's plan is kept
+		// for the next one beside the project caches (never trusted: it is
+		// checked before it is used).
+		if plans := filepath.Join(filepath.Dir(app.ProjectCacheDir()), "plans"); filepath.IsAbs(plans) {
+			spec.PlanCache = plans
+		}
 		box, err = sandbox.Prepare(spec)
 		if err != nil {
 			fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)

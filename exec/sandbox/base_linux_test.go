@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -48,5 +49,173 @@ func TestBaseSeesNewSecret(t *testing.T) {
 	}
 	if out := cat(); strings.Contains(out, "SECRET-KEY") || !strings.Contains(out, "Permission denied") {
 		t.Fatalf("a secret path made after the base was built is readable: %q", out)
+	}
+}
+
+// refreshTree is a home directory holding a secret (~/.ssh/id), so that
+// the home directory is carved: each of its entries granted one by one.
+type refreshTree struct {
+	home, ssh string
+	spec      Spec
+}
+
+func newRefreshTree(t *testing.T) *refreshTree {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &refreshTree{home: filepath.Join(root, "home")}
+	x.ssh = filepath.Join(x.home, ".ssh")
+	if err := os.MkdirAll(x.ssh, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(x.ssh, "id"), []byte("SECRET-KEY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	x.spec = Spec{Profile: ReadOnly, Hidden: []string{x.ssh, filepath.Join(x.home, ".netrc")}, TmpDir: t.TempDir()}
+	return x
+}
+
+// prepare prepares the tree's spec, closed at the end of the test.
+func (x *refreshTree) prepare(t *testing.T) *Confinement {
+	t.Helper()
+	c, err := Prepare(x.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// cat runs cat on path, confined by c.
+func catWith(t *testing.T, c *Confinement, path string) string {
+	t.Helper()
+	cmd := osexec.Command("/bin/cat", path)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := Start(cmd, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	return out.String()
+}
+
+// sameBase prepares again after change, up to 5 times while the base was
+// planned again anyway (another process renamed something out of /tmp,
+// carved around the tree), and reports whether the base was kept.
+func (x *refreshTree) sameBase(t *testing.T, change func(i int)) (*Confinement, bool) {
+	t.Helper()
+	for i := range 5 {
+		c1 := x.prepare(t)
+		change(i)
+		c2 := x.prepare(t)
+		if c2.base == c1.base {
+			return c2, true
+		}
+	}
+	return nil, false
+}
+
+// TestBaseRefreshNewEntry: a new entry in a carved directory, or one
+// deleted, or renamed within it, keeps the base: one rule added for a new
+// one, readable by the next run; the secret stays hidden.
+func TestBaseRefreshNewEntry(t *testing.T) {
+	if _, err := Available(); err != nil {
+		t.Skip(err)
+	}
+	x := newRefreshTree(t)
+	c, ok := x.sameBase(t, func(i int) {
+		if err := os.WriteFile(filepath.Join(x.home, fmt.Sprintf("new%d", i)), []byte("new\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !ok {
+		t.Fatal("a new entry in the carved home directory: the base was planned again")
+	}
+	if out := catWith(t, c, filepath.Join(x.home, "new0")); out != "new\n" {
+		t.Fatalf("the new entry, by the next run: %q", out)
+	}
+	if out := catWith(t, c, filepath.Join(x.ssh, "id")); strings.Contains(out, "SECRET") {
+		t.Fatalf("the secret, after a refresh: %q", out)
+	}
+	c, ok = x.sameBase(t, func(i int) {
+		if err := os.Remove(filepath.Join(x.home, "new0")); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	})
+	if !ok {
+		t.Fatal("an entry deleted from the carved home directory: the base was planned again")
+	}
+	if c.base.plan.dead == 0 {
+		t.Error("the deleted entry's rule is not counted")
+	}
+	if err := os.WriteFile(filepath.Join(x.home, "tomove"), []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, ok = x.sameBase(t, func(i int) {
+		if err := os.Rename(filepath.Join(x.home, "tomove"), filepath.Join(x.home, "renamed")); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	})
+	if !ok {
+		t.Fatal("an entry renamed within the carved home directory: the base was planned again")
+	}
+	if out := catWith(t, c, filepath.Join(x.home, "renamed")); out != "new\n" {
+		t.Fatalf("the renamed entry: %q", out)
+	}
+}
+
+// TestBaseRefreshMovedIntoSecret: an entry granted (made after the base
+// was built, or before) then moved to where a secret is read from, is
+// never readable there: its rule would follow it, so the base is planned
+// again.
+func TestBaseRefreshMovedIntoSecret(t *testing.T) {
+	if _, err := Available(); err != nil {
+		t.Skip(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		before   bool   // the entry is there when the base is built
+		from, to string // under the home directory
+	}{
+		// git credential-store's way: a lock file renamed over the file.
+		{"lock file renamed over a hidden path", false, ".netrc.lock", ".netrc"},
+		{"entry moved into a hidden directory", true, "notes", ".ssh/notes"},
+		{"new entry moved into a hidden directory", false, "notes", ".ssh/notes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newRefreshTree(t)
+			from, to := filepath.Join(x.home, tc.from), filepath.Join(x.home, tc.to)
+			write := func() {
+				if err := os.WriteFile(from, []byte("SECRET-MOVED\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.before {
+				write()
+			}
+			c1 := x.prepare(t)
+			if !tc.before {
+				write()
+			}
+			c2 := x.prepare(t)
+			if out := catWith(t, c2, from); out != "SECRET-MOVED\n" {
+				t.Fatalf("before the move, where it is not hidden: %q", out)
+			}
+			if !tc.before && c2.base != c1.base {
+				t.Log("planned again before the move (other changes around the tree)")
+			}
+			if err := os.Rename(from, to); err != nil {
+				t.Fatal(err)
+			}
+			c3 := x.prepare(t)
+			if c3.base == c2.base {
+				t.Error("the base was kept after a granted entry moved into a hidden path")
+			}
+			if out := catWith(t, c3, to); strings.Contains(out, "SECRET") {
+				t.Fatalf("moved into a hidden path: %q", out)
+			}
+		})
 	}
 }

@@ -15,7 +15,12 @@
 //
 // Landlock only grants; it never excludes a sub-path. "Read everything but
 // ~/.ssh" is therefore planned (Plan) as a set of grants that covers every
-// sibling on the way down to each hidden path and nothing inside it.
+// sibling on the way down to each hidden path and nothing inside it. That
+// base layer is built once and kept: a new entry in a carved directory
+// adds one rule to it. A new process for each command (sluice sandbox)
+// keeps its plan in a file instead (Spec.PlanCache), which the next one
+// uses only once every grant in it checks out against the file system as
+// it is then.
 //
 // A networked run with Spec.Proxy reaches nothing but a proxy the caller
 // serves on Confinement.ProxyListener, at Confinement.ProxyURL (ProxyEnv

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -106,7 +107,7 @@ func runRuleset(spec *Spec, abi, proxyPort int) (int, error) {
 	}
 	// The base layer refuses the hidden paths whatever this one grants.
 	for _, g := range PlanRun(spec) {
-		if err := addGrant(fd, g, attr.Handled_access_fs, nil); err != nil {
+		if _, _, err := addGrant(fd, g, attr.Handled_access_fs, nil); err != nil {
 			unix.Close(fd)
 			return -1, err
 		}
@@ -119,16 +120,21 @@ func runRuleset(spec *Spec, abi, proxyPort int) (int, error) {
 type base struct {
 	fd    int
 	watch []stamp
-	refs  int  // runs holding fd (under basesMu)
-	stale bool // replaced: close fd when the last run lets go
-	idle  int  // counts the times no run held it: the idle timer's generation
+	plan  *basePlan // what refresh needs, when built here; nil: built again on any change
+	refs  int       // runs holding fd (under basesMu)
+	stale bool      // replaced: close fd when the last run lets go
+	idle  int       // counts the times no run held it: the idle timer's generation
 }
 
 // stamp is what a watched directory looked like when the base was built.
 type stamp struct {
 	path  string
+	dev   uint64
 	ino   uint64
 	ctime unix.Timespec // changes with the entries, the mode, the owner
+	// carved: a directory the plan lists entry by entry (else the
+	// nearest to a hidden or open path, or a hidden path itself).
+	carved bool
 }
 
 var (
@@ -138,19 +144,22 @@ var (
 
 // acquireBase returns the base layer for bs, built now or reused, and
 // holds it until releaseBase.
-func acquireBase(bs BaseSpec, abi int) (*base, error) {
+func acquireBase(bs BaseSpec, abi int, cache string) (*base, error) {
 	key := bs.key()
 	basesMu.Lock()
 	defer basesMu.Unlock()
 	if b := bases[key]; b != nil {
-		if b.fresh() {
+		// Changed: brought up to date in place where what changed is
+		// only new entries in the directories carved, and entries gone
+		// for good; else built again.
+		if b.fresh() || b.refresh() {
 			b.refs++
 			return b, nil
 		}
 		b.stale = true
 		delete(bases, key)
 		if b.refs == 0 {
-			unix.Close(b.fd)
+			b.close()
 		}
 	}
 	if len(bases) >= 8 {
@@ -159,12 +168,12 @@ func acquireBase(bs BaseSpec, abi int) (*base, error) {
 		for k, b := range bases {
 			b.stale = true
 			if b.refs == 0 {
-				unix.Close(b.fd)
+				b.close()
 			}
 			delete(bases, k)
 		}
 	}
-	b, err := buildBase(bs, abi)
+	b, err := buildBase(bs, abi, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +199,7 @@ func DropIdle() {
 		if b.refs == 0 && !b.stale {
 			b.stale = true
 			delete(bases, k)
-			unix.Close(b.fd)
+			b.close()
 		}
 	}
 }
@@ -205,7 +214,7 @@ func releaseBase(b *base) {
 		return
 	}
 	if b.stale {
-		unix.Close(b.fd)
+		b.close()
 		return
 	}
 	b.idle++
@@ -222,7 +231,7 @@ func releaseBase(b *base) {
 				delete(bases, k)
 			}
 		}
-		unix.Close(b.fd)
+		b.close()
 	})
 }
 
@@ -230,7 +239,7 @@ func releaseBase(b *base) {
 func (b *base) fresh() bool {
 	for _, w := range b.watch {
 		var st unix.Stat_t
-		if unix.Stat(w.path, &st) != nil || st.Ino != w.ino || st.Ctim != w.ctime {
+		if unix.Stat(w.path, &st) != nil || st.Dev != w.dev || st.Ino != w.ino || st.Ctim != w.ctime {
 			return false
 		}
 	}
@@ -240,51 +249,191 @@ func (b *base) fresh() bool {
 // buildBase builds the base layer: every file system right on everything
 // but the hidden paths and the closed directories, and on the open paths
 // in those. A directory that changed while it was being planned leaves the
-// base stale at once, so the next run plans again.
-func buildBase(bs BaseSpec, abi int) (*base, error) {
-	hidden := bs.Hidden
-	handled := handledFS(abi)
-	fd, err := landlockCreate(&unix.LandlockRulesetAttr{Handled_access_fs: handled})
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
+// base stale at once, so the next run plans again. With a plan cache
+// (cache not ""), a plan kept there by an earlier process is used when it
+// checks out (loadBase), and one made here is kept for the next.
+func buildBase(bs BaseSpec, abi int, cache string) (*base, error) {
+	if cache != "" {
+		b, err := loadBase(bs, abi, cache)
+		if err == nil {
+			return b, nil
+		}
 	}
+	plan := planBaseLayer(bs)
+	// Kept for refresh where the base may be kept (not by a process that
+	// confines once: holding a descriptor per entry grows its descriptor
+	// table, each time a wait for an RCU grace period).
+	b, err := applyBase(plan, abi, cache == "")
+	if err != nil {
+		return nil, err
+	}
+	if cache != "" {
+		saveBase(cache, bs, plan.watch, plan.applied)
+	}
+	return b, nil
+}
+
+// basePlan is a planned base layer: its grants, and what the directories
+// it depends on looked like when it was planned.
+type basePlan struct {
+	grants  []Grant
+	watch   []stamp
+	hidden  map[[2]uint64]bool // the hidden objects: never granted
+	applied []cachedGrant      // the grants applyBase added, with their objects
+
+	// For refresh: the planner (its paths resolved, what it planned for
+	// each entry of each carved directory), the paths whose appearance
+	// in a watched directory makes the plan stale, the raw hidden and
+	// closed paths, a descriptor kept for each grant on an entry of a
+	// carved directory (by grant, -1: none), and how many grants are on
+	// objects since deleted.
+	p       *planner
+	pending map[string][]pendingPath
+	raw     []string
+	fds     []int
+	dead    int
+}
+
+// pendingPath is a hidden path, or an open one, as it was when planned,
+// under the watched directory nearest to it.
+type pendingPath struct {
+	path   string
+	exists bool
+	id     [2]uint64
+}
+
+// planBaseLayer plans the base layer of bs as buildBase builds it.
+func planBaseLayer(bs BaseSpec) *basePlan {
+	hidden := bs.Hidden
 	var start unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &start)
-	grants, watch := PlanBase(BaseSpec{Hidden: reachable(hidden), Closed: bs.Closed, Open: bs.Open})
+	carved := reachable(hidden)
+	p := planBase(BaseSpec{Hidden: carved, Closed: bs.Closed, Open: bs.Open})
+	watch := p.watch
+	plan := &basePlan{grants: p.grants, p: p, pending: map[string][]pendingPath{}}
 	// Watched too: where each of the others would appear (a secret path
 	// made after the base was built, ~/.aws say, makes it stale), and
 	// those out of reach themselves (made readable, they must be carved).
-	carved := reachable(hidden)
-	for _, h := range hidden {
-		if d := nearestDir(h); d != "" {
-			watch = appendNew(watch, d)
+	pend := func(path string) {
+		d := nearestDir(path)
+		if d == "" {
+			return
 		}
+		watch = appendNew(watch, d)
+		pp := pendingPath{path: path}
+		if fi, err := os.Lstat(path); err == nil {
+			pp.exists, pp.id = true, fileID(fi)
+		}
+		plan.pending[d] = append(plan.pending[d], pp)
+	}
+	for _, h := range hidden {
+		pend(h)
 		// Not those carved around: the audit log, hidden, changes with
 		// every line.
 		if _, err := os.Lstat(h); err == nil && !slices.Contains(carved, h) {
 			watch = appendNew(watch, h)
 		}
 	}
-	stamps := make([]stamp, 0, len(watch))
+	for _, o := range closedOnly(bs.Open, bs.Closed, p.closed) {
+		if _, err := os.Lstat(o); err != nil {
+			pend(o)
+		}
+	}
+	for _, l := range [][]string{hidden, bs.Closed} {
+		for _, r := range l {
+			if filepath.IsAbs(r) {
+				plan.raw = append(plan.raw, filepath.Clean(r))
+			}
+		}
+	}
+	plan.watch = stamps(watch, p.entries, start)
+	plan.hidden = inodes(resolveAll(carved))
+	return plan
+}
+
+// stamps stamps the watched paths, as planned from start: one that
+// changed since is never fresh. Those in carved are the directories
+// carved.
+func stamps(watch []string, carved map[string][]plannedEntry, start unix.Timespec) []stamp {
+	out := make([]stamp, 0, len(watch))
 	for _, w := range watch {
 		var st unix.Stat_t
 		if unix.Stat(w, &st) != nil {
 			continue
 		}
-		s := stamp{path: w, ino: st.Ino, ctime: st.Ctim}
+		_, c := carved[w]
+		s := stamp{path: w, dev: st.Dev, ino: st.Ino, ctime: st.Ctim, carved: c}
 		if st.Ctim.Nano() >= start.Nano() {
 			s.ctime = unix.Timespec{} // changed while planned: never fresh
 		}
-		stamps = append(stamps, s)
+		out = append(out, s)
 	}
-	inos := inodes(resolveAll(reachable(hidden)))
-	for _, g := range grants {
-		if err := addGrant(fd, g, handled, inos); err != nil {
-			unix.Close(fd)
-			return nil, err
+	return out
+}
+
+// applyBase builds the ruleset of plan, keeping a descriptor of each
+// entry of a carved directory it grants (up to maxKept) for refresh, if
+// asked to.
+func applyBase(plan *basePlan, abi int, keepFds bool) (*base, error) {
+	handled := handledFS(abi)
+	fd, err := landlockCreate(&unix.LandlockRulesetAttr{Handled_access_fs: handled})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
+	}
+	entry := make([]bool, len(plan.grants))
+	kept := 0
+	for _, es := range plan.p.entries {
+		for _, e := range es {
+			if e.grant >= 0 {
+				entry[e.grant] = true
+				kept++
+			}
 		}
 	}
-	return &base{fd: fd, watch: stamps}, nil
+	keep := keepFds && kept <= maxKept
+	if keep {
+		plan.fds = make([]int, len(plan.grants))
+	}
+	b := &base{fd: fd, watch: plan.watch, plan: plan}
+	ids := make([][2]uint64, len(plan.grants))
+	added := make([]bool, len(plan.grants))
+	plan.applied = plan.applied[:0]
+	for i, g := range plan.grants {
+		var kfd *int
+		if keep {
+			plan.fds[i] = -1
+			if entry[i] {
+				kfd = &plan.fds[i]
+			}
+		}
+		id, ok, err := addGrantKeep(fd, g, handled, plan.hidden, kfd)
+		if err != nil {
+			b.close()
+			return nil, err
+		}
+		if ok {
+			plan.applied = append(plan.applied, cachedGrant{Grant: g, dev: id[0], ino: id[1]})
+		}
+		if entry[i] {
+			ids[i], added[i] = id, ok
+		}
+	}
+	// The entries as granted: an entry gone or replaced between plan and
+	// grant is what refresh sees next.
+	for _, es := range plan.p.entries {
+		for k := range es {
+			if g := es[k].grant; g >= 0 {
+				es[k].id = ids[g]
+				if !added[g] {
+					es[k].grant = -1
+				}
+			}
+		}
+	}
+	if !keep {
+		b.plan = nil // refresh cannot tell a moved entry from a deleted one
+	}
+	return b, nil
 }
 
 // reachable keeps the hidden paths this process's user could read or
@@ -294,7 +443,9 @@ func buildBase(bs BaseSpec, abi int) (*base, error) {
 func reachable(hidden []string) []string {
 	out := make([]string, 0, len(hidden))
 	for _, h := range hidden {
-		if unix.Access(h, unix.R_OK) == nil || unix.Access(h, unix.W_OK) == nil {
+		// Most do not exist: one call says so for both.
+		err := unix.Access(h, unix.R_OK)
+		if err == nil || (!errors.Is(err, unix.ENOENT) && unix.Access(h, unix.W_OK) == nil) {
 			out = append(out, h)
 		}
 	}
@@ -303,30 +454,42 @@ func reachable(hidden []string) []string {
 
 // addGrant adds one grant. The path is opened without following a final
 // symlink, so an entry swapped for a link after planning grants nothing,
-// and an object that is one of the hidden ones is never granted.
-func addGrant(fd int, g Grant, handled uint64, hidden map[[2]uint64]bool) error {
+// and an object that is one of the hidden ones is never granted. It
+// returns the device and inode of what it granted, and whether it did.
+func addGrant(fd int, g Grant, handled uint64, hidden map[[2]uint64]bool) ([2]uint64, bool, error) {
+	return addGrantKeep(fd, g, handled, hidden, nil)
+}
+
+// addGrantKeep is addGrant, leaving the descriptor the rule was added
+// from open in *keep, if keep is not nil and a rule was added.
+func addGrantKeep(fd int, g Grant, handled uint64, hidden map[[2]uint64]bool, keep *int) ([2]uint64, bool, error) {
 	pfd, err := unix.Open(g.Path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil // gone since it was planned: nothing to grant
+		return [2]uint64{}, false, nil // gone since it was planned: nothing to grant
 	}
-	defer unix.Close(pfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
-		return nil
+		unix.Close(pfd)
+		return [2]uint64{}, false, nil
 	}
+	id := [2]uint64{st.Dev, st.Ino}
 	mode := st.Mode & unix.S_IFMT
-	if mode == unix.S_IFLNK || hidden[[2]uint64{st.Dev, st.Ino}] {
-		return nil
-	}
 	access := landlockAccess(g.Access, mode == unix.S_IFDIR, handled)
-	if access == 0 {
-		return nil
+	if mode == unix.S_IFLNK || hidden[id] || access == 0 {
+		unix.Close(pfd)
+		return id, false, nil
 	}
 	attr := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(pfd)}
 	if err := landlockAddPath(fd, &attr); err != nil {
-		return fmt.Errorf("sandbox: grant %s: %w", g.Path, err)
+		unix.Close(pfd)
+		return id, false, fmt.Errorf("sandbox: grant %s: %w", g.Path, err)
 	}
-	return nil
+	if keep != nil {
+		*keep = pfd
+	} else {
+		unix.Close(pfd)
+	}
+	return id, true, nil
 }
 
 // inodes returns the device and inode numbers of paths.

@@ -46,9 +46,12 @@ type Grant struct {
 // everything but them, carved (see below). It is costly to build (it reads
 // the directories on the way down to each hidden path) and the same for
 // every run, so it is built once and reused while the directories in
-// Watch are unchanged. Run handles only the write and device rights and
-// grants the run's own: the roots (for a profile that writes), the
-// caches, the temporary directory, the terminal.
+// Watch are unchanged, or brought up to date where what changed is new
+// entries in them (see refresh); a process that confines once (sluice
+// sandbox) may keep its plan for the next (Spec.PlanCache). Run handles
+// only the write and device rights and grants the run's own: the roots
+// (for a profile that writes), the caches, the temporary directory, the
+// terminal.
 //
 // Carving: where a directory holds a hidden path, it is split into grants
 // for each entry on the way down, and the directories on that way get only
@@ -118,7 +121,15 @@ func (b BaseSpec) key() string {
 // parent of each hidden path, and of each open path that does not exist
 // yet.
 func PlanBase(b BaseSpec) (grants []Grant, watch []string) {
+	p := planBase(b)
+	return p.grants, p.watch
+}
+
+// planBase is PlanBase, returning the planner: what it planned for each
+// entry of each directory it carved, too.
+func planBase(b BaseSpec) *planner {
 	p := newPlanner(b)
+	p.entries = map[string][]plannedEntry{}
 	p.carve("/", readAll|writeAll|Ioctl, ReadDir)
 	for _, o := range p.open {
 		p.carve(o, readAll|writeAll|Ioctl, ReadDir)
@@ -135,7 +146,7 @@ func PlanBase(b BaseSpec) (grants []Grant, watch []string) {
 			}
 		}
 	}
-	return p.grants, p.watch
+	return p
 }
 
 // newPlanner resolves b's paths. Of the open paths it keeps those inside
@@ -246,6 +257,18 @@ type planner struct {
 	open   []string // what opens them, inside them, outermost only
 	grants []Grant
 	watch  []string // the directories carve listed
+	// entries holds, for each directory carve listed (when not nil), what
+	// it planned for each entry, in the order listed.
+	entries map[string][]plannedEntry
+}
+
+// plannedEntry is what the planner made of one entry of a directory it
+// carved.
+type plannedEntry struct {
+	name  string
+	id    [2]uint64 // device and inode, as planned; zero if it could not be read
+	grant int       // its grant's index in grants, or -1: none
+	sub   bool      // carved itself
 }
 
 func (p *planner) emit(path string, a Access, dir bool) {
@@ -291,32 +314,54 @@ func (p *planner) holdsHidden(dir string) bool {
 // lies inside it, dirAccess on path itself and a on each of its entries,
 // recursively. Symlinks are never granted: what a link leads to is judged
 // by its own place. A closed directory gets nothing: the open paths in it
-// are carved on their own.
-func (p *planner) carve(path string, a, dirAccess Access) {
+// are carved on their own. It returns the device and inode of path, if it
+// could read them.
+func (p *planner) carve(path string, a, dirAccess Access) [2]uint64 {
 	if p.isHidden(path) || p.isClosed(path) {
-		return
+		return [2]uint64{}
 	}
 	fi, err := os.Lstat(path)
-	if err != nil || fi.Mode()&os.ModeSymlink != 0 {
-		return
+	if err != nil {
+		return [2]uint64{}
+	}
+	id := fileID(fi)
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return id
 	}
 	if !fi.IsDir() {
 		p.emit(path, a, false)
-		return
+		return id
 	}
 	if !p.holdsHidden(path) {
 		p.emit(path, a, true)
-		return
+		return id
 	}
 	p.emit(path, dirAccess, true)
 	p.watch = appendNew(p.watch, path)
 	entries, err := os.ReadDir(path)
 	if err != nil {
-		return
+		return id
 	}
+	var planned []plannedEntry
 	for _, e := range entries {
-		p.carve(filepath.Join(path, e.Name()), a, dirAccess)
+		child := filepath.Join(path, e.Name())
+		n := len(p.grants)
+		pe := plannedEntry{name: e.Name(), id: p.carve(child, a, dirAccess), grant: -1}
+		switch {
+		case p.entries != nil && p.entries[child] != nil:
+			pe.sub = true
+		case len(p.grants) == n+1:
+			pe.grant = n
+		}
+		planned = append(planned, pe)
 	}
+	if p.entries != nil {
+		if planned == nil {
+			planned = []plannedEntry{} // carved, and empty
+		}
+		p.entries[path] = planned
+	}
+	return id
 }
 
 // within reports whether p is dir or lies beneath it (both clean and

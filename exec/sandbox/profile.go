@@ -99,6 +99,12 @@ type Spec struct {
 	// in a network namespace of its own where it is boxed, else through
 	// one TCP port (Confinement.Network says which). Linux only.
 	Proxy bool
+	// PlanCache is a directory of this user's where the base layer's plan
+	// is kept for the next process that confines the same way (sluice
+	// sandbox, a new process for every command); "" keeps it in this
+	// process only. Whatever is read from it is checked before it is
+	// used (see loadBase): its grants are ones the plan would make now.
+	PlanCache string
 }
 
 // Validate checks that the spec names a profile and absolute paths.
@@ -112,7 +118,7 @@ func (s *Spec) Validate() error {
 	if s.Proxy && !proxySupported() {
 		return fmt.Errorf("sandbox: a run's own proxy needs Linux's namespaces or Landlock")
 	}
-	lists := [][]string{s.Roots, s.Writable, s.Hidden, s.Closed, s.Readable, s.Protect, s.Masked, {s.TmpDir, s.TTY, s.Box}}
+	lists := [][]string{s.Roots, s.Writable, s.Hidden, s.Closed, s.Readable, s.Protect, s.Masked, {s.TmpDir, s.TTY, s.Box, s.PlanCache}}
 	for _, l := range lists {
 		for _, p := range l {
 			if p != "" && !filepath.IsAbs(p) {

@@ -67,7 +67,7 @@ func Prepare(spec Spec) (*Confinement, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := acquireBase(spec.Base(), abi)
+	b, err := acquireBase(spec.Base(), abi, spec.PlanCache)
 	if err != nil {
 		return nil, err
 	}
