@@ -95,7 +95,12 @@ func last(path, id string, since time.Time, events []queue.EventName) (queue.Eve
 		return "", nil, fmt.Errorf("audit: %s is not a regular file", path)
 	}
 	idMember := []byte(`"id":"` + id + `"`)
-	b := newBackLines(f, fi.Size(), 16<<10)
+	// A writer looks as soon as it is answered: the line it wants is
+	// among the last few (a decision, then a run's started and finished
+	// lines), and the chunk doubles as it reads further back. A 4 KiB
+	// first read, not 16: a hook's process pays for every page it
+	// touches.
+	b := newBackLines(f, fi.Size(), 4<<10)
 	for {
 		_, raw, _, err := b.prev()
 		if err == io.EOF {

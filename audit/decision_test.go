@@ -56,6 +56,17 @@ func TestCheckAllow(t *testing.T) {
 	if err := CheckAllow(p, edited, &queue.Result{Decision: queue.Allow, Command: "rm -rf ~"}); err == nil {
 		t.Error("an edited command the log does not hold was believed")
 	}
+	// A decision many chunks back (a busy log: other requests' lines
+	// since) is still found.
+	for range 60 {
+		rec(queue.EventQueued, mk(), "")
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Size() < 16<<10 {
+		t.Fatalf("the log should be over 16 KiB now: %v %v", fi, err)
+	}
+	if err := CheckAllow(p, allowed, allow); err != nil {
+		t.Errorf("auto_allowed, 60 lines back: %v", err)
+	}
 	// The same id, for a request made long after that decision (an id
 	// reused to replay an old allow): not looked for before it was made.
 	late := *allowed

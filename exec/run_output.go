@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -52,14 +53,21 @@ func newPump(master, log *os.File, fan *fanout) *pump {
 		log:    log,
 		fan:    fan,
 		hash:   sha256.New(),
-		tail:   tailRing{buf: make([]byte, TailSize)},
+		tail:   tailRing{size: TailSize},
 		done:   make(chan struct{}),
 	}
 }
 
+// readBufs are the pumps' read buffers, kept between runs: a new 64 KiB
+// buffer for every run, and a 64 KiB tail, were most of what a run
+// allocated (~130 KiB: a garbage collection every ten runs of `true`).
+var readBufs = sync.Pool{New: func() any { return new([readSize]byte) }}
+
 func (p *pump) run() {
 	defer close(p.done)
-	buf := make([]byte, readSize)
+	rb := readBufs.Get().(*[readSize]byte)
+	defer readBufs.Put(rb)
+	buf := rb[:]
 	for {
 		n, err := p.master.Read(buf)
 		if n > 0 {
@@ -103,35 +111,46 @@ func (p *pump) drain() {
 	<-p.done
 }
 
-// tailRing keeps the last len(buf) bytes written.
+// tailRing keeps the last size bytes written. Its buffer grows with what
+// is written until it holds size bytes, then wraps: a run that prints
+// little keeps little.
 type tailRing struct {
 	buf  []byte
-	pos  int // next write index
+	size int
+	pos  int // next write index, once full
 	full bool
 }
 
 func (t *tailRing) write(p []byte) {
-	n := len(t.buf)
-	if len(p) >= n {
-		copy(t.buf, p[len(p)-n:])
-		t.pos, t.full = 0, true
+	n := t.size
+	if !t.full {
+		if len(t.buf)+len(p) < n {
+			t.buf = append(t.buf, p...)
+			return
+		}
+		// This write fills it: from now on a ring of n bytes, the oldest
+		// at pos.
+		ring := make([]byte, n)
+		k := copy(ring[max(0, n-len(p)):], p[max(0, len(p)-n):])
+		copy(ring[:n-k], t.buf[len(t.buf)-(n-k):])
+		t.buf, t.pos, t.full = ring, 0, true
 		return
 	}
-	c := copy(t.buf[t.pos:], p)
-	if c < len(p) {
+	if len(p) >= n {
+		copy(t.buf, p[len(p)-n:])
+		t.pos = 0
+		return
+	}
+	if c := copy(t.buf[t.pos:], p); c < len(p) {
 		copy(t.buf, p[c:])
-		t.full = true
 	}
 	t.pos = (t.pos + len(p)) % n
-	if t.pos == 0 && len(p) > 0 {
-		t.full = true
-	}
 }
 
 // bytes returns the held bytes, oldest first.
 func (t *tailRing) bytes() []byte {
 	if !t.full {
-		return append([]byte(nil), t.buf[:t.pos]...)
+		return append([]byte(nil), t.buf...)
 	}
 	out := make([]byte, 0, len(t.buf))
 	out = append(out, t.buf[t.pos:]...)

@@ -719,18 +719,26 @@ func TestTailText(t *testing.T) {
 func TestTailRing(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
-	tr := tailRing{buf: make([]byte, 100)}
-	var all []byte
-	for i := 0; i < 2000; i++ {
-		p := make([]byte, rng.IntN(260))
-		for j := range p {
-			p[j] = byte(rng.IntN(256))
-		}
-		tr.write(p)
-		all = append(all, p...)
-		want := all[max(0, len(all)-100):]
-		if got := tr.bytes(); !bytes.Equal(got, want) {
-			t.Fatalf("after %d writes (%d bytes): got %d bytes, want %d", i+1, len(all), len(got), len(want))
+	// Many rings, each written in pieces of up to 2.6 times its size:
+	// the write that fills a growing ring (exactly, past it, or with more
+	// than it holds at once) comes at a different point in each.
+	for r := 0; r < 200; r++ {
+		tr := tailRing{size: 100}
+		var all []byte
+		for i := 0; i < 40; i++ {
+			p := make([]byte, rng.IntN(1+[]int{30, 110, 260}[r%3]))
+			for j := range p {
+				p[j] = byte(rng.IntN(256))
+			}
+			tr.write(p)
+			all = append(all, p...)
+			want := all[max(0, len(all)-100):]
+			if got := tr.bytes(); !bytes.Equal(got, want) {
+				t.Fatalf("ring %d after %d writes (%d bytes): got %d bytes, want %d", r, i+1, len(all), len(got), len(want))
+			}
+			if len(all) < 100 && cap(tr.buf) > 2*len(all)+8 {
+				t.Fatalf("ring %d holds %d bytes in a buffer of %d: it should grow with what it holds", r, len(all), cap(tr.buf))
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -110,7 +111,7 @@ func (j *judge) simple(s *simple) {
 		j.redirect(&pt, r, s)
 	}
 	for _, a := range s.assigns {
-		if len(s.args) > 0 && !s.args[0].dyn && inertBuiltins[s.args[0].val] {
+		if len(s.args) > 0 && !s.args[0].dyn && inertBuiltins()[s.args[0].val] {
 			// GIT_DIR=x echo "$GIT_DIR": a builtin that runs nothing
 			// has the assignment for its own short life, and ignores it.
 			continue
@@ -255,15 +256,15 @@ func envVar(name, val string, dyn bool) (Category, string) {
 	switch {
 	case strings.HasPrefix(name, "LD_"), strings.HasPrefix(name, "DYLD_"):
 		return HostEscape, "loads code into the program"
-	case runsCode[name] || strings.HasPrefix(name, "GIT_CONFIG") || (name == "GOFLAGS" && strings.Contains(val, "exec")):
+	case runsCode()[name] || strings.HasPrefix(name, "GIT_CONFIG") || (name == "GOFLAGS" && strings.Contains(val, "exec")):
 		return HostEscape, "makes the program run code of the caller's choosing"
-	case pagerVars[name] || strings.HasSuffix(name, "PAGER") || strings.HasSuffix(name, "EDITOR"):
+	case pagerVars()[name] || strings.HasSuffix(name, "PAGER") || strings.HasSuffix(name, "EDITOR"):
 		return HostEscape, "makes the command run a program of the caller's choosing"
-	case optionVars[name]:
+	case optionVars()[name]:
 		return Unknown, "gives the program options or a program of the caller's choosing"
 	case strings.HasPrefix(name, "CARGO_") && !strings.HasPrefix(name, "CARGO_TERM_") && name != "CARGO_INCREMENTAL":
 		return Unknown, "is cargo configuration, which can name programs to run (a wrapper, a linker, a runner)"
-	case loadsVars[name] || strings.HasPrefix(name, "npm_config_") || strings.HasPrefix(name, "NPM_CONFIG_") ||
+	case loadsVars()[name] || strings.HasPrefix(name, "npm_config_") || strings.HasPrefix(name, "NPM_CONFIG_") ||
 		strings.HasPrefix(name, "GIT_") || strings.HasPrefix(name, "PYTHON") || strings.HasPrefix(name, "LESS"):
 		return Unknown, "changes what code or configuration the program loads"
 	}
@@ -274,10 +275,10 @@ func envVar(name, val string, dyn bool) (Category, string) {
 // (PAGER=cat, GIT_PAGER=cat, CARGO_TERM_COLOR=always) or to switch a
 // feature off: they run nothing of the caller's choosing.
 func harmlessValue(name, val string) bool {
-	if pagerVars[name] || strings.HasSuffix(name, "PAGER") || name == "BROWSER" {
-		return harmlessPagers[val]
+	if pagerVars()[name] || strings.HasSuffix(name, "PAGER") || name == "BROWSER" {
+		return harmlessPagers()[val]
 	}
-	if flags, ok := harmlessFlags[name]; ok {
+	if flags, ok := harmlessFlags()[name]; ok {
 		// GOFLAGS=-count=1, MAKEFLAGS=-j4: every word one of the flags
 		// that change nothing but how much or how verbosely it runs.
 		for _, f := range strings.Fields(val) {
@@ -303,57 +304,76 @@ func harmlessValue(name, val string) bool {
 // harmlessFlags are, for variables that carry options, the options that
 // run nothing and read nothing of the caller's choosing; an entry ending
 // in '*' is a prefix, its rest any value without a path in it.
-var harmlessFlags = map[string][]string{
-	"GOFLAGS": {"-count=*", "-v", "-race", "-short", "-failfast", "-json", "-cover", "-trimpath", "-mod=*", "-tags=*",
-		"-buildvcs=*", "-p=*", "-timeout=*", "-shuffle=*"},
-	"MAKEFLAGS": {"-s", "-k", "-j*", "--jobs=*", "--no-print-directory", "--silent", "--keep-going", "-w", "--print-directory",
-		"-O*", "--output-sync*"},
-}
+//
+// This table and the policy's other lookup tables are built on first use
+// (sync.OnceValue), not when a process starts: the commands an agent
+// runs for each tool call (run, hook) link the policy and never judge,
+// and building them at start cost each such process ~0.06 ms.
+var harmlessFlags = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
+		"GOFLAGS": {"-count=*", "-v", "-race", "-short", "-failfast", "-json", "-cover", "-trimpath", "-mod=*", "-tags=*",
+			"-buildvcs=*", "-p=*", "-timeout=*", "-shuffle=*"},
+		"MAKEFLAGS": {"-s", "-k", "-j*", "--jobs=*", "--no-print-directory", "--silent", "--keep-going", "-w", "--print-directory",
+			"-O*", "--output-sync*"},
+	}
+})
 
 // inertBuiltins are shell builtins that run no program and load no code:
 // an assignment before one of them affects nothing.
-var inertBuiltins = map[string]bool{"echo": true, "printf": true, "true": true, "false": true, ":": true, "test": true, "[": true}
+var inertBuiltins = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"echo": true, "printf": true, "true": true, "false": true, ":": true, "test": true, "[": true}
+})
 
 // pagerVars name a program the command runs (a pager, an editor, a
 // browser).
-var pagerVars = map[string]bool{"PAGER": true, "GIT_PAGER": true, "MANPAGER": true, "EDITOR": true, "VISUAL": true,
-	"GIT_EDITOR": true, "GIT_SEQUENCE_EDITOR": true, "SYSTEMD_PAGER": true, "BAT_PAGER": true, "DELTA_PAGER": true,
-	"BROWSER": true, "SYSTEMD_EDITOR": true, "SUDO_EDITOR": true}
+var pagerVars = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"PAGER": true, "GIT_PAGER": true, "MANPAGER": true, "EDITOR": true, "VISUAL": true,
+		"GIT_EDITOR": true, "GIT_SEQUENCE_EDITOR": true, "SYSTEMD_PAGER": true, "BAT_PAGER": true, "DELTA_PAGER": true,
+		"BROWSER": true, "SYSTEMD_EDITOR": true, "SUDO_EDITOR": true}
+})
 
 // harmlessPagers are the values agents set to keep output flowing.
-var harmlessPagers = map[string]bool{"": true, "cat": true, "less": true, "more": true, "less -R": true, "less -FRX": true,
-	"less -FR": true, "true": true, ":": true, "/bin/cat": true, "/usr/bin/cat": true}
+var harmlessPagers = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"": true, "cat": true, "less": true, "more": true, "less -R": true, "less -FRX": true,
+		"less -FR": true, "true": true, ":": true, "/bin/cat": true, "/usr/bin/cat": true}
+})
 
 // runsCode are variables whose value is a command, a script or a file of
 // code that the program (or the shell it starts) runs.
-var runsCode = map[string]bool{"BASH_ENV": true, "ENV": true, "PROMPT_COMMAND": true,
-	"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_EXTERNAL_DIFF": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true,
-	"GIT_PROXY_COMMAND": true, "GIT_DIR": true, "GIT_EXEC_PATH": true, "GIT_TEMPLATE_DIR": true,
-	"PYTHONSTARTUP": true, "NODE_OPTIONS": true, "PERL5OPT": true, "RUBYOPT": true,
-	"MANOPT": true, "MANROFFOPT": true, "LESSOPEN": true, "LESSCLOSE": true, "LESSKEYIN": true,
-	"RUSTC_WRAPPER": true, "RUSTC_WORKSPACE_WRAPPER": true, "RUSTC": true, "CARGO_BUILD_RUSTC_WRAPPER": true,
-	"RSYNC_RSH": true, "RSYNC_CONNECT_PROG": true, "CVS_RSH": true, "JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true,
-	"JDK_JAVA_OPTIONS": true}
+var runsCode = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"BASH_ENV": true, "ENV": true, "PROMPT_COMMAND": true,
+		"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_EXTERNAL_DIFF": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true,
+		"GIT_PROXY_COMMAND": true, "GIT_DIR": true, "GIT_EXEC_PATH": true, "GIT_TEMPLATE_DIR": true,
+		"PYTHONSTARTUP": true, "NODE_OPTIONS": true, "PERL5OPT": true, "RUBYOPT": true,
+		"MANOPT": true, "MANROFFOPT": true, "LESSOPEN": true, "LESSCLOSE": true, "LESSKEYIN": true,
+		"RUSTC_WRAPPER": true, "RUSTC_WORKSPACE_WRAPPER": true, "RUSTC": true, "CARGO_BUILD_RUSTC_WRAPPER": true,
+		"RSYNC_RSH": true, "RSYNC_CONNECT_PROG": true, "CVS_RSH": true, "JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true,
+		"JDK_JAVA_OPTIONS": true}
+})
 
 // optionVars carry options or a program into what runs: a compiler, a
 // make flag, a tar option (TAR_OPTIONS=--to-command=sh), a grep to use
 // instead of grep (zgrep's GREP), flags that name plugins or wrappers.
-var optionVars = map[string]bool{"TAR_OPTIONS": true, "GREP": true, "GREP_OPTIONS": true, "MAKEFLAGS": true,
-	"GNUMAKEFLAGS": true, "MFLAGS": true, "MAKEFILES": true, "CC": true, "CXX": true, "LD": true,
-	"AR": true, "AS": true, "CPP": true, "FC": true, "NM": true, "RANLIB": true, "STRIP": true, "OBJCOPY": true,
-	"CFLAGS": true, "CXXFLAGS": true, "CPPFLAGS": true, "LDFLAGS": true, "LDLIBS": true, "HOSTCC": true,
-	"GOFLAGS": true, "CGO_CFLAGS": true, "CGO_CPPFLAGS": true, "CGO_CXXFLAGS": true, "CGO_LDFLAGS": true,
-	"GOTOOLCHAIN": true, "GOENV": true, "RUSTFLAGS": true, "RUSTDOCFLAGS": true, "RUSTDOC": true,
-	"PERL5LIB": true, "PERLLIB": true, "RUBYLIB": true, "PYTHONPATH": true, "PYTHONHOME": true, "PYTHONUSERBASE": true,
-	"NODE_PATH": true, "MAVEN_OPTS": true, "GRADLE_OPTS": true, "JAVA_OPTS": true, "SBT_OPTS": true,
-	"GZIP": true, "BZIP2": true, "XZ_OPT": true, "XZ_DEFAULTS": true, "ZIPOPT": true, "UNZIP": true,
-	"CURL_HOME": true, "WGETRC": true, "SHELL": true, "CONFIG_SHELL": true, "SHELLOPTS": true, "BASHOPTS": true}
+var optionVars = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"TAR_OPTIONS": true, "GREP": true, "GREP_OPTIONS": true, "MAKEFLAGS": true,
+		"GNUMAKEFLAGS": true, "MFLAGS": true, "MAKEFILES": true, "CC": true, "CXX": true, "LD": true,
+		"AR": true, "AS": true, "CPP": true, "FC": true, "NM": true, "RANLIB": true, "STRIP": true, "OBJCOPY": true,
+		"CFLAGS": true, "CXXFLAGS": true, "CPPFLAGS": true, "LDFLAGS": true, "LDLIBS": true, "HOSTCC": true,
+		"GOFLAGS": true, "CGO_CFLAGS": true, "CGO_CPPFLAGS": true, "CGO_CXXFLAGS": true, "CGO_LDFLAGS": true,
+		"GOTOOLCHAIN": true, "GOENV": true, "RUSTFLAGS": true, "RUSTDOCFLAGS": true, "RUSTDOC": true,
+		"PERL5LIB": true, "PERLLIB": true, "RUBYLIB": true, "PYTHONPATH": true, "PYTHONHOME": true, "PYTHONUSERBASE": true,
+		"NODE_PATH": true, "MAVEN_OPTS": true, "GRADLE_OPTS": true, "JAVA_OPTS": true, "SBT_OPTS": true,
+		"GZIP": true, "BZIP2": true, "XZ_OPT": true, "XZ_DEFAULTS": true, "ZIPOPT": true, "UNZIP": true,
+		"CURL_HOME": true, "WGETRC": true, "SHELL": true, "CONFIG_SHELL": true, "SHELLOPTS": true, "BASHOPTS": true}
+})
 
 // loadsVars change what code or configuration a program loads.
-var loadsVars = map[string]bool{"GIT_WORK_TREE": true, "HOME": true, "XDG_CONFIG_HOME": true, "CARGO_HOME": true,
-	"DOCKER_HOST": true, "KUBECONFIG": true, "IFS": true, "BUNDLE_GEMFILE": true, "OPENSSL_CONF": true, "ZDOTDIR": true,
-	"INPUTRC": true, "SSH_AUTH_SOCK": true, "RUSTUP_HOME": true, "RUSTUP_TOOLCHAIN": true, "NPM_CONFIG_USERCONFIG": true,
-	"PIP_CONFIG_FILE": true, "PIP_INDEX_URL": true, "GEM_HOME": true, "GEM_PATH": true}
+var loadsVars = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"GIT_WORK_TREE": true, "HOME": true, "XDG_CONFIG_HOME": true, "CARGO_HOME": true,
+		"DOCKER_HOST": true, "KUBECONFIG": true, "IFS": true, "BUNDLE_GEMFILE": true, "OPENSSL_CONF": true, "ZDOTDIR": true,
+		"INPUTRC": true, "SSH_AUTH_SOCK": true, "RUSTUP_HOME": true, "RUSTUP_TOOLCHAIN": true, "NPM_CONFIG_USERCONFIG": true,
+		"PIP_CONFIG_FILE": true, "PIP_INDEX_URL": true, "GEM_HOME": true, "GEM_PATH": true}
+})
 
 // program returns the name a command word calls, for the knowledge table:
 // the word itself, or the base name of a path in a standard system
@@ -462,7 +482,7 @@ func (j *judge) finish(prog string, args []word, s *simple, pt *part, depth int)
 		}
 	}
 	var inner func()
-	if opts := shellOptions[prog]; len(opts) > 0 {
+	if opts := shellOptions()[prog]; len(opts) > 0 {
 		inner = j.optionCommands(prog, opts, args, s, pt, depth)
 	}
 	switch prog {

@@ -686,17 +686,19 @@ func sedDanger(sc string) string {
 
 // shellOptions are options whose value is a command line the program runs
 // (rsync -e, tar -I, git --upload-pack): the value is judged as shell.
-var shellOptions = map[string][]string{
-	"rsync": {"-e", "--rsh", "--rsync-path"},
-	"tar":   {"-I", "--use-compress-program", "--to-command", "--checkpoint-action", "--info-script", "-F", "--new-volume-script"},
-	"split": {"--filter"},
-	"go":    {"-exec", "-toolexec"},
-	"ssh":   {"-o"},
-	"scp":   {"-S", "-o"},
-	"sftp":  {"-S", "-o"},
-	"zip":   {"-TT", "--unzip-command"},
-	"make":  {"SHELL"},
-}
+var shellOptions = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
+		"rsync": {"-e", "--rsh", "--rsync-path"},
+		"tar":   {"-I", "--use-compress-program", "--to-command", "--checkpoint-action", "--info-script", "-F", "--new-volume-script"},
+		"split": {"--filter"},
+		"go":    {"-exec", "-toolexec"},
+		"ssh":   {"-o"},
+		"scp":   {"-S", "-o"},
+		"sftp":  {"-S", "-o"},
+		"zip":   {"-TT", "--unzip-command"},
+		"make":  {"SHELL"},
+	}
+})
 
 // optionCommands judges the commands given as option values. It returns
 // a func that adds their parts after the program's own.

@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -152,7 +153,7 @@ func Proposals(line string) (patterns []string, def int) {
 	t := tool
 	named := true // a runner's package or script is named
 	for i, a := range args {
-		if scriptRunners[strings.Join(words, " ")] {
+		if scriptRunners()[strings.Join(words, " ")] {
 			// The next word names what runs: it stays in the pattern,
 			// whatever its shape (./cmd/x, prettier, build).
 			named = !a.dyn && !strings.ContainsAny(a.val, "*?[]") && !strings.HasPrefix(a.val, "-")
@@ -166,14 +167,14 @@ func Proposals(line string) (patterns []string, def int) {
 		}
 		if t != nil && t.Sub[a.val] != nil {
 			words, t = append(words, a.val), t.Sub[a.val]
-			if i == len(args)-1 && scriptRunners[strings.Join(words, " ")] {
+			if i == len(args)-1 && scriptRunners()[strings.Join(words, " ")] {
 				named = false // "npm exec" and nothing after it
 			}
 			continue
 		}
 		break
 	}
-	if len(words) > 1 && named && !scriptRunners[strings.Join(words, " ")] && safe(words) {
+	if len(words) > 1 && named && !scriptRunners()[strings.Join(words, " ")] && safe(words) {
 		add(strings.Join(append(words, "*"), " "))
 		def = len(patterns) - 1
 	}
@@ -189,7 +190,7 @@ func Proposals(line string) (patterns []string, def int) {
 	}
 	// Never the bare program ("tar *", "make *"): at least one word of
 	// what was approved stays in the pattern.
-	if len(wide) > 1 && !scriptRunners[strings.Join(wide, " ")] && safe(wide) {
+	if len(wide) > 1 && !scriptRunners()[strings.Join(wide, " ")] && safe(wide) {
 		add(strings.Join(append(wide, "*"), " "))
 	}
 	if len(patterns) == 0 {
@@ -203,9 +204,11 @@ func Proposals(line string) (patterns []string, def int) {
 // The same for runners of a package or program named by the next word:
 // "npm exec prettier *", never "npm exec *" (any package of the
 // registry); "go run ./cmd/x *", never "go run *" (go run mod@latest).
-var scriptRunners = map[string]bool{"npm run": true, "yarn run": true, "pnpm run": true, "bun run": true, "npm run-script": true,
-	"npm exec": true, "npm x": true, "pnpm exec": true, "pnpm dlx": true, "yarn dlx": true, "yarn exec": true, "bun x": true,
-	"go run": true, "cargo run": true}
+var scriptRunners = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"npm run": true, "yarn run": true, "pnpm run": true, "bun run": true, "npm run-script": true,
+		"npm exec": true, "npm x": true, "pnpm exec": true, "pnpm dlx": true, "yarn dlx": true, "yarn exec": true, "bun x": true,
+		"go run": true, "cargo run": true}
+})
 
 // shellWord quotes s for a pattern when it needs it.
 func shellWord(s string) string {
@@ -243,7 +246,7 @@ func coveredCategory(t *Tool, name string, subs []string) Category {
 func worstOf(t *Tool, name string, deep bool) Category {
 	c := max(t.Category, codeEscalations[name])
 	for _, w := range t.When {
-		if w.Category == HostEscape && codeRunners[name] {
+		if w.Category == HostEscape && codeRunners()[name] {
 			continue
 		}
 		c = max(c, w.Category)
@@ -259,7 +262,9 @@ func worstOf(t *Tool, name string, deep bool) Category {
 // codeRunners are the table entries that run the project's own code,
 // whose host_escape_risk conditions only pick the program running it
 // (see Propose).
-var codeRunners = map[string]bool{"go build": true, "go run": true, "go test": true, "go generate": true, "npm run": true}
+var codeRunners = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"go build": true, "go run": true, "go test": true, "go generate": true, "npm run": true}
+})
 
 // codeEscalations are the categories the engine's code (not the table)
 // can give a subcommand from its arguments: git config KEY VALUE runs

@@ -277,18 +277,24 @@ func (p *Policy) checkPaths(what string, cat Category, reason string, writes, re
 }
 
 // readTools are agent tools that only read (Claude Code's names).
-var readTools = map[string]bool{"Read": true, "Glob": true, "Grep": true, "LS": true, "NotebookRead": true,
-	"TodoRead": true, "TodoWrite": true, "Task": true, "ExitPlanMode": true, "BashOutput": true, "ListMcpResourcesTool": true,
-	"read_file": true, "list_directory": true, "glob": true, "search_file_content": true, "read_many_files": true}
+var readTools = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"Read": true, "Glob": true, "Grep": true, "LS": true, "NotebookRead": true,
+		"TodoRead": true, "TodoWrite": true, "Task": true, "ExitPlanMode": true, "BashOutput": true, "ListMcpResourcesTool": true,
+		"read_file": true, "list_directory": true, "glob": true, "search_file_content": true, "read_many_files": true}
+})
 
 // netTools fetch from the network.
-var netTools = map[string]bool{"WebFetch": true, "WebSearch": true, "web_fetch": true, "google_web_search": true}
+var netTools = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"WebFetch": true, "WebSearch": true, "web_fetch": true, "google_web_search": true}
+})
 
 // searchTools look through a directory (the cwd when no path is
 // given): Claude's Grep, Glob and LS, Gemini's search_file_content, glob,
 // list_directory and read_many_files.
-var searchTools = map[string]bool{"Glob": true, "Grep": true, "LS": true, "glob": true, "search_file_content": true,
-	"list_directory": true, "read_many_files": true}
+var searchTools = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"Glob": true, "Grep": true, "LS": true, "glob": true, "search_file_content": true,
+		"list_directory": true, "read_many_files": true}
+})
 
 func (p *Policy) checkTool(req *queue.Request, env Env) *Verdict {
 	var input map[string]any
@@ -307,7 +313,7 @@ func (p *Policy) checkTool(req *queue.Request, env Env) *Verdict {
 			}
 		}
 	}
-	if pat, ok := input["pattern"].(string); ok && searchTools[req.Tool] && req.Tool != "Grep" && req.Tool != "search_file_content" {
+	if pat, ok := input["pattern"].(string); ok && searchTools()[req.Tool] && req.Tool != "Grep" && req.Tool != "search_file_content" {
 		// Glob {pattern: "/home/me/.ssh/*"}: a pattern that is a path
 		// reaches where its literal part points.
 		if dir := globBase(pat); dir != "" {
@@ -315,11 +321,11 @@ func (p *Policy) checkTool(req *queue.Request, env Env) *Verdict {
 		}
 	}
 	switch {
-	case readTools[req.Tool]:
+	case readTools()[req.Tool]:
 		v := p.checkPaths("tool "+req.Tool, ReadOnly, "", nil, paths, env)
 		p.checkReach(v, req.Tool, paths, env)
 		return v
-	case netTools[req.Tool]:
+	case netTools()[req.Tool]:
 		return p.checkPaths("tool "+req.Tool, Networked, req.Tool+" reaches the network", nil, paths, env)
 	}
 	return p.checkPaths("tool "+req.Tool, Unknown, fmt.Sprintf("sluice does not know what the tool %s does", req.Tool), nil, paths, env)
@@ -411,7 +417,7 @@ func (p *Policy) checkReach(v *Verdict, tool string, paths []string, env Env) {
 	renv := env
 	renv.Home = home
 	roots := projectRoots(env.Roots, home)
-	if len(paths) == 0 && searchTools[tool] {
+	if len(paths) == 0 && searchTools()[tool] {
 		switch cwd := filepath.Clean(env.Cwd); {
 		case env.Cwd == "":
 			v.floor(Ask, Medium, tool+" searches a directory sluice does not know (the request has no cwd)")
@@ -435,7 +441,7 @@ func (p *Policy) checkReach(v *Verdict, tool string, paths []string, env Env) {
 				v.floor(Ask, High, tool+" reads "+abs+", a file that usually holds secrets ("+g+")")
 			}
 		case readable(abs, home):
-			if e := holdsException(abs, home); e != "" && searchTools[tool] && tool != "LS" && tool != "list_directory" {
+			if e := holdsException(abs, home); e != "" && searchTools()[tool] && tool != "LS" && tool != "list_directory" {
 				v.floor(Ask, High, tool+" searches "+abs+", which holds "+e)
 			}
 		default:

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -29,49 +30,55 @@ type wrapper struct {
 	lockFile bool
 }
 
-var wrappers = map[string]wrapper{
-	"sudo": {own: HostEscape, reason: "sudo runs the command as another user (root by default)", assigns: true,
-		valueOpts: []string{"-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host",
-			"-p", "--prompt", "-r", "--role", "-t", "--type", "-U", "--other-user", "-T", "--command-timeout"}},
-	"doas":       {own: HostEscape, reason: "doas runs the command as another user (root by default)", valueOpts: []string{"-u", "-C"}},
-	"env":        {assigns: true, shellOpt: "-S", shellLong: "--split-string", valueOpts: []string{"-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P"}},
-	"nice":       {valueOpts: []string{"-n", "--adjustment"}},
-	"nohup":      {},
-	"timeout":    {skip: 1, valueOpts: []string{"-s", "--signal", "-k", "--kill-after"}},
-	"gtimeout":   {skip: 1, valueOpts: []string{"-s", "--signal", "-k", "--kill-after"}},
-	"time":       {valueOpts: []string{"-f", "--format", "-o", "--output"}, writeOpts: []string{"-o", "--output"}},
-	"stdbuf":     {valueOpts: []string{"-i", "-o", "-e", "--input", "--output", "--error"}},
-	"ionice":     {valueOpts: []string{"-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"}},
-	"setsid":     {},
-	"watch":      {joined: true, valueOpts: []string{"-n", "--interval", "-q", "--equexit", "--no-rerun"}},
-	"flock":      {skip: 1, lockFile: true, shellOpt: "-c", shellLong: "--command", valueOpts: []string{"-w", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"}},
-	"builtin":    {},
-	"exec":       {valueOpts: []string{"-a"}},
-	"caffeinate": {valueOpts: []string{"-t", "-w"}},
-	"unbuffer":   {},
-	"taskset":    {skip: 1, valueOpts: []string{"-p", "--pid"}},
-	"chrt":       {skip: 1, valueOpts: []string{"-p", "--pid", "-T", "-P", "-D"}},
-	"prlimit":    {valueOpts: []string{"-p", "--pid", "-o", "--output"}},
-	"chronic":    {},
-	"xargs": {stdinArgs: true, valueOpts: []string{"-n", "--max-args", "-I", "-L", "--max-lines", "-P", "--max-procs",
-		"-d", "--delimiter", "-a", "--arg-file", "-E", "-s", "--max-chars", "--process-slot-var"}},
-	"strace": {own: Mutating, reason: "strace traces (and can tamper with) the command",
-		valueOpts: []string{"-o", "-e", "-p", "-s", "-u", "-E", "-P", "-I", "-b", "-a", "-X", "--output"}, writeOpts: []string{"-o", "--output"}},
-	"ltrace": {own: Mutating, reason: "ltrace traces the command", valueOpts: []string{"-o", "-e", "-p", "-s", "-u", "-n", "-a", "--output"},
-		writeOpts: []string{"-o", "--output"}},
-}
+var wrappers = sync.OnceValue(func() map[string]wrapper {
+	return map[string]wrapper{
+		"sudo": {own: HostEscape, reason: "sudo runs the command as another user (root by default)", assigns: true,
+			valueOpts: []string{"-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host",
+				"-p", "--prompt", "-r", "--role", "-t", "--type", "-U", "--other-user", "-T", "--command-timeout"}},
+		"doas":       {own: HostEscape, reason: "doas runs the command as another user (root by default)", valueOpts: []string{"-u", "-C"}},
+		"env":        {assigns: true, shellOpt: "-S", shellLong: "--split-string", valueOpts: []string{"-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P"}},
+		"nice":       {valueOpts: []string{"-n", "--adjustment"}},
+		"nohup":      {},
+		"timeout":    {skip: 1, valueOpts: []string{"-s", "--signal", "-k", "--kill-after"}},
+		"gtimeout":   {skip: 1, valueOpts: []string{"-s", "--signal", "-k", "--kill-after"}},
+		"time":       {valueOpts: []string{"-f", "--format", "-o", "--output"}, writeOpts: []string{"-o", "--output"}},
+		"stdbuf":     {valueOpts: []string{"-i", "-o", "-e", "--input", "--output", "--error"}},
+		"ionice":     {valueOpts: []string{"-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"}},
+		"setsid":     {},
+		"watch":      {joined: true, valueOpts: []string{"-n", "--interval", "-q", "--equexit", "--no-rerun"}},
+		"flock":      {skip: 1, lockFile: true, shellOpt: "-c", shellLong: "--command", valueOpts: []string{"-w", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"}},
+		"builtin":    {},
+		"exec":       {valueOpts: []string{"-a"}},
+		"caffeinate": {valueOpts: []string{"-t", "-w"}},
+		"unbuffer":   {},
+		"taskset":    {skip: 1, valueOpts: []string{"-p", "--pid"}},
+		"chrt":       {skip: 1, valueOpts: []string{"-p", "--pid", "-T", "-P", "-D"}},
+		"prlimit":    {valueOpts: []string{"-p", "--pid", "-o", "--output"}},
+		"chronic":    {},
+		"xargs": {stdinArgs: true, valueOpts: []string{"-n", "--max-args", "-I", "-L", "--max-lines", "-P", "--max-procs",
+			"-d", "--delimiter", "-a", "--arg-file", "-E", "-s", "--max-chars", "--process-slot-var"}},
+		"strace": {own: Mutating, reason: "strace traces (and can tamper with) the command",
+			valueOpts: []string{"-o", "-e", "-p", "-s", "-u", "-E", "-P", "-I", "-b", "-a", "-X", "--output"}, writeOpts: []string{"-o", "--output"}},
+		"ltrace": {own: Mutating, reason: "ltrace traces the command", valueOpts: []string{"-o", "-e", "-p", "-s", "-u", "-n", "-a", "--output"},
+			writeOpts: []string{"-o", "--output"}},
+	}
+})
 
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true, "fish": true, "yash": true, "busybox": true}
+var shells = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true, "fish": true, "yash": true, "busybox": true}
+})
 
 // interpreters maps each interpreter to its inline-code options.
-var interpreters = map[string][]string{
-	"python": {"-c"}, "python2": {"-c"}, "python3": {"-c"}, "pypy": {"-c"}, "pypy3": {"-c"},
-	"node": {"-e", "-p", "--eval", "--print"}, "nodejs": {"-e", "-p", "--eval", "--print"},
-	"deno": {}, "bun": {"-e", "--eval", "-p", "--print"},
-	"ruby": {"-e"}, "perl": {"-e", "-E"}, "php": {"-r"}, "lua": {"-e"}, "luajit": {"-e"},
-	"Rscript": {"-e"}, "pwsh": {"-c", "-Command", "-EncodedCommand"}, "powershell": {"-c", "-Command"},
-	"tclsh": {}, "jshell": {}, "irb": {}, "groovy": {"-e"}, "julia": {"-e", "--eval"}, "scala": {"-e"},
-}
+var interpreters = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
+		"python": {"-c"}, "python2": {"-c"}, "python3": {"-c"}, "pypy": {"-c"}, "pypy3": {"-c"},
+		"node": {"-e", "-p", "--eval", "--print"}, "nodejs": {"-e", "-p", "--eval", "--print"},
+		"deno": {}, "bun": {"-e", "--eval", "-p", "--print"},
+		"ruby": {"-e"}, "perl": {"-e", "-E"}, "php": {"-r"}, "lua": {"-e"}, "luajit": {"-e"},
+		"Rscript": {"-e"}, "pwsh": {"-c", "-Command", "-EncodedCommand"}, "powershell": {"-c", "-Command"},
+		"tclsh": {}, "jshell": {}, "irb": {}, "groovy": {"-e"}, "julia": {"-e", "--eval"}, "scala": {"-e"},
+	}
+})
 
 // textRunners are the names that run text as code (now, later, in this
 // shell, or in other applications): the category each escalates to and
@@ -90,35 +97,35 @@ var textRunners = map[string]struct {
 
 // isSpecial reports names judged in code rather than by the table.
 func isSpecial(prog string) bool {
-	if _, ok := wrappers[prog]; ok {
+	if _, ok := wrappers()[prog]; ok {
 		return true
 	}
-	if _, ok := interpreters[prog]; ok {
+	if _, ok := interpreters()[prog]; ok {
 		return true
 	}
 	switch prog {
 	case "eval", "source", ".", "command", "tee", "trap", "alias", "hash", "exec", "builtin", "printf", "test", "[", "let", "compgen":
 		return true
 	}
-	return shells[prog]
+	return shells()[prog]
 }
 
 // special judges programs that run other programs: wrappers, shells,
 // interpreters, eval and source, and the shell builtins that need no
 // table. It reports whether it handled argv.
 func (j *judge) special(prog string, args []word, s *simple, pt *part, depth int) bool {
-	if w, ok := wrappers[prog]; ok {
+	if w, ok := wrappers()[prog]; ok {
 		j.wrapped(prog, w, args, s, pt, depth)
 		return true
 	}
-	if shells[prog] {
+	if shells()[prog] {
 		j.shell(prog, args, s, pt, depth)
 		return true
 	}
 	if strings.HasPrefix(prog, "python3.") {
 		prog = "python3"
 	}
-	if inline, ok := interpreters[prog]; ok {
+	if inline, ok := interpreters()[prog]; ok {
 		if t := j.k.get(prog); t != nil && t.Sub != nil && len(args) > 1 && !args[1].dyn && t.Sub[args[1].val] != nil {
 			return false // bun install, deno test: the table knows these
 		}

@@ -61,6 +61,13 @@ func (s *Spool) settle(name string, now time.Time) (*Request, error) {
 // quarantined and an expired request answered; otherwise, if claim is set,
 // the request is claimed, else it is left pending and returned.
 func (s *Spool) act(id string, now time.Time, claim bool) (*Claim, *Request, error) {
+	return s.actKnown(id, now, claim, nil)
+}
+
+// actKnown is act told the request as last read from new/<id>.json
+// (nil: none), which is not decoded again if the file still holds it
+// (readRequestKnown).
+func (s *Spool) actKnown(id string, now time.Time, claim bool, known *Request) (*Claim, *Request, error) {
 	name := id + ".json"
 	f, err := s.take(name)
 	switch {
@@ -75,7 +82,7 @@ func (s *Spool) act(id string, now time.Time, claim bool) (*Claim, *Request, err
 	case err != nil:
 		return nil, nil, fmt.Errorf("queue: claim %s: %w", id, err)
 	}
-	req, err := readRequestFile(f, id)
+	req, err := readRequestKnown(f, id, known)
 	if err != nil {
 		var inv *InvalidError
 		if errors.As(err, &inv) {

@@ -63,6 +63,18 @@ func (s *Spool) Claim(id string, now time.Time) (*Claim, error) {
 	return c, err
 }
 
+// ClaimRead is Claim for a request as read from new/ before (judged, say):
+// the claimed file is read under the lock as ever, and decoded again only
+// if its bytes are not the ones judged was read from. The claim's Request
+// is what the file holds; Same(judged) says whether it is judged's.
+func (s *Spool) ClaimRead(judged *Request, now time.Time) (*Claim, error) {
+	if !ValidID(judged.ID) {
+		return nil, fmt.Errorf("%w: %q is not a request id", ErrNotFound, judged.ID)
+	}
+	c, _, err := s.actKnown(judged.ID, now, true, judged)
+	return c, err
+}
+
 // moveToCur renames the locked new/<id>.json to cur/<id>.json without ever
 // replacing a file already there: link, then unlink. A link that fails
 // because cur/ holds the very same file is a claim whose actor died between

@@ -651,7 +651,7 @@ func (e *Engine) finished(req *Request, res Result) {
 // acted on unjudged.
 func (e *Engine) claimAs(j *judged) (*Claim, Verdict, bool) {
 	req, v := j.req, j.v
-	c, err := e.Spool.Claim(req.ID, e.now())
+	c, err := e.Spool.ClaimRead(req, e.now())
 	if err != nil {
 		return nil, v, false // another process acted on it, or it expired
 	}

@@ -1005,3 +1005,40 @@ func TestHostileCur(t *testing.T) {
 		t.Errorf("List = %+v, want only the good request", list)
 	}
 }
+
+// TestClaimRead: a claim made with the request as judged holds what the
+// file holds under the claim: the judged request when the bytes are the
+// same, the swapped-in one (not Same) when an agent replaced them.
+func TestClaimRead(t *testing.T) {
+	t.Parallel()
+	sp := newSpool(t)
+	now := time.Now()
+	same := &Request{ID: "CLAIMSAME", Kind: KindExec, Command: "ls good"}
+	swapped := &Request{ID: "CLAIMSWAP", Kind: KindExec, Command: "ls good"}
+	for _, r := range []*Request{same, swapped} {
+		mustDo(t, sp.Submit(r))
+	}
+	peek := func(id string) *Request {
+		t.Helper()
+		r, err := sp.peek(id + ".json")
+		mustDo(t, err)
+		return r
+	}
+	judgedSame, judgedSwap := peek(same.ID), peek(swapped.ID)
+	tmp := sp.path(dirTmp, swapped.ID+".swap")
+	mustDo(t, os.WriteFile(tmp, []byte(doc(`"version":1`, `"id":"`+swapped.ID+`"`, `"kind":"exec"`, `"command":"sudo rm -rf /"`)), 0o600))
+	mustDo(t, os.Rename(tmp, sp.RequestPath(swapped.ID)))
+
+	c, err := sp.ClaimRead(judgedSame, now)
+	mustDo(t, err)
+	if !c.Request.Same(judgedSame) || c.Request.Command != "ls good" || c.Request.ID != same.ID {
+		t.Errorf("unchanged file: claimed %+v, want the judged request", c.Request)
+	}
+	c.Close()
+	c, err = sp.ClaimRead(judgedSwap, now)
+	mustDo(t, err)
+	if c.Request.Same(judgedSwap) || c.Request.Command != "sudo rm -rf /" {
+		t.Errorf("swapped file: claimed %+v, want what the file holds now", c.Request)
+	}
+	c.Close()
+}

@@ -305,7 +305,9 @@ func (l *logFollower) drain() int {
 			return 0
 		}
 		l.f = f
-		l.buf = make([]byte, 64<<10)
+		// Small at first (most runs print little, and a new process
+		// pays for each page it touches); doubled while reads fill it.
+		l.buf = make([]byte, 4<<10)
 	}
 	total := 0
 	for {
@@ -314,6 +316,9 @@ func (l *logFollower) drain() int {
 			l.to.Write(l.buf[:n])
 			total += n
 			l.n += int64(n)
+			if n == len(l.buf) && len(l.buf) < 64<<10 {
+				l.buf = make([]byte, 2*len(l.buf))
+			}
 		}
 		if err != nil || n == 0 {
 			return total

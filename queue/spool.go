@@ -59,8 +59,19 @@ var (
 	// synced: an operating-system crash, or a process that can write the
 	// spool, left it so). It is no result (it wraps ErrNoResult), and a
 	// writer past expires_at stops waiting on it.
-	ErrEmptyResult = fmt.Errorf("%w: the result file is empty", ErrNoResult)
+	ErrEmptyResult error = &wrapErr{ErrNoResult.Error() + ": the result file is empty", ErrNoResult}
 )
+
+// wrapErr is an error that says msg and wraps err: what fmt.Errorf with
+// %w makes, for a package-level error made without fmt at start (a
+// process's first fmt.Errorf costs ~0.03 ms, every writer's included).
+type wrapErr struct {
+	msg string
+	err error
+}
+
+func (e *wrapErr) Error() string { return e.msg }
+func (e *wrapErr) Unwrap() error { return e.err }
 
 // PermError says why a spool directory is unsafe to use and how to fix it.
 type PermError struct {

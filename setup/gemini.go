@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -176,8 +177,8 @@ func gemini(opt Options, install bool) (*Plan, error) {
 // geminiEnv expands $VAR and ${VAR} (${VAR:-default}) as Gemini CLI does
 // in its settings: a variable that is not set stays as it is written.
 func geminiEnv(opt Options, s string) string {
-	return geminiVar.ReplaceAllStringFunc(s, func(m string) string {
-		g := geminiVar.FindStringSubmatch(m)
+	return geminiVar().ReplaceAllStringFunc(s, func(m string) string {
+		g := geminiVar().FindStringSubmatch(m)
 		if v := opt.env(g[1] + g[2]); v != "" {
 			return v
 		}
@@ -188,7 +189,10 @@ func geminiEnv(opt Options, s string) string {
 	})
 }
 
-var geminiVar = regexp.MustCompile(`\$(?:(\w+)|{([^}]+?)(?::-([^}]*))?})`)
+// geminiVar is compiled on first use: every hook process links setup.
+var geminiVar = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\$(?:(\w+)|{([^}]+?)(?::-([^}]*))?})`)
+})
 
 func checkGemini(opt Options) Finding {
 	f := Finding{Agent: "gemini"}

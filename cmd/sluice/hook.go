@@ -61,8 +61,9 @@ func cmdHook(args []string, std cli.Stdio, g *cli.Globals) int {
 // runHook is one hook call for agent a.
 func runHook(a *hook.Agent, args []string, std cli.Stdio, g *cli.Globals) int {
 	// The agent kills a hook it has given up on: withdraw the request
-	// then, so that nobody approves it after the agent moved on.
-	ctx := signalContext()
+	// then, so that nobody approves it after the agent moved on (armed
+	// once the wait lasts: an engine's own verdict comes sooner).
+	ctx := newSignals().armFor(true)
 	fs := cli.NewFlags("hook "+a.Name, a.Synopsis, a.Help, std, g)
 	wait := fs.Duration("wait", hook.DefaultWait, "answer the fallback if nobody decides within `DUR`; keep it under the agent's hook timeout ('sluice install' sets both)")
 	fallback := fs.String("fallback", "", "what to answer when nobody decides: `ask` (the agent's own prompt) or deny (env SLUICE_HOOK_FALLBACK; default: "+a.FallbackHelp+")")

@@ -40,7 +40,6 @@ Exit status:
 `
 
 func cmdRun(args []string, std cli.Stdio, g *cli.Globals) int {
-	ctx := signalContext()
 	fs := cli.NewFlags("run", "[flags] -- COMMAND...", runHelp, std, g).Unused("config")
 	cwd := fs.String("cwd", "", "run in `DIR` (default: the current directory)")
 	timeout := fs.Duration("timeout", 0, "kill the command after `DUR`, such as 30s, 5m or 1h (default: the console's configured default)")
@@ -99,7 +98,8 @@ func cmdRun(args []string, std cli.Stdio, g *cli.Globals) int {
 		fmt.Fprintf(std.Err, "sluice run: %v\n", err)
 		return cli.ExitNotRun
 	}
-	if !sp.Serving() {
+	serving := sp.Serving()
+	if !serving {
 		// The request still waits (an engine may start), but the agent's
 		// person should not wait in silence.
 		fmt.Fprintf(std.Err, "sluice run: nothing serves the spool %s yet: start 'sluice console' (or 'sluice serve') with the same spool; waiting up to %s\n", cli.Show(sp.Dir()), *expires)
@@ -108,6 +108,7 @@ func cmdRun(args []string, std cli.Stdio, g *cli.Globals) int {
 	if *asJSON {
 		logTo = nil
 	}
+	ctx := newSignals().armFor(serving)
 	res, err := submitAndWait(ctx, sp, req, logTo, std.Err, "run")
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice run: %s\n", cli.Show(err.Error()))

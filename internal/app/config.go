@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -151,6 +152,11 @@ func LoadConfig(flagValue string) (*Config, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		// Nothing set: the defaults, without the TOML decoder's first
+		// use (~0.05 ms of every hook's start).
+		return &Config{Path: p}, nil
 	}
 	c, err := parseConfig(data)
 	if err != nil {

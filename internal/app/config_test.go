@@ -1,8 +1,11 @@
 package app
 
 import (
+	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +135,35 @@ func TestConfigWebKeys(t *testing.T) {
 	for _, bad := range []string{`web_url = "laptop:8787"`, `notify_url = "ftp://x/y"`, `web_url = "https://"`} {
 		if _, err := parseConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), "want an http or https URL") {
 			t.Errorf("%s: %v, want the URL refused", bad, err)
+		}
+	}
+}
+
+// A configuration file that sets nothing (empty, or blank lines only) is
+// the defaults, named by its path; one that sets anything is decoded and
+// checked as ever.
+func TestLoadConfigBlank(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for i, text := range []string{"", "\n  \n\t\n", "max_auto = 99\n", "\n\nmax_auto = 3\n"} {
+		p := filepath.Join(dir, strconv.Itoa(i)+".toml")
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadConfig(p)
+		switch i {
+		case 0, 1:
+			if err != nil || !reflect.DeepEqual(c, &Config{Path: p}) {
+				t.Errorf("%q: got %+v, %v; want the defaults from %s", text, c, err, p)
+			}
+		case 2:
+			if err == nil || !strings.Contains(err.Error(), "max_auto = 99") {
+				t.Errorf("%q: got %+v, %v; want max_auto refused", text, c, err)
+			}
+		case 3:
+			if err != nil || c.maxAuto() != 3 || c.Path != p {
+				t.Errorf("%q: got %+v, %v; want max_auto 3 from %s", text, c, err, p)
+			}
 		}
 	}
 }
