@@ -30,9 +30,17 @@ func (s *hostSet) add(host, by string) {
 	}
 }
 
-// has reports whether host is in the set as itself.
-func (s *hostSet) has(host string) bool {
-	return slices.ContainsFunc(s.list, func(g hostGrant) bool { return g.host == host })
+// admits reports whether the set admits all that host (a netproxy
+// rule) does: registry.npmjs.org admits registry.npmjs.org:443.
+func (s *hostSet) admits(host string) bool {
+	a, err := netproxy.ParseRule(host)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(s.list, func(g hostGrant) bool {
+		r, err := netproxy.ParseRule(g.host)
+		return err == nil && covers(r, a)
+	})
 }
 
 // Program families whose hosts the person's own configuration extends,
@@ -116,7 +124,7 @@ func (p *Policy) npmHosts(s *hostSet, pt *part, dir string) []string {
 			continue
 		}
 		for _, u := range npmrcRegistries(readConfigFile(f)) {
-			if h, ok := urlHost(u); ok && !s.has(h) {
+			if h, ok := urlHost(u); ok && !s.admits(h) {
 				n := "the project's .npmrc names registry " + h + ": not allowed without asking"
 				if !slices.Contains(notes, n) {
 					notes = append(notes, n)
