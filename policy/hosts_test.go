@@ -450,3 +450,22 @@ func queueJSON(v queue.Verdict) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
 }
+
+// TestJudgeSetNetwork: a reloaded config.toml's network_allow and
+// network_deny reach the next verdicts of a running judge.
+func TestJudgeSetNetwork(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	j := &Judge{Options: Options{Home: home, Getenv: func(string) string { return "" }, NetworkAllow: []string{"a.example"}}}
+	if err := j.Start(); err != nil {
+		t.Fatal(err)
+	}
+	req := &queue.Request{Kind: queue.KindExec, Command: "curl https://x.example/", Cwd: home}
+	if v := j.Judge(req); !slices.Equal(v.Hosts, []string{"x.example:443", "a.example"}) || v.HostsBy["a.example"] != "config: network_allow" {
+		t.Fatalf("hosts %q by %v", v.Hosts, v.HostsBy)
+	}
+	j.SetNetwork([]string{"b.example"}, []string{"x.example"})
+	if v := j.Judge(req); !slices.Equal(v.Hosts, []string{"b.example"}) || !slices.Equal(v.HostsDenied, []string{"x.example"}) {
+		t.Fatalf("after SetNetwork: hosts %q denied %q", v.Hosts, v.HostsDenied)
+	}
+}
