@@ -118,7 +118,11 @@ func (p *Policy) npmHosts(s *hostSet, pt *part, dir string) []string {
 		return nil
 	}
 	var notes []string
-	for _, d := range []string{dir, findRoot(dir)} {
+	dirs := []string{dir}
+	if root := findRoot(dir); root != dir {
+		dirs = append(dirs, root)
+	}
+	for _, d := range dirs {
 		f := filepath.Join(d, ".npmrc")
 		if f == user {
 			continue
@@ -130,9 +134,6 @@ func (p *Policy) npmHosts(s *hostSet, pt *part, dir string) []string {
 					notes = append(notes, n)
 				}
 			}
-		}
-		if findRoot(dir) == dir {
-			break
 		}
 	}
 	return notes
@@ -192,10 +193,11 @@ func (p *Policy) goHosts(s *hostSet) {
 		for _, pat := range strings.Split(get(k), ",") {
 			host, _, _ := strings.Cut(strings.TrimSpace(pat), "/")
 			// github.com/corp/*: github.com; *.corp.example: itself (a
-			// wildcard rule); other globs name no host.
-			if rest, wild := strings.CutPrefix(host, "*."); wild && !strings.ContainsAny(rest, "*?[\\") ||
-				!wild && !strings.ContainsAny(host, "*?[\\") {
-				s.add(host, "config: "+k)
+			// wildcard rule); other globs name no host. go fetches such
+			// modules from the host itself, over HTTPS.
+			if rest, wild := strings.CutPrefix(host, "*."); wild && !strings.ContainsAny(rest, "*?[\\:") ||
+				!wild && !strings.ContainsAny(host, "*?[\\:") {
+				s.add(host+":443", "config: "+k)
 			}
 		}
 	}

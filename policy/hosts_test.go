@@ -78,6 +78,7 @@ func TestHostsFromCommandLines(t *testing.T) {
 		{"bundle install", []string{"rubygems.org", "index.rubygems.org"}},
 		{"docker pull alpine:3", hub},
 		{"docker pull ghcr.io/owner/image:1", []string{"ghcr.io:443"}},
+		{"docker pull --platform linux/arm64 quay.io/x/y", []string{"quay.io:443"}},
 		{"podman pull registry.local:5000/x", []string{"registry.local:5000"}},
 		{"git clone https://github.com/x/y", []string{"github.com:443"}},
 		{"git clone --depth 1 http://git.example:8080/r.git dir", []string{"git.example:8080"}},
@@ -152,11 +153,11 @@ func TestHostsFromPersonalSettings(t *testing.T) {
 		t.Errorf("old.example allowed by %q", v.HostsBy["old.example:80"])
 	}
 	v = p.Check("go mod tidy", env)
-	want = []string{"proxy.golang.org", "sum.golang.org", "goproxy.corp.example:443", "git.corp.example", "*.private.example", "github.com"}
+	want = []string{"proxy.golang.org", "sum.golang.org", "goproxy.corp.example:443", "git.corp.example:443", "*.private.example:443", "github.com:443"}
 	if !slices.Equal(v.Hosts, want) {
 		t.Errorf("go: %q, want %q", v.Hosts, want)
 	}
-	if v.HostsBy["goproxy.corp.example:443"] != "config: GOPROXY" || v.HostsBy["git.corp.example"] != "config: GONOSUMDB" {
+	if v.HostsBy["goproxy.corp.example:443"] != "config: GOPROXY" || v.HostsBy["git.corp.example:443"] != "config: GONOSUMDB" {
 		t.Errorf("go hosts allowed by %v", v.HostsBy)
 	}
 	// Settings of one ecosystem stay with it.

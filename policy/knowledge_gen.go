@@ -2479,7 +2479,7 @@ func generatedTool(name string) *Tool {
 			}},
 			"port":    &Tool{Category: Category(1)},
 			"ps":      &Tool{Category: Category(1)},
-			"pull":    &Tool{Category: Category(4), Hosts: []string{"registry-1.docker.io", "auth.docker.io", "production.cloudflare.docker.com"}},
+			"pull":    &Tool{Category: Category(4), ValueOptions: []string{"--platform"}, Hosts: []string{"registry-1.docker.io", "auth.docker.io", "production.cloudflare.docker.com"}},
 			"push":    &Tool{Category: Category(4)},
 			"rename":  &Tool{Category: Category(3)},
 			"restart": &Tool{Category: Category(3)},
