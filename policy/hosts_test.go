@@ -465,6 +465,12 @@ func TestJudgeSetNetwork(t *testing.T) {
 	if v := j.Judge(req); !slices.Equal(v.Hosts, []string{"x.example:443", "a.example"}) || v.HostsBy["a.example"] != "config: network_allow" {
 		t.Fatalf("hosts %q by %v", v.Hosts, v.HostsBy)
 	}
+	// A request whose env makes it a deny gets no hosts.
+	bad := *req
+	bad.Env = map[string]string{"LD_PRELOAD": "/tmp/x.so"}
+	if v := j.Judge(&bad); v.Action != queue.ActionDeny || v.Hosts != nil {
+		t.Fatalf("denied request: %s hosts %q", v.Action, v.Hosts)
+	}
 	j.SetNetwork([]string{"b.example"}, []string{"x.example"})
 	if v := j.Judge(req); !slices.Equal(v.Hosts, []string{"b.example"}) || !slices.Equal(v.HostsDenied, []string{"x.example"}) {
 		t.Fatalf("after SetNetwork: hosts %q denied %q", v.Hosts, v.HostsDenied)

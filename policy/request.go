@@ -234,6 +234,10 @@ func (p *Policy) CheckRequest(req *queue.Request) *Verdict {
 	case queue.KindExec:
 		v := p.Check(req.Command, env)
 		p.checkRequestEnv(v, req.Env, env)
+		if v.Action == Deny {
+			// The request's env made it a deny: nothing runs.
+			v.Hosts, v.HostsBy, v.HostsDenied, v.HostsDeniedBy = nil, nil, nil, nil
+		}
 		return v
 	case queue.KindWrite, queue.KindEdit:
 		return p.checkWrites(string(req.Kind), []string{req.Path}, env)
