@@ -30,6 +30,7 @@ type PartVerdict struct {
 	Rule     string   `json:"rule"`
 	Reasons  []string `json:"reasons,omitempty"`
 	grants   []string
+	hosts    []hostGrant // what the part reaches by itself (partHosts)
 }
 
 // Verdict is the policy's judgement of a command line (protocol section 4).
@@ -45,12 +46,28 @@ type Verdict struct {
 	// Symlinks are resolved; a device, /proc, /sys, a path computed at
 	// run time or a pattern is never one.
 	Grants []string `json:"grants,omitempty"`
+	// Hosts are the hosts (netproxy rules: a name, *.domain, host:port,
+	// an address or a CIDR range) a networked run of the line may reach
+	// without asking: those its parts reach by themselves (the knowledge
+	// table's, the person's own tool settings, the URLs and git remotes
+	// it names) and the person's network_allow, less what network_deny
+	// refuses whole. Set when a part reaches hosts or the run is
+	// networked; never for a line that is denied. HostsBy says why each
+	// is allowed ("knowledge: npm", "config: network_allow").
+	Hosts   []string          `json:"hosts,omitempty"`
+	HostsBy map[string]string `json:"hosts_by,omitempty"`
+	// HostsDenied are the person's network_deny rules, which a run's
+	// proxy refuses even where Hosts or a person's answer admits them
+	// (deny wins); HostsDeniedBy says where each comes from.
+	HostsDenied   []string          `json:"hosts_denied,omitempty"`
+	HostsDeniedBy map[string]string `json:"-"`
 }
 
 // Queue returns the verdict in the form results carry.
 func (v *Verdict) Queue() queue.Verdict {
 	qv := queue.Verdict{Action: queue.Action(v.Action.String()), Category: v.Category.String(), Risk: v.Risk.String(),
-		Reasons: v.Reasons, Profile: v.Profile(), Grants: v.Grants}
+		Reasons: v.Reasons, Profile: v.Profile(), Grants: v.Grants,
+		Hosts: v.Hosts, HostsBy: v.HostsBy, HostsDenied: v.HostsDenied, HostsDeniedBy: v.HostsDeniedBy}
 	if len(v.Commands) > 0 {
 		qv.Parts = make([]queue.Part, len(v.Commands))
 		for i, c := range v.Commands {
@@ -105,6 +122,7 @@ func (p *Policy) Check(line string, env Env) *Verdict {
 		if ungranted != "" && v.Profile() != "read_only" {
 			v.floor(Ask, Medium, ungranted)
 		}
+		p.network(v)
 	}()
 	if bad := hiddenRunes(line); bad != "" {
 		v.floor(Ask, High, "the line holds control or invisible characters ("+bad+"): what you see may not be what runs")
@@ -446,6 +464,9 @@ func (p *Policy) decide(pt *part, env Env) (PartVerdict, Risk) {
 		}
 	}
 	pv.Action = act
+	var notes []string
+	pv.hosts, notes = p.partHosts(pt, penv.Cwd)
+	pv.Reasons = append(pv.Reasons, notes...)
 	return pv, risk
 }
 

@@ -29,6 +29,13 @@ type part struct {
 	// cwd is the directory the command runs in (cd on the line followed;
 	// dyn when computed at run time).
 	cwd word
+	// form is the knowledge entry that judged the command ("git
+	// fetch"), ops its words after the program and subcommands.
+	form string
+	ops  []opword
+	// hosts are the hosts the knowledge table gives the form (see
+	// Tool.Hosts): what its run reaches by itself.
+	hosts []string
 }
 
 // pathRef is a path a command writes or reads, as written.
@@ -521,6 +528,7 @@ func (j *judge) known(prog string, args []word, pt *part) {
 	}
 	label := prog
 	rest := args[1:]
+	hosts := t.Hosts
 	for t.Sub != nil {
 		ops := splitArgs(rest, t.ValueOptions)
 		sub := -1
@@ -561,8 +569,19 @@ func (j *judge) known(prog string, args []word, pt *part) {
 		}
 		t, label = next, label+" "+ops[sub].w.val
 		rest = rest[ops[sub].index+1:]
+		if len(t.Hosts) > 0 {
+			hosts = t.Hosts
+		}
 	}
 	ops := splitArgs(rest, t.ValueOptions)
+	pt.form, pt.ops = label, ops
+	defer func() {
+		// Known after the conditions: a form reaches its hosts when it
+		// is networked (or worse), or when the table says it fetches.
+		if pt.cat >= Networked || t.Fetches {
+			pt.hosts = hosts
+		}
+	}()
 	if len(t.Lists) > 0 && listing(t.Lists, prog, ops) {
 		pt.escalate(ReadOnly, "")
 		pt.label = "knowledge: " + label + " (only shows state)"

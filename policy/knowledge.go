@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/sluice-dev/sluice/netproxy"
 )
 
 //go:embed knowledge.toml
@@ -61,6 +63,16 @@ type Tool struct {
 	// Text says the operands are text, not paths (echo, printf): they
 	// are not read as files.
 	Text bool `toml:"text"`
+	// Hosts are the hosts the program reaches (netproxy rule syntax:
+	// registry.npmjs.org, *.example.com, host:port): a networked run may
+	// reach them without asking. Set on a program, they apply to its
+	// forms that are networked or worse and to its subcommands that set
+	// Fetches; a subcommand's own Hosts replace its program's.
+	Hosts []string `toml:"hosts"`
+	// Fetches says a form that is not networked by itself fetches with
+	// its program's hosts when its run has the network (go build
+	// downloads missing modules, cargo build the index).
+	Fetches bool `toml:"fetches"`
 }
 
 // ListForm is an argv that only shows state.
@@ -232,7 +244,7 @@ func loadKnowledge(src, name string) (map[string]*Tool, error) {
 	sort.Strings(names)
 	for _, n := range names {
 		t := k.Command[n]
-		if err := t.check(n); err != nil {
+		if err := t.check(n, nil); err != nil {
 			return nil, fmt.Errorf("policy: %s: %w", name, err)
 		}
 		for _, alias := range append([]string{n}, t.Aliases...) {
@@ -245,9 +257,20 @@ func loadKnowledge(src, name string) (map[string]*Tool, error) {
 	return tools, nil
 }
 
-func (t *Tool) check(path string) error {
+// check checks the entry at path; hosts are those its program (or
+// parent subcommand) names, which a form that fetches needs.
+func (t *Tool) check(path string, hosts []string) error {
 	if t.Category == 0 {
 		return fmt.Errorf("command %s: no category", path)
+	}
+	if _, err := netproxy.ParseRules("", t.Hosts...); err != nil {
+		return fmt.Errorf("command %s: hosts: %s", path, strings.TrimPrefix(err.Error(), "netproxy: "))
+	}
+	if len(t.Hosts) > 0 {
+		hosts = t.Hosts
+	}
+	if t.Fetches && len(hosts) == 0 {
+		return fmt.Errorf("command %s: fetches, but neither it nor its program names hosts", path)
 	}
 	switch t.Writes {
 	case "", "args", "last", "into", "args_into":
@@ -266,7 +289,7 @@ func (t *Tool) check(path string) error {
 		}
 	}
 	for n, s := range t.Sub {
-		if err := s.check(path + " " + n); err != nil {
+		if err := s.check(path+" "+n, hosts); err != nil {
 			return err
 		}
 	}

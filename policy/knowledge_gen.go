@@ -1758,7 +1758,7 @@ func generatedTool(name string) *Tool {
 			"show":      &Tool{Category: Category(1)},
 			"showsrc":   &Tool{Category: Category(1)},
 			"source":    &Tool{Category: Category(4)},
-		}}
+		}, Hosts: []string{"deb.debian.org", "security.debian.org"}}
 	case "apt-cache", "apt-config", "apt-file", "debsums", "dpkg-query":
 		return &Tool{Category: Category(1), Aliases: []string{"apt-file", "dpkg-query", "debsums", "apt-config"}}
 	case "ar", "jar":
@@ -1983,7 +1983,7 @@ func generatedTool(name string) *Tool {
 			"remove":   &Tool{Category: Category(3)},
 			"show":     &Tool{Category: Category(2), Reason: "Bundler evaluates the project's Gemfile, which is Ruby code"},
 			"version":  &Tool{Category: Category(1)},
-		}}
+		}, Hosts: []string{"rubygems.org", "index.rubygems.org"}}
 	case "bunx", "npx", "pnpx", "uvx":
 		return &Tool{Category: Category(2), Reason: "runs a package binary, downloading it if needed", Aliases: []string{"pnpx", "bunx", "uvx"}}
 	case "busctl", "dbus-monitor", "dbus-send", "gdbus", "qdbus":
@@ -2010,18 +2010,18 @@ func generatedTool(name string) *Tool {
 		return &Tool{Category: Category(2), Reason: "unknown cargo subcommand (plugins are programs of their own)", ValueOptions: []string{"--color", "--config", "-Z", "-C", "--manifest-path", "--target-dir", "--lockfile-path"}, Sub: map[string]*Tool{
 			"add":               &Tool{Category: Category(4), Reason: "adds a dependency (queries the registry)", ValueOptions: []string{"-p", "--package", "-F", "--features", "--rename", "--path", "--git", "--branch", "--tag", "--rev", "--registry", "--target"}},
 			"audit":             &Tool{Category: Category(4), Reason: "downloads the advisory database"},
-			"b":                 &Tool{Category: Category(3), Reason: "compiles the project (build scripts and proc macros run)"},
-			"bench":             &Tool{Category: Category(3), Reason: "compiles and runs the benchmarks"},
+			"b":                 &Tool{Category: Category(3), Reason: "compiles the project (build scripts and proc macros run)", Fetches: true},
+			"bench":             &Tool{Category: Category(3), Reason: "compiles and runs the benchmarks", Fetches: true},
 			"binstall":          &Tool{Category: Category(4)},
 			"bloat":             &Tool{Category: Category(3)},
-			"build":             &Tool{Category: Category(3), Reason: "compiles the project (build scripts and proc macros run)", ValueOptions: []string{"-p", "--package", "--bin", "--example", "--test", "--bench", "-F", "--features", "--target", "--target-dir", "-j", "--jobs", "--profile", "--manifest-path", "--message-format", "--exclude", "--color", "--config", "--artifact-dir", "--out-dir"}},
-			"c":                 &Tool{Category: Category(3), Reason: "compiles the project (build scripts and proc macros run)"},
-			"check":             &Tool{Category: Category(3), Reason: "compiles the project (build scripts and proc macros run)", ValueOptions: []string{"-p", "--package", "--bin", "--example", "--test", "--bench", "-F", "--features", "--target", "--target-dir", "-j", "--jobs", "--profile", "--manifest-path", "--message-format", "--exclude"}},
+			"build":             &Tool{Category: Category(3), Reason: "compiles the project (build scripts and proc macros run)", ValueOptions: []string{"-p", "--package", "--bin", "--example", "--test", "--bench", "-F", "--features", "--target", "--target-dir", "-j", "--jobs", "--profile", "--manifest-path", "--message-format", "--exclude", "--color", "--config", "--artifact-dir", "--out-dir"}, Fetches: true},
+			"c":                 &Tool{Category: Category(3), Reason: "compiles the project (build scripts and proc macros run)", Fetches: true},
+			"check":             &Tool{Category: Category(3), Reason: "compiles the project (build scripts and proc macros run)", ValueOptions: []string{"-p", "--package", "--bin", "--example", "--test", "--bench", "-F", "--features", "--target", "--target-dir", "-j", "--jobs", "--profile", "--manifest-path", "--message-format", "--exclude"}, Fetches: true},
 			"clean":             &Tool{Category: Category(3), Reason: "deletes build outputs"},
-			"clippy":            &Tool{Category: Category(3), Reason: "compiles the project to lint it (build scripts run)"},
-			"d":                 &Tool{Category: Category(3)},
+			"clippy":            &Tool{Category: Category(3), Reason: "compiles the project to lint it (build scripts run)", Fetches: true},
+			"d":                 &Tool{Category: Category(3), Fetches: true},
 			"deny":              &Tool{Category: Category(4)},
-			"doc":               &Tool{Category: Category(3), Reason: "compiles documentation (build scripts run)"},
+			"doc":               &Tool{Category: Category(3), Reason: "compiles documentation (build scripts run)", Fetches: true},
 			"expand":            &Tool{Category: Category(3)},
 			"fetch":             &Tool{Category: Category(4)},
 			"fix":               &Tool{Category: Category(3), Reason: "rewrites source files"},
@@ -2047,16 +2047,16 @@ func generatedTool(name string) *Tool {
 			"package":           &Tool{Category: Category(3)},
 			"pkgid":             &Tool{Category: Category(1)},
 			"publish":           &Tool{Category: Category(4)},
-			"r":                 &Tool{Category: Category(3), Reason: "compiles and runs a program"},
+			"r":                 &Tool{Category: Category(3), Reason: "compiles and runs a program", Fetches: true},
 			"read-manifest":     &Tool{Category: Category(1)},
 			"remove":            &Tool{Category: Category(3)},
 			"report":            &Tool{Category: Category(1)},
 			"rm":                &Tool{Category: Category(3)},
-			"run":               &Tool{Category: Category(3), Reason: "compiles and runs a program", ValueOptions: []string{"-p", "--package", "--bin", "--example", "-F", "--features", "--target", "--target-dir", "-j", "--jobs", "--profile", "--manifest-path", "--message-format"}},
+			"run":               &Tool{Category: Category(3), Reason: "compiles and runs a program", ValueOptions: []string{"-p", "--package", "--bin", "--example", "-F", "--features", "--target", "--target-dir", "-j", "--jobs", "--profile", "--manifest-path", "--message-format"}, Fetches: true},
 			"search":            &Tool{Category: Category(4)},
-			"t":                 &Tool{Category: Category(3), Reason: "compiles and runs the tests"},
+			"t":                 &Tool{Category: Category(3), Reason: "compiles and runs the tests", Fetches: true},
 			"tarpaulin":         &Tool{Category: Category(3)},
-			"test":              &Tool{Category: Category(3), Reason: "compiles and runs the tests", ValueOptions: []string{"-p", "--package", "--bin", "--example", "--test", "--bench", "-F", "--features", "--target", "--target-dir", "-j", "--jobs", "--profile", "--manifest-path", "--message-format", "--exclude"}},
+			"test":              &Tool{Category: Category(3), Reason: "compiles and runs the tests", ValueOptions: []string{"-p", "--package", "--bin", "--example", "--test", "--bench", "-F", "--features", "--target", "--target-dir", "-j", "--jobs", "--profile", "--manifest-path", "--message-format", "--exclude"}, Fetches: true},
 			"tree":              &Tool{Category: Category(1)},
 			"udeps":             &Tool{Category: Category(3)},
 			"uninstall":         &Tool{Category: Category(3)},
@@ -2066,7 +2066,7 @@ func generatedTool(name string) *Tool {
 			"version":           &Tool{Category: Category(1)},
 			"watch":             &Tool{Category: Category(2), Reason: "runs commands on every change"},
 			"yank":              &Tool{Category: Category(4)},
-		}}
+		}, Hosts: []string{"index.crates.io", "static.crates.io", "crates.io"}}
 	case "ccmake", "cmake":
 		return &Tool{Category: Category(3), Reason: "configures or builds the project (CMakeLists is code)", Aliases: []string{"ccmake"}, ValueOptions: []string{"-S", "-B", "-G", "-T", "-A", "-C", "--build", "--install", "--target", "-t", "-j", "--parallel", "--config", "--preset", "--toolchain", "--install-prefix", "--prefix", "--log-level", "--graphviz"}}
 	case "changeset":
@@ -2479,7 +2479,7 @@ func generatedTool(name string) *Tool {
 			}},
 			"port":    &Tool{Category: Category(1)},
 			"ps":      &Tool{Category: Category(1)},
-			"pull":    &Tool{Category: Category(4)},
+			"pull":    &Tool{Category: Category(4), ValueOptions: []string{"--platform"}, Hosts: []string{"registry-1.docker.io", "auth.docker.io", "production.cloudflare.docker.com"}},
 			"push":    &Tool{Category: Category(4)},
 			"rename":  &Tool{Category: Category(3)},
 			"restart": &Tool{Category: Category(3)},
@@ -2680,7 +2680,7 @@ func generatedTool(name string) *Tool {
 			"update":    &Tool{Category: Category(4)},
 			"which":     &Tool{Category: Category(1)},
 			"yank":      &Tool{Category: Category(5), Reason: "removes a gem version from the registry"},
-		}}
+		}, Hosts: []string{"rubygems.org", "index.rubygems.org"}}
 	case "getent":
 		return &Tool{Category: Category(4), Reason: "looks names up through NSS (DNS, LDAP)"}
 	case "gh":
@@ -3006,7 +3006,7 @@ func generatedTool(name string) *Tool {
 	case "go":
 		return &Tool{Category: Category(2), Reason: "unknown go subcommand", ValueOptions: []string{"-C"}, Sub: map[string]*Tool{
 			"bug":      &Tool{Category: Category(2), Reason: "opens a browser"},
-			"build":    &Tool{Category: Category(3), Reason: "compiles the project and writes the binary", ValueOptions: []string{"-o", "-p", "-C", "-tags", "-ldflags", "-gcflags", "-asmflags", "-mod", "-modfile", "-overlay", "-pgo", "-pkgdir", "-toolexec", "-compiler", "-installsuffix", "-buildmode", "-covermode", "-coverpkg"}, When: []Condition{Condition{Flags: []string{"-toolexec*", "-exec*", "--toolexec*", "--exec*"}, Category: Category(6), Reason: "runs a program of the caller's choosing for every compile or test step"}}, WriteOptions: []string{"-o"}},
+			"build":    &Tool{Category: Category(3), Reason: "compiles the project and writes the binary", ValueOptions: []string{"-o", "-p", "-C", "-tags", "-ldflags", "-gcflags", "-asmflags", "-mod", "-modfile", "-overlay", "-pgo", "-pkgdir", "-toolexec", "-compiler", "-installsuffix", "-buildmode", "-covermode", "-coverpkg"}, When: []Condition{Condition{Flags: []string{"-toolexec*", "-exec*", "--toolexec*", "--exec*"}, Category: Category(6), Reason: "runs a program of the caller's choosing for every compile or test step"}}, WriteOptions: []string{"-o"}, Fetches: true},
 			"clean":    &Tool{Category: Category(3), Reason: "deletes build outputs and caches"},
 			"doc":      &Tool{Category: Category(1), ValueOptions: []string{"-C"}, When: []Condition{Condition{Flags: []string{"-http"}, Category: Category(4), Reason: "go doc -http downloads and starts a documentation server"}}},
 			"env":      &Tool{Category: Category(1), When: []Condition{Condition{Flags: []string{"-u"}, Category: Category(3), Reason: "go env -u changes the persistent go settings"}, Condition{Flags: []string{"-w"}, Category: Category(6), Reason: "go env -w persists settings (CC, GOFLAGS=-toolexec, GOPROXY...) for every later go command"}}},
@@ -3016,7 +3016,7 @@ func generatedTool(name string) *Tool {
 			"get":      &Tool{Category: Category(4), Reason: "downloads modules and changes go.mod"},
 			"help":     &Tool{Category: Category(1)},
 			"install":  &Tool{Category: Category(4), Reason: "downloads (for pkg@version), compiles and installs binaries", ValueOptions: []string{"-o", "-p", "-C", "-tags", "-ldflags", "-gcflags", "-mod", "-modfile", "-overlay", "-toolexec", "-buildmode"}, When: []Condition{Condition{Flags: []string{"-toolexec*", "-exec*", "--toolexec*", "--exec*"}, Category: Category(6), Reason: "runs a program of the caller's choosing for every compile or test step"}}},
-			"list":     &Tool{Category: Category(1), ValueOptions: []string{"-f", "-C", "-tags", "-mod", "-modfile", "-reuse", "-pgo", "-gcflags"}, When: []Condition{Condition{Args: []string{"*@*"}, Category: Category(4), Reason: "queries the module proxy (what it sends is on the command line)"}, Condition{Flags: []string{"-toolexec*", "-exec*", "--toolexec*", "--exec*"}, Category: Category(6), Reason: "runs a program of the caller's choosing for every compile or test step"}, Condition{Flags: []string{"-u", "-versions", "-retracted"}, Category: Category(4), Reason: "go list -m -u/-versions asks the module proxy"}}},
+			"list":     &Tool{Category: Category(1), ValueOptions: []string{"-f", "-C", "-tags", "-mod", "-modfile", "-reuse", "-pgo", "-gcflags"}, When: []Condition{Condition{Args: []string{"*@*"}, Category: Category(4), Reason: "queries the module proxy (what it sends is on the command line)"}, Condition{Flags: []string{"-toolexec*", "-exec*", "--toolexec*", "--exec*"}, Category: Category(6), Reason: "runs a program of the caller's choosing for every compile or test step"}, Condition{Flags: []string{"-u", "-versions", "-retracted"}, Category: Category(4), Reason: "go list -m -u/-versions asks the module proxy"}}, Fetches: true},
 			"mod": &Tool{Category: Category(3), Sub: map[string]*Tool{
 				"download": &Tool{Category: Category(4), Reason: "downloads modules"},
 				"edit":     &Tool{Category: Category(3)},
@@ -3027,9 +3027,9 @@ func generatedTool(name string) *Tool {
 				"verify":   &Tool{Category: Category(1)},
 				"why":      &Tool{Category: Category(1)},
 			}},
-			"run":       &Tool{Category: Category(3), Reason: "compiles and runs a program", ValueOptions: []string{"-C", "-tags", "-ldflags", "-gcflags", "-mod", "-modfile", "-exec", "-toolexec", "-overlay"}, When: []Condition{Condition{Flags: []string{"-toolexec*", "-exec*", "--toolexec*", "--exec*"}, Category: Category(6), Reason: "runs a program of the caller's choosing for every compile or test step"}}},
+			"run":       &Tool{Category: Category(3), Reason: "compiles and runs a program", ValueOptions: []string{"-C", "-tags", "-ldflags", "-gcflags", "-mod", "-modfile", "-exec", "-toolexec", "-overlay"}, When: []Condition{Condition{Flags: []string{"-toolexec*", "-exec*", "--toolexec*", "--exec*"}, Category: Category(6), Reason: "runs a program of the caller's choosing for every compile or test step"}}, Fetches: true},
 			"telemetry": &Tool{Category: Category(3)},
-			"test":      &Tool{Category: Category(3), Reason: "compiles and runs the project's tests", ValueOptions: []string{"-o", "-p", "-C", "-run", "-skip", "-bench", "-benchtime", "-count", "-timeout", "-cpu", "-parallel", "-shuffle", "-coverprofile", "-covermode", "-coverpkg", "-cpuprofile", "-memprofile", "-memprofilerate", "-blockprofile", "-blockprofilerate", "-mutexprofile", "-mutexprofilefraction", "-outputdir", "-trace", "-fuzz", "-fuzztime", "-fuzzminimizetime", "-list", "-tags", "-ldflags", "-gcflags", "-mod", "-modfile", "-exec", "-toolexec", "-vettool", "-vet"}, When: []Condition{Condition{Flags: []string{"-toolexec*", "-exec*", "--toolexec*", "--exec*"}, Category: Category(6), Reason: "runs a program of the caller's choosing for every compile or test step"}}, WriteOptions: []string{"-o", "-coverprofile", "-cpuprofile", "-memprofile", "-blockprofile", "-mutexprofile", "-trace"}},
+			"test":      &Tool{Category: Category(3), Reason: "compiles and runs the project's tests", ValueOptions: []string{"-o", "-p", "-C", "-run", "-skip", "-bench", "-benchtime", "-count", "-timeout", "-cpu", "-parallel", "-shuffle", "-coverprofile", "-covermode", "-coverpkg", "-cpuprofile", "-memprofile", "-memprofilerate", "-blockprofile", "-blockprofilerate", "-mutexprofile", "-mutexprofilefraction", "-outputdir", "-trace", "-fuzz", "-fuzztime", "-fuzzminimizetime", "-list", "-tags", "-ldflags", "-gcflags", "-mod", "-modfile", "-exec", "-toolexec", "-vettool", "-vet"}, When: []Condition{Condition{Flags: []string{"-toolexec*", "-exec*", "--toolexec*", "--exec*"}, Category: Category(6), Reason: "runs a program of the caller's choosing for every compile or test step"}}, WriteOptions: []string{"-o", "-coverprofile", "-cpuprofile", "-memprofile", "-blockprofile", "-mutexprofile", "-trace"}, Fetches: true},
 			"tool": &Tool{Category: Category(2), Reason: "runs a tool", Sub: map[string]*Tool{
 				"addr2line": &Tool{Category: Category(1)},
 				"buildid":   &Tool{Category: Category(1)},
@@ -3040,12 +3040,12 @@ func generatedTool(name string) *Tool {
 				"trace":     &Tool{Category: Category(4), Reason: "serves the trace viewer over HTTP"},
 			}},
 			"version": &Tool{Category: Category(1)},
-			"vet":     &Tool{Category: Category(1), ValueOptions: []string{"-C", "-tags", "-mod", "-modfile"}, When: []Condition{Condition{Flags: []string{"-toolexec*", "-exec*", "--toolexec*", "--exec*"}, Category: Category(6), Reason: "runs a program of the caller's choosing for every compile or test step"}, Condition{Flags: []string{"-vettool"}, Category: Category(2), Reason: "go vet -vettool runs another program"}}},
+			"vet":     &Tool{Category: Category(1), ValueOptions: []string{"-C", "-tags", "-mod", "-modfile"}, When: []Condition{Condition{Flags: []string{"-toolexec*", "-exec*", "--toolexec*", "--exec*"}, Category: Category(6), Reason: "runs a program of the caller's choosing for every compile or test step"}, Condition{Flags: []string{"-vettool"}, Category: Category(2), Reason: "go vet -vettool runs another program"}}, Fetches: true},
 			"work": &Tool{Category: Category(3), Sub: map[string]*Tool{
 				"sync":   &Tool{Category: Category(4)},
 				"vendor": &Tool{Category: Category(4)},
 			}},
-		}}
+		}, Hosts: []string{"proxy.golang.org", "sum.golang.org"}}
 	case "golangci-lint":
 		return &Tool{Category: Category(1), ValueOptions: []string{"-c", "--config", "-E", "--enable", "-D", "--disable", "--timeout", "-j", "--concurrency", "--out-format", "--build-tags", "--skip-dirs", "--skip-files", "--new-from-rev", "--new-from-patch", "--path-prefix", "--output.text.path", "--max-issues-per-linter", "--max-same-issues"}, Sub: map[string]*Tool{
 			"cache":   &Tool{Category: Category(3)},
@@ -3450,7 +3450,7 @@ func generatedTool(name string) *Tool {
 			"whoami":     &Tool{Category: Category(4)},
 			"why":        &Tool{Category: Category(1)},
 			"x":          &Tool{Category: Category(2), Reason: "runs a package binary (downloading it if needed)"},
-		}, When: []Condition{Condition{Flags: []string{"--script-shell", "--node-options"}, Category: Category(6), Reason: "makes npm run scripts with another shell or Node options"}}}
+		}, When: []Condition{Condition{Flags: []string{"--script-shell", "--node-options"}, Category: Category(6), Reason: "makes npm run scripts with another shell or Node options"}}, Hosts: []string{"registry.npmjs.org"}}
 	case "openssl":
 		return &Tool{Category: Category(1), ValueOptions: []string{"-writerand", "-in", "-out", "-inform", "-outform", "-passin", "-passout", "-key", "-keyform", "-keyout", "-config", "-subj", "-days", "-newkey", "-connect", "-servername", "-CAfile", "-CApath", "-cert", "-certfile", "-name", "-pass", "-engine", "-provider", "-provider-path", "-md", "-digest", "-sigopt", "-pkeyopt", "-extfile", "-extensions", "-set_serial", "-CA", "-CAkey", "-signkey", "-verify", "-signature", "-keyid", "-iter", "-K", "-iv", "-S"}, Sub: map[string]*Tool{
 			"ocsp":     &Tool{Category: Category(4), Reason: "queries an OCSP responder"},
@@ -3492,7 +3492,7 @@ func generatedTool(name string) *Tool {
 			"show":      &Tool{Category: Category(1)},
 			"uninstall": &Tool{Category: Category(3), Reason: "removes packages"},
 			"wheel":     &Tool{Category: Category(4)},
-		}}
+		}, Hosts: []string{"pypi.org", "files.pythonhosted.org"}}
 	case "pipenv":
 		return &Tool{Category: Category(2), Sub: map[string]*Tool{
 			"check":        &Tool{Category: Category(4)},
@@ -3519,7 +3519,7 @@ func generatedTool(name string) *Tool {
 			"uninstall":     &Tool{Category: Category(3)},
 			"upgrade":       &Tool{Category: Category(4)},
 			"upgrade-all":   &Tool{Category: Category(4)},
-		}}
+		}, Hosts: []string{"pypi.org", "files.pythonhosted.org"}}
 	case "playwright":
 		return &Tool{Category: Category(3), Reason: "runs the project's tests", Sub: map[string]*Tool{
 			"install":      &Tool{Category: Category(4), Reason: "downloads browsers"},
@@ -3578,7 +3578,7 @@ func generatedTool(name string) *Tool {
 			"update":    &Tool{Category: Category(4)},
 			"upgrade":   &Tool{Category: Category(4)},
 			"why":       &Tool{Category: Category(1)},
-		}}
+		}, Hosts: []string{"registry.npmjs.org"}}
 	case "poetry":
 		return &Tool{Category: Category(2), Reason: "unknown poetry subcommand", ValueOptions: []string{"-C", "--directory", "-P", "--project"}, Sub: map[string]*Tool{
 			"about":  &Tool{Category: Category(1)},
@@ -3608,7 +3608,7 @@ func generatedTool(name string) *Tool {
 			"sync":    &Tool{Category: Category(4)},
 			"update":  &Tool{Category: Category(4)},
 			"version": &Tool{Category: Category(1), When: []Condition{Condition{Args: []string{"*"}, Category: Category(3), Reason: "changes the project's version"}}},
-		}}
+		}, Hosts: []string{"pypi.org", "files.pythonhosted.org"}}
 	case "pre-commit":
 		return &Tool{Category: Category(2), Sub: map[string]*Tool{
 			"autoupdate":        &Tool{Category: Category(4)},
@@ -3929,7 +3929,7 @@ func generatedTool(name string) *Tool {
 			"tree":    &Tool{Category: Category(1)},
 			"venv":    &Tool{Category: Category(3)},
 			"version": &Tool{Category: Category(1), When: []Condition{Condition{Flags: []string{"--bump"}, Args: []string{"*"}, Category: Category(3), Reason: "changes the project's version"}}},
-		}}
+		}, Hosts: []string{"pypi.org", "files.pythonhosted.org"}}
 	case "venv", "virtualenv":
 		return &Tool{Category: Category(3), Reason: "creates a virtual environment", Aliases: []string{"virtualenv"}}
 	case "volta":
@@ -4010,7 +4010,7 @@ func generatedTool(name string) *Tool {
 				"info": &Tool{Category: Category(1)},
 				"list": &Tool{Category: Category(1)},
 			}},
-		}}
+		}, Hosts: []string{"registry.yarnpkg.com", "registry.npmjs.org"}}
 	case "yq":
 		return &Tool{Category: Category(1), ValueOptions: []string{"-o", "--output-format", "-p", "--input-format", "-I", "--indent", "--from-file", "--expression", "--split-exp"}, When: []Condition{Condition{Flags: []string{"-i", "--inplace", "-s", "--split-exp"}, Category: Category(3), Reason: "yq -i rewrites the file in place (-s writes one file per document)"}}}
 	case "zellij":

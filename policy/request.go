@@ -146,6 +146,19 @@ func (j *Judge) Reset() {
 	j.cache = nil
 }
 
+// SetNetwork replaces config.toml's network_allow and network_deny
+// (Options.NetworkAllow, NetworkDeny) after the configuration was read
+// again: the next verdicts take them.
+func (j *Judge) SetNetwork(allow, deny []string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if slices.Equal(allow, j.Options.NetworkAllow) && slices.Equal(deny, j.Options.NetworkDeny) {
+		return // another key changed: the policies loaded stand
+	}
+	j.Options.NetworkAllow, j.Options.NetworkDeny = allow, deny
+	j.cache = nil
+}
+
 // Policy is the policy that applies to requests in cwd.
 func (j *Judge) Policy(cwd string) (*Policy, error) { return j.policyFor(cwd) }
 
@@ -221,6 +234,10 @@ func (p *Policy) CheckRequest(req *queue.Request) *Verdict {
 	case queue.KindExec:
 		v := p.Check(req.Command, env)
 		p.checkRequestEnv(v, req.Env, env)
+		if v.Action == Deny {
+			// The request's env made it a deny: nothing runs.
+			v.Hosts, v.HostsBy, v.HostsDenied, v.HostsDeniedBy = nil, nil, nil, nil
+		}
 		return v
 	case queue.KindWrite, queue.KindEdit:
 		return p.checkWrites(string(req.Kind), []string{req.Path}, env)

@@ -64,7 +64,12 @@ type ruleFile struct {
 	// globs, or paths below the project root with a '/'): an agent's
 	// file tool reading one asks.
 	ProjectSecrets []string `toml:"project_secrets"`
-	Rule           []struct {
+	// NetworkAllow and NetworkDeny are hosts (netproxy rules) runs may
+	// reach without asking, and hosts they never reach; a project's
+	// file may only deny.
+	NetworkAllow []string `toml:"network_allow"`
+	NetworkDeny  []string `toml:"network_deny"`
+	Rule         []struct {
 		Action   *Action  `toml:"action"`
 		Command  string   `toml:"command"`
 		Path     string   `toml:"path"`
@@ -90,6 +95,7 @@ type Policy struct {
 	projectSecrets []string
 	warnings       []string
 	home           string
+	net            *netConfig
 	parsers        sync.Pool
 	posix          *sync.Pool // set when exec requests run in POSIX sh
 }
@@ -122,6 +128,14 @@ type Options struct {
 	// bash is at least ask (sh would read it differently, or not at
 	// all).
 	Shell string
+	// NetworkAllow and NetworkDeny are config.toml's network_allow and
+	// network_deny (netproxy rules): hosts every networked run may reach
+	// without asking, and hosts none reaches (deny wins).
+	NetworkAllow, NetworkDeny []string
+	// Getenv reads the engine's environment for the Go settings
+	// (GOPROXY, GOSUMDB, GONOSUMDB, GOPRIVATE, GONOPROXY, GOENV); default
+	// os.Getenv.
+	Getenv func(string) string
 }
 
 // LoadError is a policy file that cannot be used, with where and a hint.
@@ -157,6 +171,9 @@ func Load(opts Options) (*Policy, error) {
 	p.parsers.New = func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }
 	if opts.Shell == "posix" || opts.Shell == "sh" {
 		p.posix = &sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangPOSIX)) }}
+	}
+	if err := p.loadNetwork(opts); err != nil {
+		return nil, err
 	}
 	if err := p.layer(defaultTOML, OriginDefault, "default policy"); err != nil {
 		return nil, err
@@ -242,7 +259,10 @@ func (p *Policy) layer(src, origin, file string) error {
 		return &LoadError{File: file, Msg: fixTOMLMsg(err.Error())}
 	}
 	if k := unknownKey(md); k != nil {
-		return &LoadError{File: file, Line: lineOf(src, k[len(k)-1]), Msg: fmt.Sprintf("unknown key %q (a file has project_secrets, [defaults] and [[rule]] tables; a rule has action, command or path, access, reason, project, match, not_match)", k.String())}
+		return &LoadError{File: file, Line: lineOf(src, k[len(k)-1]), Msg: fmt.Sprintf("unknown key %q (a file has project_secrets, network_allow, network_deny, [defaults] and [[rule]] tables; a rule has action, command or path, access, reason, project, match, not_match)", k.String())}
+	}
+	if err := p.layerNetwork(rf.NetworkAllow, rf.NetworkDeny, src, origin, file); err != nil {
+		return err
 	}
 	for name, act := range rf.Defaults {
 		c, err := ParseCategory(name)
@@ -317,7 +337,7 @@ func unknownKey(md toml.MetaData) toml.Key {
 	}
 	for _, k := range md.Keys() {
 		switch {
-		case k[0] != "defaults" && k[0] != "rule" && k[0] != "project_secrets":
+		case k[0] != "defaults" && k[0] != "rule" && k[0] != "project_secrets" && k[0] != "network_allow" && k[0] != "network_deny":
 			return k
 		case k[0] == "rule" && len(k) > 1 && !slices.Contains(ruleKeys, k[1]):
 			return k
@@ -693,7 +713,7 @@ func Roots(dir string) []string {
 // changed.
 func (p *Policy) With(patterns, origins []string) (*Policy, error) {
 	q := Policy{tools: p.tools, defaults: p.defaults, defaultOrigin: p.defaultOrigin, pathRules: p.pathRules,
-		warnings: p.warnings, home: p.home, posix: p.posix, projectSecrets: p.projectSecrets}
+		warnings: p.warnings, home: p.home, posix: p.posix, projectSecrets: p.projectSecrets, net: p.net}
 	q.parsers.New = p.parsers.New
 	q.cmdRules = make(map[string][]*Rule, len(p.cmdRules)+len(patterns))
 	for k, rs := range p.cmdRules {

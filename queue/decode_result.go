@@ -310,6 +310,8 @@ func (p *resultParser) verdictField(v *Verdict, key string) bool {
 		v.Profile, ok = p.str()
 	case "reasons":
 		v.Reasons, ok = p.strings()
+	case "hosts":
+		v.Hosts, ok = p.strings()
 	}
 	return ok
 }

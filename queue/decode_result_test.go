@@ -24,6 +24,8 @@ func FuzzDecodeResult(f *testing.F) {
 			ChangedFiles: []FileChange{{Path: "/home/me/p/a.go", Change: "changed"}, {Path: "/home/me/p/b é.go", Change: "created"}},
 			Checkpoint:   &Checkpoint{Roots: []string{"/home/me/p"}}, StartedAt: at.In(time.FixedZone("x", 3600))},
 		{Version: 1, ID: "A3", Status: StatusExpired, Checkpoint: &Checkpoint{Error: "not in a git project"}, ChangedFiles: []FileChange{}},
+		{Version: 1, ID: "A4", Status: StatusDone, Verdict: &Verdict{Action: ActionAsk, Category: "networked", Profile: "networked",
+			Hosts: []string{"registry.npmjs.org", "example.com:8443", "10.0.0.0/8", "[::1]:443"}}},
 	} {
 		line, err := marshalLine(r)
 		if err != nil {
@@ -65,11 +67,20 @@ func TestDecodeResultFastPath(t *testing.T) {
 	r := Result{Version: 1, ID: "01M89GBA6BDB7YV9HNE8Z059N9", Status: StatusDone, Decision: Allow, DecidedBy: ByPolicy, ExitCode: &zero,
 		StartedAt: time.Now().UTC(), FinishedAt: time.Now().UTC(), OutputTail: "hi\n", Sandbox: "read_only",
 		Verdict: &Verdict{Action: ActionAllow, Category: "read_only", Risk: "low", Reasons: []string{"echo prints"}, Profile: "read_only"}}
-	line, err := marshalLine(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := decodeResultFast(line); !ok {
-		t.Fatalf("a result the engine writes took the slow path: %s", line)
+	networked := r
+	networked.Verdict = &Verdict{Action: ActionAllow, Category: "networked", Risk: "medium", Profile: "networked",
+		Hosts: []string{"registry.npmjs.org", "example.com:8443"}, HostsBy: map[string]string{"registry.npmjs.org": "knowledge: npm"}}
+	for _, r := range []Result{r, networked} {
+		line, err := marshalLine(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := decodeResultFast(line)
+		if !ok {
+			t.Fatalf("a result the engine writes took the slow path: %s", line)
+		}
+		if !reflect.DeepEqual(got.Verdict.Hosts, r.Verdict.Hosts) {
+			t.Fatalf("hosts decoded as %q, want %q", got.Verdict.Hosts, r.Verdict.Hosts)
+		}
 	}
 }

@@ -77,6 +77,21 @@ type Verdict struct {
 	// a person may allow (policy.Verdict.Grants): a run a person
 	// approved may write them, that run only.
 	Grants []string `json:"grants,omitempty"`
+	// Hosts are the hosts a networked run of the request may reach
+	// without asking, as rules of the run's proxy (netproxy.ParseRule:
+	// a name, *.domain, host:port, an address or a CIDR range): what
+	// its commands reach by themselves and the person's network_allow,
+	// less what network_deny refuses whole. HostsBy says why each is
+	// allowed ("knowledge: npm", "config: ~/.npmrc registry", "git
+	// remote origin", "the line: curl URL", "config: network_allow",
+	// "rule: network_allow in FILE:LINE"), for the proxy's records.
+	Hosts   []string          `json:"hosts,omitempty"`
+	HostsBy map[string]string `json:"-"`
+	// HostsDenied are the person's network_deny rules (same syntax): the
+	// run's proxy refuses them whatever admits them, and asks nobody
+	// about them. HostsDeniedBy says where each comes from.
+	HostsDenied   []string          `json:"-"`
+	HostsDeniedBy map[string]string `json:"-"`
 	// Parts are the simple commands (or paths) the verdict was made
 	// from, each with its own reading, for a person to see; not part of
 	// the result file.

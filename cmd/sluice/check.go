@@ -21,13 +21,15 @@ Every simple command in the line is judged (pipelines, lists, subshells,
 substitutions, the commands that sudo, env, xargs, find -exec, sh -c …
 run); the line gets the strictest action and the most severe category of
 its parts. The human format shows each part, its category, its action and
-the rule or default that decided it.
+the rule or default that decided it, then the hosts a networked run of the
+line reaches without asking (with why) and those it never reaches
+(network_allow and network_deny of config.toml and the policy files).
 
 Exit status: 0 whatever the verdict; 2 on a usage or policy-file error.
 `
 
 func cmdCheck(args []string, std cli.Stdio, g *cli.Globals) int {
-	fs := cli.NewFlags("check", "[--policy FILE] [--cwd DIR] [--json] -- COMMAND...", checkHelp, std, g).Unused("config")
+	fs := cli.NewFlags("check", "[--policy FILE] [--cwd DIR] [--json] -- COMMAND...", checkHelp, std, g)
 	var pf app.PolicyFlags
 	pf.Register(fs)
 	asJSON := fs.Bool("json", false, "print the verdict as one JSON object")
@@ -38,6 +40,13 @@ func cmdCheck(args []string, std cli.Stdio, g *cli.Globals) int {
 	pf.Spool = g.Spool
 	if len(words) == 0 {
 		return cli.UsageErr(std, "check", "no command given (sluice check -- COMMAND...)")
+	}
+	// config.toml's network_allow and network_deny are in the verdict's
+	// hosts; a configuration that does not load leaves them out.
+	if cfg, err := app.LoadConfig(g.Config); err == nil {
+		pf.Config = cfg
+	} else {
+		fmt.Fprintf(std.Err, "sluice check: warning: %v (its network_allow and network_deny are not applied)\n", err)
 	}
 	p, env, err := pf.Load()
 	if err != nil {
@@ -70,6 +79,7 @@ func cmdCheck(args []string, std cli.Stdio, g *cli.Globals) int {
 	if prof, err := sandbox.ParseProfile(v.Profile()); err == nil {
 		fmt.Fprintf(std.Out, "runs confined: %s (%s)\n", prof, prof.Describe())
 	}
+	printHosts(std, v)
 	if len(v.Reasons) > 0 {
 		fmt.Fprintln(std.Out, "because:")
 		for _, r := range v.Reasons {
@@ -77,4 +87,29 @@ func cmdCheck(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 	}
 	return cli.ExitOK
+}
+
+// printHosts shows the hosts a networked run of the line reaches without
+// asking, each with why, and those it never reaches.
+func printHosts(std cli.Stdio, v *policy.Verdict) {
+	if len(v.Hosts) > 0 {
+		what := "reaches without asking"
+		if v.Profile() != "networked" {
+			what = "would reach without asking, if its run had the network"
+		}
+		fmt.Fprintf(std.Out, "hosts it %s (others are asked about):\n", what)
+		tw := tabwriter.NewWriter(std.Out, 0, 0, 2, ' ', 0)
+		for _, h := range v.Hosts {
+			fmt.Fprintf(tw, "  %s\t%s\n", cli.Show(h), cli.Show(v.HostsBy[h]))
+		}
+		tw.Flush()
+	}
+	if len(v.HostsDenied) > 0 {
+		fmt.Fprintln(std.Out, "hosts it never reaches:")
+		tw := tabwriter.NewWriter(std.Out, 0, 0, 2, ' ', 0)
+		for _, h := range v.HostsDenied {
+			fmt.Fprintf(tw, "  %s\t%s\n", cli.Show(h), cli.Show(v.HostsDeniedBy[h]))
+		}
+		tw.Flush()
+	}
 }

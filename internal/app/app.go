@@ -116,7 +116,8 @@ func (a *App) Engine() (*queue.Engine, error) {
 		}
 	}
 	opts := policy.Options{User: user, UserRequired: required, Protect: own,
-		ProgramDirs: filepath.SplitList(os.Getenv("PATH")), Shell: exec.ShellDialect()}
+		ProgramDirs: filepath.SplitList(os.Getenv("PATH")), Shell: exec.ShellDialect(),
+		NetworkAllow: cfg.NetworkAllow, NetworkDeny: cfg.NetworkDeny}
 	judge := &policy.Judge{Options: opts, Trusts: policy.TrustStoreFor(TrustPath())}
 	if err := judge.Start(); err != nil {
 		return nil, err
@@ -134,6 +135,7 @@ func (a *App) Engine() (*queue.Engine, error) {
 	judge.Machine = machine{runner: r, checkpoints: cfg.CheckpointStore() != nil}
 	// A reloaded configuration changes what new runs get.
 	a.Reconfigure = func(c *Config) {
+		judge.SetNetwork(c.NetworkAllow, c.NetworkDeny)
 		nr := c.runner(sp.Dir(), user, path, StateDir(path), CheckpointDir(), TrustPath())
 		r.Reconfigure(exec.Settings{EnvAllow: nr.EnvAllow, SecretPatterns: nr.SecretPatterns,
 			DefaultTimeout: nr.DefaultTimeout, Grace: nr.Grace, Confine: nr.Confine})

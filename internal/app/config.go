@@ -16,6 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/sluice-dev/sluice/exec"
+	"github.com/sluice-dev/sluice/netproxy"
 )
 
 // Config is config.toml: how the engine runs things and how the console
@@ -73,6 +74,19 @@ type Config struct {
 	NotifyURL         string `toml:"notify_url"`
 	WebRequirePasskey bool   `toml:"web_require_passkey"`
 
+	// NetworkAllow are hosts (netproxy rules: host, *.domain,
+	// host:port, IP, CIDR) every networked run may reach without asking;
+	// NetworkDeny are hosts none reaches, whatever allows them (deny
+	// wins). Both go to the policy (policy.Options).
+	NetworkAllow []string `toml:"network_allow"`
+	NetworkDeny  []string `toml:"network_deny"`
+	// NetworkUpstreamProxy is an HTTP proxy (http://[user:pass@]host:port)
+	// networked runs' proxies reach the network through.
+	NetworkUpstreamProxy string `toml:"network_upstream_proxy"`
+	// NetworkAskTimeout bounds how long a connection to a host outside a
+	// run's set waits for a person (AskTimeout gives the default).
+	NetworkAskTimeout time.Duration `toml:"network_ask_timeout"`
+
 	Console consoleConfig `toml:"console"`
 
 	// Path is the file this came from ("" for none).
@@ -108,6 +122,15 @@ func (c consoleConfig) HistoryLen() int {
 	return *c.History
 }
 
+// AskTimeout is network_ask_timeout, defaulted (10 s): nobody answering
+// about a host within it refuses the connection.
+func (c *Config) AskTimeout() time.Duration {
+	if c.NetworkAskTimeout > 0 {
+		return c.NetworkAskTimeout
+	}
+	return netproxy.DefaultAskTimeout
+}
+
 // Limits a config must stay within.
 const (
 	MaxMaxAuto  = 64
@@ -115,6 +138,9 @@ const (
 	minGrace    = 200 * time.Millisecond
 	maxGrace    = 1500 * time.Millisecond
 	maxHistory  = 500 // the console keeps this many entries
+	// maxAskTimeout bounds network_ask_timeout: a tool's connection
+	// waits that long for a person, and most give up sooner.
+	maxAskTimeout = 10 * time.Minute
 )
 
 // defaultConfigFile is $XDG_CONFIG_HOME/sluice/config.toml.
@@ -219,6 +245,11 @@ func parseConfig(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("[console] trust_minutes = %d: must be between 1 and 1440", c.Console.TrustMinutes)
 	case c.Console.History != nil && (*c.Console.History < 0 || *c.Console.History > maxHistory):
 		return nil, fmt.Errorf("[console] history = %d: must be between 0 and %d", *c.Console.History, maxHistory)
+	case md.IsDefined("network_ask_timeout") && (c.NetworkAskTimeout < time.Second || c.NetworkAskTimeout > maxAskTimeout):
+		return nil, fmt.Errorf("%snetwork_ask_timeout = %s: must be between 1s and %s", lineOfKey(data, "network_ask_timeout"), c.NetworkAskTimeout, maxAskTimeout)
+	}
+	if err := checkNetwork(&c, data); err != nil {
+		return nil, err
 	}
 	for k, u := range map[string]string{"web_url": c.WebURL, "notify_url": c.NotifyURL} {
 		if u == "" {
@@ -264,4 +295,44 @@ func (c *Config) WebArgs() []string {
 		a = append(a, "--require-passkey")
 	}
 	return a
+}
+
+// checkNetwork checks the network keys: each network_allow and
+// network_deny entry a host rule, the upstream proxy an http URL.
+func checkNetwork(c *Config, data []byte) error {
+	for _, l := range []struct {
+		key   string
+		specs []string
+	}{{"network_allow", c.NetworkAllow}, {"network_deny", c.NetworkDeny}} {
+		for _, s := range l.specs {
+			if _, err := netproxy.ParseRule(s); err != nil {
+				return fmt.Errorf("%s%s: %s (want a host, *.domain, host:port, an IP address or a CIDR range)",
+					lineOfKey(data, l.key), l.key, strings.TrimPrefix(err.Error(), "netproxy: "))
+			}
+		}
+	}
+	if s := c.NetworkUpstreamProxy; s != "" {
+		raw := s
+		if !strings.Contains(raw, "://") {
+			raw = "http://" + raw
+		}
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme != "http" || u.Hostname() == "" || u.Path != "" && u.Path != "/" || u.RawQuery != "" {
+			shown := "(unreadable)"
+			if err == nil {
+				shown = u.Redacted()
+			}
+			return fmt.Errorf("%snetwork_upstream_proxy = %q: want http://host:port (user:password@ allowed)", lineOfKey(data, "network_upstream_proxy"), shown)
+		}
+	}
+	return nil
+}
+
+// lineOfKey is "line N: " for the line of data that sets top-level key,
+// "" when it cannot be told.
+func lineOfKey(data []byte, key string) string {
+	if n := keyLine(data, toml.Key{key}); n > 0 {
+		return fmt.Sprintf("line %d: ", n)
+	}
+	return ""
 }

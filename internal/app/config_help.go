@@ -77,6 +77,24 @@ for the next start. Every key is optional:
                                    # starts waiting
   web_require_passkey = false      # 'sluice web': approving a destructive or
                                    # unconfined run needs the device's passkey
+  network_allow = ["*.corp.example", "10.1.2.3:5432"]  # hosts every
+                                   # networked run may reach without asking,
+                                   # besides those its verdict names (the
+                                   # registries its programs use, the URLs and
+                                   # git remotes on the line, ~/.npmrc,
+                                   # pip.conf, GOPROXY): host, *.domain,
+                                   # host:port, IP or CIDR; the host's own
+                                   # services (loopback, 169.254.169.254,
+                                   # private ranges) only when named here
+  network_deny = ["10.0.0.0/8"]    # hosts no run reaches, whatever allows
+                                   # them (deny wins); a project's
+                                   # .sluice/policy.toml may add to it, never
+                                   # to network_allow
+  network_upstream_proxy = "http://proxy.corp.example:3128"  # where runs'
+                                   # proxies reach the network through
+  network_ask_timeout = "10s"      # a connection to a host outside the run's
+                                   # set waits this long for you, then is
+                                   # refused
 
   [console]
   theme = "auto"     # auto, dark, light, high-contrast, mono, or a file
@@ -98,12 +116,14 @@ var knownConfigKeys = map[string]bool{"max_auto": true, "default_timeout": true,
 	"sandbox_readable": true, "extra_sandbox_readable": true, "hook_confine": true,
 	"checkpoints": true, "checkpoint_keep": true, "checkpoint_max_age": true,
 	"web_url": true, "notify_url": true, "web_require_passkey": true,
+	"network_allow": true, "network_deny": true, "network_upstream_proxy": true, "network_ask_timeout": true,
 	"console.theme": true, "console.bell": true, "console.notify": true, "console.grace": true, "console.history": true, "console.trust_minutes": true}
 
 // knownKeysText lists the keys for an error message.
 const knownKeysText = "max_auto, default_timeout, kill_grace, env_allow, secret_patterns, extra_secret_patterns, " +
 	"sandbox, sandbox_writable, extra_sandbox_writable, sandbox_hidden, extra_sandbox_hidden, sandbox_readable, extra_sandbox_readable, max_procs, hook_confine, checkpoints, checkpoint_keep, checkpoint_max_age, " +
 	"web_url, notify_url, web_require_passkey, " +
+	"network_allow, network_deny, network_upstream_proxy, network_ask_timeout, " +
 	"[console] theme, bell, notify, grace, history, trust_minutes"
 
 // unknownKey is the error for key k, which config.toml does not have: the

@@ -14,6 +14,9 @@ type PolicyFlags struct {
 	file  string
 	cwd   string
 	Spool string // the --spool in effect, to protect it
+	// Config, when set, is the configuration whose network_allow and
+	// network_deny the verdicts take.
+	Config *Config
 }
 
 func (pf *PolicyFlags) Register(fs *cli.FlagSet) {
@@ -38,6 +41,9 @@ func (pf *PolicyFlags) Load() (*policy.Policy, policy.Env, error) {
 		}
 	}
 	opts.Protect = OwnPaths(opts.User, pf.Spool)
+	if pf.Config != nil {
+		opts.NetworkAllow, opts.NetworkDeny = pf.Config.NetworkAllow, pf.Config.NetworkDeny
+	}
 	p, err := policy.Load(opts)
 	return p, policy.Env{Cwd: dir, Roots: policy.Roots(dir)}, err
 }
