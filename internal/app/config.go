@@ -63,6 +63,19 @@ type Config struct {
 	CheckpointKeep   int           `toml:"checkpoint_keep"`
 	CheckpointMaxAge time.Duration `toml:"checkpoint_max_age"`
 
+	// NetworkAllow are hosts (netproxy rules: host, *.domain,
+	// host:port, IP, CIDR) every networked run may reach without asking;
+	// NetworkDeny are hosts none reaches, whatever allows them (deny
+	// wins). Both go to the policy (policy.Options).
+	NetworkAllow []string `toml:"network_allow"`
+	NetworkDeny  []string `toml:"network_deny"`
+	// NetworkUpstreamProxy is an HTTP proxy (http://[user:pass@]host:port)
+	// networked runs' proxies reach the network through.
+	NetworkUpstreamProxy string `toml:"network_upstream_proxy"`
+	// NetworkAskTimeout bounds how long a connection to a host outside a
+	// run's set waits for a person (AskTimeout gives the default).
+	NetworkAskTimeout time.Duration `toml:"network_ask_timeout"`
+
 	Console consoleConfig `toml:"console"`
 
 	// Path is the file this came from ("" for none).
