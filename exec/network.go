@@ -51,6 +51,40 @@ type runProxy struct {
 // startProxy serves the run's proxy on box's listener; nil when the run
 // has none.
 func startProxy(box *sandbox.Confinement, req *queue.Request, hosts []string, c *Confine, ask AskFunc) (*runProxy, error) {
+	return serveProxy(box, Connect{RunID: req.ID, Command: req.Command, Cwd: req.Cwd, Agent: req.Agent, Session: req.Session},
+		hosts, c, ask)
+}
+
+// RunProxy is the proxy of a run started outside a Runner ('sluice
+// sandbox' hosts its command's proxy itself).
+type RunProxy struct{ rp *runProxy }
+
+// StartProxy serves the proxy of box's run, which run describes (its
+// Host and Port are left empty): hosts and c's network_allow admitted,
+// c's network_deny refused, ask asked about the rest. Nil when the run
+// has no proxy (box prepared without Spec.Proxy).
+func StartProxy(box *sandbox.Confinement, run Connect, hosts []string, c *Confine, ask AskFunc) (*RunProxy, error) {
+	rp, err := serveProxy(box, run, hosts, c, ask)
+	if rp == nil || err != nil {
+		return nil, err
+	}
+	return &RunProxy{rp}, nil
+}
+
+// URL is the proxy as the run's environment names it (sandbox.ProxyEnv).
+func (p *RunProxy) URL() string { return p.rp.url }
+
+// Close stops the proxy, once the run's processes are gone, and returns
+// what the run contacted.
+func (p *RunProxy) Close() []queue.Contact { return p.rp.close() }
+
+// ProxyNote is what a failed run of a proxy ends with (Runner.Run's own
+// runs get it in their output): the proxy's refusals, or that only the
+// proxy leads out where tail says a connection failed.
+func ProxyNote(cs []queue.Contact, tail []byte) string { return proxyNote(cs, tail) }
+
+// serveProxy is startProxy for the run q describes.
+func serveProxy(box *sandbox.Confinement, q Connect, hosts []string, c *Confine, ask AskFunc) (*runProxy, error) {
 	ln := box.ProxyListener()
 	if ln == nil {
 		return nil, nil
@@ -60,7 +94,6 @@ func startProxy(box *sandbox.Confinement, req *queue.Request, hosts []string, c 
 		return nil, err
 	}
 	if ask != nil {
-		q := Connect{RunID: req.ID, Command: req.Command, Cwd: req.Cwd, Agent: req.Agent, Session: req.Session}
 		cfg.Ask = func(ctx context.Context, host string, port int) (netproxy.Answer, error) {
 			q := q
 			q.Host, q.Port = host, port
