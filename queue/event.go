@@ -66,7 +66,7 @@ type Event struct {
 	// the run that asks.
 	Host  string `json:"host,omitempty"`
 	RunID string `json:"run_id,omitempty"`
-	Cwd        string `json:"cwd,omitempty"`
+	Cwd   string `json:"cwd,omitempty"`
 	// Spool is the spool the request came through (its directory): one
 	// audit log may serve several spools, and a console shows its own.
 	Spool string `json:"spool,omitempty"`

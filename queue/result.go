@@ -77,6 +77,9 @@ type Verdict struct {
 	// a person may allow (policy.Verdict.Grants): a run a person
 	// approved may write them, that run only.
 	Grants []string `json:"grants,omitempty"`
+	// Hosts are the hosts a networked run of the request reaches without
+	// asking (netproxy rules: host, *.domain, host:port, IP, CIDR).
+	Hosts []string `json:"hosts,omitempty"`
 	// Parts are the simple commands (or paths) the verdict was made
 	// from, each with its own reading, for a person to see; not part of
 	// the result file.

@@ -70,7 +70,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 // FullHelp is what ? shows.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.Trust, k.Mark, k.Kill, k.GoAhead, k.ApproveUnconfined, k.Undo, k.ApproveRun},
+		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.Trust, k.Mark, k.Kill, k.GoAhead, k.ApproveUnconfined, k.Undo},
 		{k.Up, k.Down, k.Tab, k.Filter},
 		{k.ScrollUp, k.ScrollDown, k.Top, k.Bottom, k.Follow, k.NextHunk, k.PrevHunk},
 		{k.Help, k.Quit},
