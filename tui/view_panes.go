@@ -95,7 +95,11 @@ func (m *Model) queueLines(w, h int) []string {
 		if it.req.Kind == queue.KindConnect {
 			// The answers stay in sight: the command gives way.
 			room := max(1, w-m.st.Queue.Item.GetHorizontalFrameSize())
-			row = strings.TrimRight(fit(left+" "+plainText(shortSummary(it.req)), max(1, room-ansi.StringWidth(connectHint))), " ") + connectHint
+			wants := " wants " + plainText(it.req.Target()) + connectHint
+			if it.req.Command == "" {
+				wants = " connect " + plainText(it.req.Target()) + connectHint
+			}
+			row = strings.TrimRight(fit(left+" "+plainText(it.req.Command), max(1, room-ansi.StringWidth(wants))), " ") + wants
 			row = fit(row, room)
 		}
 		if i == m.selected {
