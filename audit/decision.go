@@ -163,6 +163,15 @@ func CheckAllow(path string, req *queue.Request, res *queue.Result) error {
 		return fmt.Errorf("the audit log cannot be read: the decision's line for request %s is not JSON", req.ID)
 	case name != queue.EventAutoAllowed && name != queue.EventApproved:
 		return fmt.Errorf("the audit log says %s for request %s", name, req.ID)
+	case res.Scope != "" && res.Scope != queue.ScopeOnce:
+		// A wider allow than once must be the one the person gave.
+		ev, err := DecodeLine(raw)
+		if err != nil {
+			return fmt.Errorf("the audit log cannot be read: %w", err)
+		}
+		if ev.Event != name || ev.Scope != res.Scope {
+			return fmt.Errorf("the audit log does not hold an allow for this %s", res.Scope)
+		}
 	case res.Command != "" && res.Command != req.Command:
 		ev, err := DecodeLine(raw)
 		if err != nil {

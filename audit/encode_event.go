@@ -9,12 +9,14 @@ import (
 
 // appendEvent appends ev as encoding/json (HTML escaping off) encodes it,
 // without the newline, or reports false for what it leaves to
-// encoding/json: changed files, checkpoints, torn spans, and times outside
-// years 0-9999. Every step an engine takes is an audit line, and most are
+// encoding/json: changed files, checkpoints, torn spans, a connect
+// request's members, a run's network contacts, and times outside years
+// 0-9999. Every step an engine takes is an audit line, and most are
 // a handful of strings; reflection made the encoding a large part of the
 // recorder's time with a backlog (FuzzEventEncoding holds the bytes equal).
 func appendEvent(b []byte, ev *queue.Event) ([]byte, bool) {
-	if len(ev.ChangedFiles) > 0 || ev.Checkpoint != nil || ev.Torn != nil || !queue.EncodableTime(ev.TS) {
+	if len(ev.ChangedFiles) > 0 || ev.Checkpoint != nil || ev.Torn != nil || !queue.EncodableTime(ev.TS) ||
+		ev.Host != "" || ev.RunID != "" || len(ev.Network) > 0 || ev.Scope != "" {
 		return b, false
 	}
 	b = append(b, seqPrefix...)

@@ -3,16 +3,19 @@
 package exec
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
 	"github.com/sluice-dev/sluice/queue"
@@ -79,6 +82,22 @@ type Confine struct {
 	Fetch []string
 	// MaxProcs bounds a run's processes; 0 means DefaultMaxProcs.
 	MaxProcs int
+
+	// NetAllow are host rules (netproxy.ParseRule: host, *.domain,
+	// host:port, IP, CIDR) every confined networked run reaches without
+	// asking (network_allow); NetDeny are refused whatever allows them
+	// (network_deny). A rule that does not read fails the run.
+	NetAllow, NetDeny []string
+	// NetUpstream is the HTTP proxy the runs' proxies go through
+	// (network_upstream_proxy); "" for none.
+	NetUpstream string
+	// NetAskTimeout bounds the wait for a person's answer about a host
+	// (network_ask_timeout); 0 means netproxy.DefaultAskTimeout.
+	NetAskTimeout time.Duration
+
+	// resolve replaces DNS in the runs' proxies: tests only
+	// (netproxy.Config.Resolve).
+	resolve func(ctx context.Context, host string, port int) ([]netip.AddrPort, error)
 }
 
 // DefaultHidden are the secret paths under home no confined run reads.
@@ -503,9 +522,12 @@ func (r *Runner) confine(dir, tty string, opt Options, c *Confine) *confinement 
 	if opt.Approved && profile.Writes() {
 		writable = append(slices.Clip(writable), grantPaths(opt.Grants)...)
 	}
+	// A networked run reaches the network only through a proxy of its
+	// own (network.go).
+	proxy := profile.Network() && sandbox.ProxySupported()
 	box, err := sandbox.Prepare(sandbox.Spec{Profile: profile, Roots: roots, Writable: writable,
 		Hidden: hidden, Closed: c.Closed, Readable: c.Readable, TmpDir: tmp, TTY: tty,
-		Protect: protect, Masked: masked, Box: c.Box})
+		Protect: protect, Masked: masked, Box: c.Box, Proxy: proxy})
 	if err != nil {
 		r.tmps.put(tmp)
 		return &confinement{label: nonePrefix + err.Error()}

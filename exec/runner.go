@@ -44,6 +44,10 @@ type Runner struct {
 	// Confine, when set, confines each run to its profile (exec/sandbox);
 	// nil runs everything unconfined.
 	Confine *Confine
+	// Ask, when set, asks a person whether a confined networked run may
+	// reach a host outside its set (SpoolAsk); nil refuses every such
+	// host.
+	Ask AskFunc
 
 	mu      sync.Mutex
 	running map[string]*os.File // request id → pty master, for Resize
@@ -143,6 +147,10 @@ type Options struct {
 	// Hidden and closed paths stay as they are. Ignored without
 	// Approved.
 	Grants []string
+	// Hosts are the hosts a confined networked run reaches without
+	// asking besides network_allow (queue.Verdict.Hosts: netproxy
+	// rules).
+	Hosts []string
 }
 
 // Run runs req (kind exec) with /bin/sh -c req.Command in req.Cwd (the
@@ -231,6 +239,18 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		res.Log = ""
 		return fail(fmt.Errorf("not run: allowed only confined, and this run could not be (%s)", box.label))
 	}
+	proxy, err := startProxy(box.box, req, opt.Hosts, set.Confine, r.Ask)
+	if err != nil {
+		master.Close()
+		tty.Close()
+		res.Log = ""
+		return fail(fmt.Errorf("not run: the run's network proxy: %w", err))
+	}
+	defer proxy.close() // on the paths that do not reach the end
+	if proxy != nil {
+		// The sandbox line says how the run reaches the network.
+		res.Sandbox += "; " + box.box.Network()
+	}
 	cg := r.cgroup()
 	defer r.uncgroup(cg)
 	env := r.env(req, dir, set)
@@ -239,6 +259,9 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	}
 	if opt.Caches != "" && box.box != nil {
 		env = append(env, CacheEnv(opt.Caches)...)
+	}
+	if proxy != nil {
+		env = sandbox.ProxyEnv(env, proxy.url)
 	}
 	cmd, direct := command(req.Command, dir, env)
 	if boxed, _ := box.box.Boxed(); boxed && direct {
@@ -324,6 +347,8 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 	// Nothing the run started outlives it: what it left behind, in its
 	// session or out of it, goes now.
 	cg.Kill(reapMax)
+	// Its connections are gone with it: what it contacted is complete.
+	res.Network = proxy.close()
 
 	p.drain()
 	if guarded != nil {
@@ -336,6 +361,11 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		spec := box.box.Spec()
 		if note := box.explain(dir, code, p.tail.bytes(), &spec); note != "" {
 			p.write([]byte(note))
+		}
+		if code != 0 && proxy != nil {
+			if note := proxyNote(res.Network, p.tail.bytes()); note != "" {
+				p.write([]byte(note))
+			}
 		}
 	}
 	r.untrack(req.ID, master)

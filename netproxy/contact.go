@@ -4,6 +4,8 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sluice-dev/sluice/queue"
 )
 
 // Contact is one host and port a run contacted or tried to, as the result
@@ -99,4 +101,17 @@ func (c *countConn) Write(b []byte) (int, error) {
 	n, err := c.ReadWriter.Write(b)
 	c.written.Add(int64(n))
 	return n, err
+}
+
+// Queue gives contacts in the form results and audit lines carry them
+// (queue.Result.Network); nil for none.
+func Queue(cs []Contact) []queue.Contact {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]queue.Contact, len(cs))
+	for i, c := range cs {
+		out[i] = queue.Contact{Host: c.Host, Port: c.Port, Sent: c.Sent, Received: c.Received, AllowedBy: c.AllowedBy}
+	}
+	return out
 }

@@ -41,6 +41,12 @@ func (p *Proxy) serveHTTP(c net.Conn, lr *limitReader, br *bufio.Reader) {
 		}
 		lr.n = 1 << 62
 		_ = c.SetReadDeadline(time.Time{})
+		if !p.authorized(req) {
+			writeStatusHeader(c, http.StatusProxyAuthRequired,
+				"sluice: this proxy serves one run, and the request does not carry its token",
+				"Proxy-Authenticate: Basic realm=\"sluice\"\r\n")
+			return
+		}
 		if req.Method == http.MethodConnect {
 			up.close(p)
 			up = nil
@@ -89,10 +95,14 @@ func (p *Proxy) serveConnect(c net.Conn, lr *limitReader, br *bufio.Reader, req 
 // what the client still sends (a request body), for a while: closing a
 // socket with unread bytes resets it, and the reset can overtake the
 // answer.
-func writeStatus(c net.Conn, code int, line string) {
+func writeStatus(c net.Conn, code int, line string) { writeStatusHeader(c, code, line, "") }
+
+// writeStatusHeader is writeStatus with more header lines (each ending
+// in CR LF).
+func writeStatusHeader(c net.Conn, code int, line, header string) {
 	line = clean(line)
 	body := line + "\n"
-	_, _ = io.WriteString(c, "HTTP/1.1 "+strconv.Itoa(code)+" "+line+"\r\n"+
+	_, _ = io.WriteString(c, "HTTP/1.1 "+strconv.Itoa(code)+" "+line+"\r\n"+header+
 		"Content-Type: text/plain; charset=utf-8\r\n"+
 		"Content-Length: "+strconv.Itoa(len(body))+"\r\n"+
 		"Connection: close\r\n\r\n"+body)

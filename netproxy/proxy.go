@@ -50,6 +50,12 @@ type Config struct {
 	Resolve func(ctx context.Context, host string, port int) ([]netip.AddrPort, error)
 	// DialTimeout bounds each dial; 0 means 30 s.
 	DialTimeout time.Duration
+	// Token, if set, is the password every client must give (HTTP:
+	// Proxy-Authorization basic credentials, any user name; SOCKS5: its
+	// username/password method): a proxy on a port other processes of
+	// the host can reach serves its run alone. A client without it is
+	// answered 407 (SOCKS5: no acceptable method) and not recorded.
+	Token string
 }
 
 // Answer is the person's answer about a host outside the run's set.

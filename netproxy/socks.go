@@ -9,7 +9,8 @@ import (
 	"syscall"
 )
 
-// SOCKS5 (RFC 1928): no authentication, CONNECT only.
+// SOCKS5 (RFC 1928): no authentication (or, with a token, a password:
+// RFC 1929), CONNECT only.
 const (
 	socksVersion     = 5
 	socksNoAuth      = 0
@@ -35,11 +36,17 @@ func (p *Proxy) serveSOCKS(c net.Conn, lr *limitReader, br *bufio.Reader) {
 	if err != nil {
 		return
 	}
-	if !methods[socksNoAuth] {
+	switch {
+	case p.cfg.Token != "" && methods[socksUserPass]:
+		if _, err := c.Write([]byte{socksVersion, socksUserPass}); err != nil || !p.socksAuth(c, br) {
+			return
+		}
+	case p.cfg.Token == "" && methods[socksNoAuth]:
+		if _, err := c.Write([]byte{socksVersion, socksNoAuth}); err != nil {
+			return
+		}
+	default:
 		_, _ = c.Write([]byte{socksVersion, socksNoMethod})
-		return
-	}
-	if _, err := c.Write([]byte{socksVersion, socksNoAuth}); err != nil {
 		return
 	}
 	t, code, err := readSOCKSRequest(br)

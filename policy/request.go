@@ -249,6 +249,12 @@ func (p *Policy) CheckRequest(req *queue.Request) *Verdict {
 		return p.checkWrites("patch", paths, env)
 	case queue.KindTool:
 		return p.checkTool(req, env)
+	case queue.KindConnect:
+		// A run asks about a host outside its verdict's set: only a
+		// person widens the set (network_deny is refused by the run's
+		// proxy before it asks).
+		return &Verdict{Action: Ask, Category: Networked, Risk: Medium,
+			Reasons: []string{"a networked run asks to reach " + req.Target() + ", a host its verdict does not name"}}
 	}
 	return &Verdict{Action: Ask, Category: Unknown, Risk: Medium, Reasons: []string{"unknown request kind " + string(req.Kind)}}
 }

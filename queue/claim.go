@@ -428,7 +428,7 @@ func endedResult(ev *Event) Result {
 		status = map[EventName]Status{EventFinished: StatusDone, EventTimeout: StatusTimeout, EventKilled: StatusKilled}[ev.Event]
 	}
 	return Result{ID: ev.ID, Status: status, Reason: ev.Reason, ExitCode: ev.ExitCode, DurationMS: ev.DurationMS,
-		Sandbox: ev.Sandbox, ChangedFiles: ev.ChangedFiles, Checkpoint: ev.Checkpoint, Log: LogRel(ev.ID),
+		Sandbox: ev.Sandbox, ChangedFiles: ev.ChangedFiles, Checkpoint: ev.Checkpoint, Network: ev.Network, Log: LogRel(ev.ID),
 		Decision: Allow, DecidedBy: decider(ev), Verdict: ev.Verdict}
 }
 

@@ -251,6 +251,9 @@ func (p *resultParser) resultField(r *Result, key string) bool {
 		r.Log, ok = p.str()
 	case "sandbox":
 		r.Sandbox, ok = p.str()
+	case "scope":
+		s, ok = p.str()
+		r.Scope = Scope(s)
 	case "exit_code":
 		if n, ok = p.integer(); ok && int64(int(n)) == n {
 			code := int(n)

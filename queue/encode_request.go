@@ -37,6 +37,12 @@ func appendRequestLine(b []byte, r *Request) ([]byte, bool) {
 	}
 	b = appendField(b, "diff", r.Diff)
 	b = appendField(b, "tool", r.Tool)
+	b = appendField(b, "host", r.Host)
+	if r.Port != 0 {
+		b = append(b, `,"port":`...)
+		b = strconv.AppendInt(b, int64(r.Port), 10)
+	}
+	b = appendField(b, "run_id", r.RunID)
 	b = appendField(b, "cwd", r.Cwd)
 	if r.TimeoutS != 0 {
 		b = append(b, `,"timeout_s":`...)

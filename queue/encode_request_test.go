@@ -31,7 +31,8 @@ func FuzzRequestEncoding(f *testing.F) {
 	f.Fuzz(func(t *testing.T, version int, id, kind, command, cwd, envKey, envVal string, timeout, tty int, agent, note string, created, expires int64) {
 		r := &Request{Version: version, ID: id, Kind: Kind(kind), Command: command, Cwd: cwd,
 			Path: command + cwd, Content: note, OldString: agent, NewString: cwd, ReplaceAll: tty%2 == 0,
-			Diff: note, Tool: kind, TimeoutS: timeout, Agent: agent, Session: id, Note: note}
+			Diff: note, Tool: kind, TimeoutS: timeout, Agent: agent, Session: id, Note: note,
+			Host: agent, Port: timeout * 7, RunID: id}
 		if envKey != "" || envVal != "" {
 			r.Env = map[string]string{envKey: envVal, envVal + "2": envKey}
 		}

@@ -53,6 +53,10 @@ type RunOptions struct {
 	// GoAhead, when not nil, is closed when a person lets the run go
 	// ahead without waiting for its turn (Engine.GoAhead).
 	GoAhead <-chan struct{}
+
+	// scope is a connect request's allow's reach (the engine's own: a
+	// connect request is answered, never run).
+	scope Scope
 }
 
 // TurnObserver is what an Observer may also be: told when a run it was
@@ -764,6 +768,9 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 	}
 	if req.EffectiveMode() == ModeDecide {
 		res := Result{Status: StatusDecided, Decision: Allow, DecidedBy: by, Verdict: &v, Command: ranAs}
+		if req.Kind == KindConnect {
+			res.Scope = opt.scope
+		}
 		err := c.Finish(res)
 		e.finished(req, res)
 		return res, err
@@ -804,7 +811,7 @@ func (e *Engine) actRecorded(ctx context.Context, c *Claim, v Verdict, by Decide
 	}
 	if err := e.record(name, req, actor, func(x *Event) {
 		x.Status, x.Reason, x.ExitCode, x.DurationMS, x.OutputSHA256 = res.Status, res.Reason, res.ExitCode, res.DurationMS, sum
-		x.Sandbox, x.ChangedFiles, x.Checkpoint = res.Sandbox, res.ChangedFiles, res.Checkpoint
+		x.Sandbox, x.ChangedFiles, x.Checkpoint, x.Network = res.Sandbox, res.ChangedFiles, res.Checkpoint, res.Network
 	}); err != nil {
 		// The command ran; its answer still goes back, and the log's gap
 		// is what verify will show.
@@ -871,6 +878,10 @@ type Approval struct {
 	// Unconfined runs the command without the confinement its verdict
 	// would give it; the approval is audited with sandbox "unconfined".
 	Unconfined bool
+	// Scope is how far the allow of a connect request reaches: ScopeRun
+	// for the rest of the asking run; empty or ScopeOnce for the
+	// connections waiting on the question. Other kinds ignore it.
+	Scope Scope
 }
 
 // Unconfined is the sandbox of a run a person chose to run without
@@ -923,8 +934,15 @@ func (e *Engine) ApproveAs(ctx context.Context, id string, a Approval) (Result, 
 		e.finished(c.Request, res)
 		return res, fmt.Errorf("%w: %s", ErrPolicyDenies, reason)
 	}
+	scope := Scope("")
+	if c.Request.Kind == KindConnect {
+		scope = ScopeOnce
+		if a.Scope == ScopeRun {
+			scope = ScopeRun
+		}
+	}
 	if err := e.record(EventApproved, c.Request, actor, func(x *Event) {
-		x.Verdict, x.EditedFrom = &v, editedFrom
+		x.Verdict, x.EditedFrom, x.Scope = &v, editedFrom, scope
 		if a.Unconfined && c.Request.Kind == KindExec {
 			x.Sandbox = Unconfined
 		}
@@ -932,7 +950,7 @@ func (e *Engine) ApproveAs(ctx context.Context, id string, a Approval) (Result, 
 		c.Close()
 		return Result{}, err
 	}
-	return e.act(ctx, c, v, ByHuman, actor, RunOptions{Output: output, Unconfined: a.Unconfined}, editedFrom != "")
+	return e.act(ctx, c, v, ByHuman, actor, RunOptions{Output: output, Unconfined: a.Unconfined, scope: scope}, editedFrom != "")
 }
 
 // Deny claims request id for a person and refuses it with reason; the

@@ -70,7 +70,11 @@ type Event struct {
 	EditedFrom string `json:"edited_from,omitempty"`
 	Path       string `json:"path,omitempty"` // write, edit: the file
 	Tool       string `json:"tool,omitempty"` // tool: the tool's name
-	Cwd        string `json:"cwd,omitempty"`
+	// Host is what a connect request asks to reach (host:port), RunID
+	// the run that asks.
+	Host  string `json:"host,omitempty"`
+	RunID string `json:"run_id,omitempty"`
+	Cwd   string `json:"cwd,omitempty"`
 	// Spool is the spool the request came through (its directory): one
 	// audit log may serve several spools, and a console shows its own.
 	Spool string `json:"spool,omitempty"`
@@ -88,6 +92,12 @@ type Event struct {
 	// timeout and killed.
 	ChangedFiles []FileChange `json:"changed_files,omitempty"`
 	Checkpoint   *Checkpoint  `json:"checkpoint,omitempty"`
+	// Network is the run's contacts (Result.Network), on finished,
+	// timeout and killed.
+	Network []Contact `json:"network,omitempty"`
+	// Scope is a connect request's allow's reach (Result.Scope), on
+	// approved.
+	Scope Scope `json:"scope,omitempty"`
 
 	// Torn is set on EventAuditRepaired only: the bytes it skips.
 	Torn *TornSpan `json:"torn,omitempty"`
@@ -120,6 +130,9 @@ func NewEvent(name EventName, r *Request) Event {
 		ev.Path = r.Path
 	case KindTool:
 		ev.Tool = r.Tool
+	case KindConnect:
+		// The run's command, for reading: nothing runs it.
+		ev.Command, ev.Host, ev.RunID = r.Command, r.Target(), r.RunID
 	}
 	return ev
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,10 @@ const (
 	KindEdit  Kind = "edit"  // replace OldString with NewString in Path
 	KindPatch Kind = "patch" // apply the unified Diff under Cwd
 	KindTool  Kind = "tool"  // any other tool call; decide mode only
+	// KindConnect asks whether a networked run (RunID) may reach Host at
+	// Port, a host outside the set its verdict names; decide mode only:
+	// nothing runs, the answer is the decision (and Result.Scope).
+	KindConnect Kind = "connect"
 )
 
 // Mode says what the actor does once a request is allowed.
@@ -47,22 +52,28 @@ const (
 
 // Request is one request file, new/<id>.json.
 type Request struct {
-	Version    int               `json:"version"`
-	ID         string            `json:"id"`
-	Kind       Kind              `json:"kind"`
-	Mode       Mode              `json:"mode,omitempty"`
-	Command    string            `json:"command,omitempty"`
-	Path       string            `json:"path,omitempty"`
-	Content    string            `json:"content,omitempty"`
-	OldString  string            `json:"old_string,omitempty"`
-	NewString  string            `json:"new_string,omitempty"`
-	ReplaceAll bool              `json:"replace_all,omitempty"`
-	Diff       string            `json:"diff,omitempty"`
-	Tool       string            `json:"tool,omitempty"`
-	Input      json.RawMessage   `json:"input,omitempty"`
-	Cwd        string            `json:"cwd,omitempty"`
-	TimeoutS   int               `json:"timeout_s,omitempty"`
-	Env        map[string]string `json:"env,omitempty"`
+	Version    int             `json:"version"`
+	ID         string          `json:"id"`
+	Kind       Kind            `json:"kind"`
+	Mode       Mode            `json:"mode,omitempty"`
+	Command    string          `json:"command,omitempty"`
+	Path       string          `json:"path,omitempty"`
+	Content    string          `json:"content,omitempty"`
+	OldString  string          `json:"old_string,omitempty"`
+	NewString  string          `json:"new_string,omitempty"`
+	ReplaceAll bool            `json:"replace_all,omitempty"`
+	Diff       string          `json:"diff,omitempty"`
+	Tool       string          `json:"tool,omitempty"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	// Host and Port are what a connect request's run asks to reach: a
+	// host name or an IP literal, and a TCP port.
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
+	// RunID is the request whose run asks (connect).
+	RunID    string            `json:"run_id,omitempty"`
+	Cwd      string            `json:"cwd,omitempty"`
+	TimeoutS int               `json:"timeout_s,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
 	// TTY says whether the command wants a terminal: false runs it with
 	// pipes (stdout and stderr merged in order). Absent: a terminal, as
 	// before the field existed.
@@ -339,14 +350,48 @@ func (r *Request) validateKind() error {
 		if len(r.Input) > 0 && bytes.TrimLeft(r.Input, " \t\r\n")[0] != '{' {
 			return invalidf("tool input must be a JSON object")
 		}
+	case KindConnect:
+		return r.validateConnect()
 	default:
 		return invalidf("unknown kind %q (want one of %s)", r.Kind, strings.Join(kindNames(), ", "))
 	}
 	return nil
 }
 
+// validateConnect checks a connect request: a host that could be a name or
+// an IP literal, a port, the run's id; never execute mode.
+func (r *Request) validateConnect() error {
+	switch {
+	case r.Mode == ModeExecute:
+		return invalidf("kind connect is decide mode only")
+	case r.Host == "":
+		return invalidf("kind connect needs a \"host\"")
+	case len(r.Host) > 255 || strings.IndexFunc(r.Host, func(c rune) bool {
+		return c <= ' ' || c >= 0x7f || strings.ContainsRune("/@?#\\\"'`", c)
+	}) >= 0:
+		return invalidf("host %q is not a host name or an IP address", r.Host)
+	case r.Port < 1 || r.Port > 65535:
+		return invalidf("kind connect needs a \"port\" from 1 to 65535")
+	case r.RunID != "" && !ValidID(r.RunID):
+		return invalidf("run_id %q is not a request id", r.RunID)
+	case strings.ContainsRune(r.Command, 0):
+		return invalidf("command holds a NUL byte")
+	}
+	return nil
+}
+
+// Target is a connect request's host and port as host:port, with brackets
+// around an IPv6 address.
+func (r *Request) Target() string {
+	host := r.Host
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return host + ":" + strconv.Itoa(r.Port)
+}
+
 func kindNames() []string {
-	return []string{string(KindExec), string(KindWrite), string(KindEdit), string(KindPatch), string(KindTool)}
+	return []string{string(KindExec), string(KindWrite), string(KindEdit), string(KindPatch), string(KindTool), string(KindConnect)}
 }
 
 func checkPath(field, p string) error {
@@ -365,7 +410,7 @@ func (r *Request) EffectiveMode() Mode {
 	switch {
 	case r.Mode != "":
 		return r.Mode
-	case r.Kind == KindTool:
+	case r.Kind == KindTool, r.Kind == KindConnect:
 		return ModeDecide
 	default:
 		return ModeExecute
@@ -385,6 +430,11 @@ func (r *Request) Summary() string {
 		return "patch in " + r.Cwd
 	case KindTool:
 		return "tool " + r.Tool
+	case KindConnect:
+		if r.Command != "" {
+			return r.Command + " wants " + r.Target()
+		}
+		return "connect " + r.Target()
 	}
 	return string(r.Kind)
 }

@@ -135,7 +135,40 @@ type Result struct {
 	ChangedFiles []FileChange `json:"changed_files,omitempty"`
 	// Checkpoint says where the checkpoints are, for 'sluice undo'.
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	// Network lists the hosts a networked run contacted, or tried to,
+	// through its proxy: one entry per host, port and what allowed it.
+	Network []Contact `json:"network,omitempty"`
+	// Scope is how far a person's allow of a connect request reaches:
+	// ScopeOnce or ScopeRun.
+	Scope Scope `json:"scope,omitempty"`
 }
+
+// Contact is one host and port a networked run contacted or tried to
+// (Result.Network; package netproxy fills them in).
+type Contact struct {
+	// Host is the name the run asked for, or the IP literal it gave.
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// Sent and Received count the bytes each way.
+	Sent     int64 `json:"sent"`
+	Received int64 `json:"received"`
+	// AllowedBy says what let it through: a rule's origin ("verdict",
+	// "network_allow"), "asked-once" or "asked-run"; or "refused: " and
+	// why.
+	AllowedBy string `json:"allowed_by"`
+}
+
+// Scope is how far an allow of a connect request reaches.
+type Scope string
+
+// The scopes of a connect request's allow.
+const (
+	// ScopeOnce admits the connections waiting on the question; the
+	// next one asks again.
+	ScopeOnce Scope = "once"
+	// ScopeRun admits the host and port for the rest of the run.
+	ScopeRun Scope = "run"
+)
 
 // FileChange is one file a run created, changed or deleted.
 type FileChange struct {

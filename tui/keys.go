@@ -6,6 +6,9 @@ import "charm.land/bubbles/v2/key"
 // never literal keys.
 type KeyMap struct {
 	Approve, Deny, Edit, ApproveRule, Kill key.Binding
+	// ApproveRun allows a connect request's host for the rest of the
+	// asking run.
+	ApproveRun key.Binding
 	// GoAhead lets a run that waits for its turn behind another in the
 	// same project start now.
 	GoAhead                           key.Binding
@@ -25,6 +28,7 @@ func DefaultKeyMap() KeyMap {
 		Deny:        key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "deny")),
 		Edit:        key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit+approve")),
 		ApproveRule: key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "approve+rule")),
+		ApproveRun:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "allow a host for the rest of its run")),
 		Kill:        key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "kill")),
 		GoAhead:     key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "let a waiting run go ahead")),
 		Undo:        key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "undo a run's changes")),

@@ -356,7 +356,7 @@ func (m *Model) applyLogged(ev *queue.Event) {
 	}
 	if ev.Status != "" {
 		res := &queue.Result{ID: ev.ID, Status: ev.Status, ExitCode: ev.ExitCode, DurationMS: ev.DurationMS,
-			Reason: ev.Reason, Sandbox: ev.Sandbox, DecidedBy: r.by, ChangedFiles: ev.ChangedFiles, Checkpoint: ev.Checkpoint}
+			Reason: ev.Reason, Sandbox: ev.Sandbox, DecidedBy: r.by, ChangedFiles: ev.ChangedFiles, Checkpoint: ev.Checkpoint, Network: ev.Network}
 		if ev.EditedFrom != "" {
 			res.Command = ev.Command
 		}

@@ -32,6 +32,9 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case modeNormal:
 	}
 
+	if cmd, ok := m.connectKey(msg); ok {
+		return cmd
+	}
 	switch {
 	case msg.String() == "esc" && m.markedCount() > 0:
 		for _, it := range m.pending {

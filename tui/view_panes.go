@@ -92,6 +92,16 @@ func (m *Model) queueLines(w, h int) []string {
 		left += " " + m.st.Queue.Agent.Render(plainText(it.req.Agent))
 		row := left + " " + plainText(shortSummary(it.req))
 		row = fit(row, max(1, w-m.st.Queue.Item.GetHorizontalFrameSize()))
+		if it.req.Kind == queue.KindConnect {
+			// The answers stay in sight: the command gives way.
+			room := max(1, w-m.st.Queue.Item.GetHorizontalFrameSize())
+			wants := " wants " + plainText(it.req.Target()) + connectHint
+			if it.req.Command == "" {
+				wants = " connect " + plainText(it.req.Target()) + connectHint
+			}
+			row = strings.TrimRight(fit(left+" "+plainText(it.req.Command), max(1, room-ansi.StringWidth(wants))), " ") + wants
+			row = fit(row, room)
+		}
 		if i == m.selected {
 			row = m.st.Queue.Selected.Render(ansi.Strip(row))
 		} else {
@@ -371,6 +381,9 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 	switch req.Kind {
 	case queue.KindExec, queue.KindTool:
 		// Shown above, before the verdict's breakdown.
+	case queue.KindConnect:
+		field("wants", req.Target()+" · y once · r for the rest of the run · n refuses; its connection waits")
+		field("run", strings.TrimSpace(req.RunID+" "+req.Command))
 	default:
 		pathAt := len(out)
 		field("path", shortPath(req))
@@ -423,6 +436,12 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 			}
 		} else if res.Checkpoint != nil && res.Checkpoint.Error != "" {
 			field("checkpt", "none: "+res.Checkpoint.Error)
+		}
+		if len(res.Network) > 0 {
+			out = append(out, label("network")+" "+d.Value.Render(fmt.Sprintf("%d host(s) through the run's proxy", len(res.Network))))
+			for _, l := range netDetail(res.Network) {
+				out = append(out, wrap([]string{"  " + l}, max(1, w))...)
+			}
 		}
 		if res.Checkpoint != nil && len(res.Checkpoint.Overlapped) > 0 {
 			field("overlap", "ran at the same time as "+strings.Join(res.Checkpoint.Overlapped, ", ")+
@@ -595,6 +614,10 @@ func (m *Model) sandboxText(v queue.Verdict, r *run) string {
 // describeSandbox turns a result's or verdict's sandbox value into words:
 // a profile reads "confined: …", anything else is marked.
 func describeSandbox(s string, ok, bad lipgloss.Style) string {
+	if rest, found := strings.CutPrefix(s, "networked; network: "); found {
+		// A networked run's sandbox line says how it reaches the network.
+		return ok.Render("confined: writes in the project, network through its proxy (" + plainText(rest) + ")")
+	}
 	switch s {
 	case "read_only":
 		return ok.Render("confined: read-only, no network")
@@ -624,6 +647,11 @@ func (m *Model) outputTitle() string {
 		t += " · not confined"
 	case sb != "":
 		t += " · confined " + sb
+	}
+	if r.res != nil {
+		if n := netSummary(r.res.Network); n != "" {
+			t += " · " + n
+		}
 	}
 	if r.screen != nil && !r.screen.Following() {
 		t += " · scrolled (f follows)"

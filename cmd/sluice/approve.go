@@ -37,6 +37,11 @@ you answer y (--yes does not ask). The command's output reaches your terminal as
 dropped; out/<id>.log keeps every byte. 'sluice show ID' shows a request
 without deciding it.
 
+A connect request (a networked run asks to reach a host outside its
+verdict's set; its proxy holds the connection meanwhile) is answered
+"allow" for the connections waiting on it; --run allows that host and port
+for the rest of the run.
+
 --digest SHA256 approves the request only if its file is, byte for byte,
 the one with that SHA-256 (hex; the hub publishes it with the request): a request
 changed since it was shown elsewhere is refused. --as NAME records NAME as
@@ -48,13 +53,14 @@ not run; 1 no such request or not confirmed; 2 usage; 130/143 interrupted.
 `
 
 func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
-	fs := cli.NewFlags("approve", "[--policy FILE] [--audit FILE] [--unconfined] [--yes] [--digest SHA256] [--as NAME] ID", approveHelp, std, g)
+	fs := cli.NewFlags("approve", "[--policy FILE] [--audit FILE] [--unconfined] [--yes] [--run] [--digest SHA256] [--as NAME] ID", approveHelp, std, g)
 	a := app.New(g)
 	a.RegisterEngine(fs)
 	unconfined := fs.Bool("unconfined", false, "run the command WITHOUT its confinement (it can read your secrets, write anywhere, use the network); audited as unconfined")
 	yes := fs.Bool("yes", false, "apply a file change without showing its diff and asking")
 	digest := fs.String("digest", "", "approve only the request file with this `SHA256` (hex)")
 	as := fs.String("as", "", "record `NAME` as who approved it (default: your login name)")
+	forRun := fs.Bool("run", false, "a connect request: allow the host for the rest of its run, not once")
 	ids, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
@@ -103,7 +109,7 @@ func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
 	// The output goes to a person's terminal: text only.
 	out := io.Writer(&queue.TermSafe{W: std.Out})
 	res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actorName(*as), Claimed: started, ShownDigest: *digest,
-		Output: func(p []byte) { out.Write(p) }, Unconfined: *unconfined})
+		Output: func(p []byte) { out.Write(p) }, Unconfined: *unconfined, Scope: scopeFlag(*forRun)})
 	if err != nil {
 		if errors.Is(err, queue.ErrPolicyDenies) {
 			fmt.Fprintf(std.Err, "sluice approve: %s: %s\n", id, cli.Show(err.Error()))
@@ -115,6 +121,10 @@ func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 		fmt.Fprintf(std.Err, "sluice approve: %s\n", cli.Show(explainClaim(sp, id, err).Error()))
 		return cli.ExitFail
+	}
+	if res.Status == queue.StatusDecided && res.Scope != "" {
+		fmt.Fprintf(std.Out, "approved %s (a connection; for %s)\n", id, map[queue.Scope]string{queue.ScopeRun: "the rest of the run", queue.ScopeOnce: "this once"}[res.Scope])
+		return cli.ExitOK
 	}
 	if res.Status == queue.StatusDecided {
 		fmt.Fprintf(std.Out, "approved %s (decide mode: the agent runs it)\n", id)
@@ -149,4 +159,12 @@ func confirmFileChange(std cli.Stdio, sp *queue.Spool, id string) bool {
 		return confirm(std, fmt.Sprintf("Apply this %s to %s? [y/N] ", req.Kind, cli.Show(req.Path)))
 	}
 	return true
+}
+
+// scopeFlag is --run's scope.
+func scopeFlag(forRun bool) queue.Scope {
+	if forRun {
+		return queue.ScopeRun
+	}
+	return queue.ScopeOnce
 }

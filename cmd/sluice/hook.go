@@ -216,6 +216,11 @@ func hookConfine(cfg *app.Config, spool string) func(*queue.Request, *queue.Resu
 		for _, r := range boundRoots(policy.Roots(req.Cwd), agentProjectDir()) {
 			b.WriteString(" --root " + setup.ShellQuote(r))
 		}
+		if res.Verdict != nil && profile == string(sandbox.Networked) {
+			for _, h := range res.Verdict.Hosts {
+				b.WriteString(" --host " + setup.ShellQuote(h))
+			}
+		}
 		b.WriteString(" -- " + exec.Shell() + " -c " + setup.ShellQuote(req.Command))
 		return b.String()
 	}

@@ -29,7 +29,9 @@ runs:
               the terminal, a private temporary directory ($TMPDIR) and the
               writable caches; no sockets (socketpair only)
   mutating    read_only, plus writes inside the roots (the project)
-  networked   mutating, plus IPv4 and IPv6 sockets
+  networked   mutating, plus the network through a proxy of its own, which
+              lets through the --host given and network_allow and asks a
+              person (through the spool) about other hosts
 
 Home directories are closed: a confined command reads there only its
 roots, the writable caches and the readable set (toolchains and tool
@@ -79,11 +81,23 @@ func (r *rootsFlag) Set(v string) error {
 	return nil
 }
 
+// hostsFlag collects repeated --host flags.
+type hostsFlag []string
+
+func (h *hostsFlag) String() string { return strings.Join(*h, ",") }
+
+func (h *hostsFlag) Set(v string) error {
+	*h = append(*h, v)
+	return nil
+}
+
 func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("sandbox", "--profile read_only|mutating|networked [--root DIR]... -- COMMAND [ARG]...", sandboxHelp, std, g)
 	prof := fs.String("profile", "", "the confinement: read_only, mutating or networked (required)")
 	var roots rootsFlag
 	fs.Var(&roots, "root", "a `DIR` a mutating or networked command may write (repeat for more; default: the current directory and its git top level)")
+	var hosts hostsFlag
+	fs.Var(&hosts, "host", "a `HOST` a networked command reaches without asking, besides network_allow (host, *.domain, host:port, IP, CIDR; repeat for more)")
 	words, code, ok := fs.ParseArgs(args, false)
 	if !ok {
 		return code
@@ -143,6 +157,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	env := exec.BuildEnv(os.Environ(), cfg.EnvAllow, cfg.Secrets(), nil, os.Getenv(exec.RequestIDVar))
 
 	var box *sandbox.Confinement
+	var proxy *exec.RunProxy
 	var guarded *exec.Guard // what later runs with the person's rights, as it was
 	why := ""
 	if conf.Mode == exec.SandboxOff {
@@ -185,7 +200,8 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 		spec := sandbox.Spec{Profile: profile, Roots: roots, Writable: writable,
 			Hidden: hidden, Closed: conf.Closed, Readable: conf.Readable,
-			TmpDir: tmp, TTY: ttyName(), Masked: masked, Box: conf.Box}
+			TmpDir: tmp, TTY: ttyName(), Masked: masked, Box: conf.Box,
+			Proxy: profile.Network() && sandbox.ProxySupported()}
 		if guarded != nil {
 			spec.Protect = guarded.Existing()
 		}
@@ -202,6 +218,19 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 		defer box.Close()
 		env = append(env, "TMPDIR="+tmp)
+		// A networked command's proxy lives in this process; it asks a
+		// person through the spool.
+		if proxy, err = sandboxProxy(box, words, dir, hosts, conf, spool); err != nil {
+			fmt.Fprintf(std.Err, "sluice sandbox: the command's network proxy: %v\n", err)
+			return cli.ExitNotRun
+		}
+		if proxy != nil {
+			defer proxy.Close()
+			env = sandbox.ProxyEnv(env, proxy.URL())
+			if box.ProxyShared() {
+				fmt.Fprintf(std.Err, "sluice sandbox: %s\n", box.Network())
+			}
+		}
 	}
 	if box == nil {
 		if conf.Mode == exec.SandboxRequire {
@@ -268,6 +297,11 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	err = cmd.Wait()
 	// Nothing the command started outlives it.
 	cg.Kill(time.Second)
+	if proxy != nil {
+		if note := exec.ProxyNote(proxy.Close(), nil); note != "" && err != nil {
+			fmt.Fprint(std.Err, note)
+		}
+	}
 	if guarded != nil {
 		if note := exec.GuardNote(guarded.Restore()); note != "" {
 			fmt.Fprint(std.Err, note)
@@ -297,4 +331,25 @@ func ttyName() string {
 		}
 	}
 	return ""
+}
+
+// sandboxProxy starts the proxy of a networked command in box: the
+// hosts given and network_allow admitted, a person asked through the
+// spool about the rest, naming the request the hook allowed.
+func sandboxProxy(box *sandbox.Confinement, words []string, dir string, hosts []string, conf *exec.Confine, spool string) (*exec.RunProxy, error) {
+	if box.ProxyListener() == nil {
+		return nil, nil
+	}
+	var ask exec.AskFunc
+	if sp, err := queue.Open(spool); err == nil {
+		ask = app.NetworkAsk(sp, "")
+	}
+	run := exec.Connect{RunID: os.Getenv(exec.RequestIDVar), Command: strings.Join(words, " "), Cwd: dir}
+	if len(words) == 3 && words[1] == "-c" {
+		run.Command = words[2] // the agent's line, as the hook wrapped it
+	}
+	if !queue.ValidID(run.RunID) {
+		run.RunID = ""
+	}
+	return exec.StartProxy(box, run, hosts, conf, ask)
 }

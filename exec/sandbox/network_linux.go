@@ -140,6 +140,11 @@ func (c *Confinement) ProxyURL() string {
 	return "http://127.0.0.1:" + strconv.Itoa(c.net.port)
 }
 
+// ProxyShared reports whether processes other than the run's can reach
+// its proxy (the port fallback, on the host's loopback): the caller's
+// proxy should then take only clients that know a token of the run's.
+func (c *Confinement) ProxyShared() bool { return c != nil && c.net != nil && !c.net.ownNS }
+
 // Network says, for the sandbox line, how the run reaches the network.
 func (c *Confinement) Network() string {
 	switch {

@@ -16,6 +16,10 @@ func (c *Confinement) ProxyListener() net.Listener { return nil }
 // here.
 func (c *Confinement) ProxyURL() string { return "" }
 
+// ProxyShared reports whether other processes can reach the run's proxy;
+// no run has one here.
+func (c *Confinement) ProxyShared() bool { return false }
+
 // Network says, for the sandbox line, how the run reaches the network.
 func (c *Confinement) Network() string {
 	switch {

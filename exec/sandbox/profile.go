@@ -128,3 +128,7 @@ func (s *Spec) Validate() error {
 	}
 	return nil
 }
+
+// ProxySupported reports whether a networked run can be given a proxy of
+// its own here (Spec.Proxy).
+func ProxySupported() bool { return proxySupported() }

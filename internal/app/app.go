@@ -131,6 +131,9 @@ func (a *App) Engine() (*queue.Engine, error) {
 	// through /proc, nor attach to it.
 	ProtectProcess()
 	r := cfg.runner(sp.Dir(), user, path, StateDir(path), CheckpointDir(), TrustPath())
+	// A networked run's question about a host goes through the spool,
+	// where every front end sees it.
+	r.Ask = NetworkAsk(sp, log.Path())
 	actor := &exec.Actor{Runner: r, Jail: policy.Roots, Checkpoints: cfg.CheckpointStore(), ProjectCaches: ProjectCacheDir()}
 	judge.Machine = machine{runner: r, checkpoints: cfg.CheckpointStore() != nil}
 	// A reloaded configuration changes what new runs get.

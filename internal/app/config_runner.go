@@ -128,9 +128,11 @@ func (c *Config) Confine(spool string, own ...string) *exec.Confine {
 	if mode == "" {
 		mode = exec.SandboxPrefer
 	}
-	return &exec.Confine{Mode: mode, Hidden: hidden, Spool: spool, Writable: writable, MaxProcs: c.MaxProcs,
+	conf := &exec.Confine{Mode: mode, Hidden: hidden, Spool: spool, Writable: writable, MaxProcs: c.MaxProcs,
 		Closed: exec.DefaultClosed(home), Readable: readable, Fetch: exec.DefaultFetchCaches(os.Environ(), home), Named: named,
 		Box: sandbox.BoxPath()}
+	c.network(conf)
+	return conf
 }
 
 // expandHome turns a leading ~ into home.
