@@ -260,7 +260,7 @@ func (a *Actor) run(ctx context.Context, req *queue.Request, ro queue.RunOptions
 	if req.Kind == queue.KindExec {
 		opt := Options{LogPath: logPath, Output: output, Jail: jail,
 			Profile: ro.Verdict.Profile, Unconfined: ro.Unconfined, Pipe: !req.WantsTTY(), Approved: ro.Approved,
-			Grants: ro.Verdict.Grants, Hosts: ro.Verdict.Hosts}
+			Grants: ro.Verdict.Grants, Hosts: HostSet{Allow: ro.Verdict.Hosts, By: ro.Verdict.HostsBy, Deny: ro.Verdict.HostsDenied}}
 		if ro.Verdict.Action == queue.ActionAllowWithCheckpoint {
 			opt.RequireConfined = true
 		}

@@ -50,9 +50,20 @@ type runProxy struct {
 
 // startProxy serves the run's proxy on box's listener; nil when the run
 // has none.
-func startProxy(box *sandbox.Confinement, req *queue.Request, hosts []string, c *Confine, ask AskFunc) (*runProxy, error) {
+func startProxy(box *sandbox.Confinement, req *queue.Request, hosts HostSet, c *Confine, ask AskFunc) (*runProxy, error) {
 	return serveProxy(box, Connect{RunID: req.ID, Command: req.Command, Cwd: req.Cwd, Agent: req.Agent, Session: req.Session},
 		hosts, c, ask)
+}
+
+// HostSet is what a run's verdict says of the network: the hosts it
+// reaches without asking (Allow, netproxy rules), why each (By: "knowledge:
+// npm", "git remote origin", ...; the proxy's records say it), and the
+// rules no one is asked about because the person refused them (Deny: the
+// policy files' network_deny, a project's among them).
+type HostSet struct {
+	Allow []string
+	By    map[string]string
+	Deny  []string
 }
 
 // RunProxy is the proxy of a run started outside a Runner ('sluice
@@ -64,7 +75,7 @@ type RunProxy struct{ rp *runProxy }
 // c's network_deny refused, ask asked about the rest. Nil when the run
 // has no proxy (box prepared without Spec.Proxy).
 func StartProxy(box *sandbox.Confinement, run Connect, hosts []string, c *Confine, ask AskFunc) (*RunProxy, error) {
-	rp, err := serveProxy(box, run, hosts, c, ask)
+	rp, err := serveProxy(box, run, HostSet{Allow: hosts}, c, ask)
 	if rp == nil || err != nil {
 		return nil, err
 	}
@@ -84,7 +95,7 @@ func (p *RunProxy) Close() []queue.Contact { return p.rp.close() }
 func ProxyNote(cs []queue.Contact, tail []byte) string { return proxyNote(cs, tail) }
 
 // serveProxy is startProxy for the run q describes.
-func serveProxy(box *sandbox.Confinement, q Connect, hosts []string, c *Confine, ask AskFunc) (*runProxy, error) {
+func serveProxy(box *sandbox.Confinement, q Connect, hosts HostSet, c *Confine, ask AskFunc) (*runProxy, error) {
 	ln := box.ProxyListener()
 	if ln == nil {
 		return nil, nil
@@ -124,11 +135,20 @@ func serveProxy(box *sandbox.Confinement, q Connect, hosts []string, c *Confine,
 // proxyConfig is the run's host set and refusals: the verdict's hosts
 // (a host the policy named that does not read as a rule is left out: it
 // only narrows), network_allow and network_deny (which must read).
-func proxyConfig(hosts []string, c *Confine) (netproxy.Config, error) {
+func proxyConfig(hosts HostSet, c *Confine) (netproxy.Config, error) {
 	var cfg netproxy.Config
-	for _, h := range hosts {
-		if r, err := netproxy.ParseRules("verdict", h); err == nil {
+	for _, h := range hosts.Allow {
+		by := hosts.By[h]
+		if by == "" {
+			by = "verdict"
+		}
+		if r, err := netproxy.ParseRules(by, h); err == nil {
 			cfg.Allow = append(cfg.Allow, r...)
+		}
+	}
+	for _, h := range hosts.Deny {
+		if r, err := netproxy.ParseRules("network_deny", h); err == nil {
+			cfg.Deny = append(cfg.Deny, r...)
 		}
 	}
 	if c != nil {
@@ -140,7 +160,7 @@ func proxyConfig(hosts []string, c *Confine) (netproxy.Config, error) {
 		if err != nil {
 			return cfg, fmt.Errorf("network_deny: %w", err)
 		}
-		cfg.Allow, cfg.Deny = append(cfg.Allow, allow...), deny
+		cfg.Allow, cfg.Deny = append(cfg.Allow, allow...), append(cfg.Deny, deny...)
 		cfg.Upstream, cfg.AskTimeout = c.NetUpstream, c.NetAskTimeout
 		cfg.Resolve = c.resolve
 	}

@@ -78,7 +78,7 @@ func newNetFixture(t *testing.T, box string) *netFixture {
 // runNet runs cmd networked with the verdict's hosts given.
 func (f *netFixture) runNet(t *testing.T, cmd string, hosts ...string) runOut {
 	t.Helper()
-	return f.run(t, cmd, nil, Options{Profile: "networked", Hosts: hosts})
+	return f.run(t, cmd, nil, Options{Profile: "networked", Hosts: HostSet{Allow: hosts}})
 }
 
 // A networked run reaches the hosts its verdict names through its proxy,
@@ -112,6 +112,16 @@ func TestNetworkedRunThroughProxy(t *testing.T) {
 			}
 			if n := o.res.Network; len(n) != 1 || n[0].Host != "evil.test" || !strings.HasPrefix(n[0].AllowedBy, "refused: ") {
 				t.Errorf("network %+v, want evil.test refused", n)
+			}
+
+			// Why a host was let through is the verdict's word for it,
+			// and a policy's network_deny wins over the verdict's hosts.
+			o = f.run(t, "curl -fsS http://registry.test/pkg; curl -fsS http://other.test/x", nil, Options{Profile: "networked",
+				Hosts: HostSet{Allow: []string{"registry.test", "other.test"}, By: map[string]string{"registry.test": "knowledge: npm"},
+					Deny: []string{"other.test"}}})
+			if n := o.res.Network; len(n) != 2 || n[0].Host != "registry.test" || n[0].AllowedBy != "knowledge: npm" ||
+				n[1].Host != "other.test" || n[1].AllowedBy != "refused: denied by rule other.test" {
+				t.Errorf("network %+v, want registry.test allowed by knowledge: npm, other.test refused by its deny rule", n)
 			}
 
 			// The host's own loopback, by its address, is not reached

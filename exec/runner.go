@@ -149,8 +149,9 @@ type Options struct {
 	Grants []string
 	// Hosts are the hosts a confined networked run reaches without
 	// asking besides network_allow (queue.Verdict.Hosts: netproxy
-	// rules).
-	Hosts []string
+	// rules), why each, and what it never reaches (Verdict.HostsBy,
+	// HostsDenied).
+	Hosts HostSet
 }
 
 // Run runs req (kind exec) with /bin/sh -c req.Command in req.Cwd (the
