@@ -79,7 +79,7 @@ func cmdCheck(args []string, std cli.Stdio, g *cli.Globals) int {
 	if prof, err := sandbox.ParseProfile(v.Profile()); err == nil {
 		fmt.Fprintf(std.Out, "runs confined: %s (%s)\n", prof, prof.Describe())
 	}
-	printHosts(std, v)
+	app.PrintHosts(std, v)
 	if len(v.Reasons) > 0 {
 		fmt.Fprintln(std.Out, "because:")
 		for _, r := range v.Reasons {
@@ -87,29 +87,4 @@ func cmdCheck(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 	}
 	return cli.ExitOK
-}
-
-// printHosts shows the hosts a networked run of the line reaches without
-// asking, each with why, and those it never reaches.
-func printHosts(std cli.Stdio, v *policy.Verdict) {
-	if len(v.Hosts) > 0 {
-		what := "reaches without asking"
-		if v.Profile() != "networked" {
-			what = "would reach without asking, if its run had the network"
-		}
-		fmt.Fprintf(std.Out, "hosts it %s (others are asked about):\n", what)
-		tw := tabwriter.NewWriter(std.Out, 0, 0, 2, ' ', 0)
-		for _, h := range v.Hosts {
-			fmt.Fprintf(tw, "  %s\t%s\n", cli.Show(h), cli.Show(v.HostsBy[h]))
-		}
-		tw.Flush()
-	}
-	if len(v.HostsDenied) > 0 {
-		fmt.Fprintln(std.Out, "hosts it never reaches:")
-		tw := tabwriter.NewWriter(std.Out, 0, 0, 2, ' ', 0)
-		for _, h := range v.HostsDenied {
-			fmt.Fprintf(tw, "  %s\t%s\n", cli.Show(h), cli.Show(v.HostsDeniedBy[h]))
-		}
-		tw.Flush()
-	}
 }

@@ -63,7 +63,7 @@ func runHook(a *hook.Agent, args []string, std cli.Stdio, g *cli.Globals) int {
 	// The agent kills a hook it has given up on: withdraw the request
 	// then, so that nobody approves it after the agent moved on (armed
 	// once the wait lasts: an engine's own verdict comes sooner).
-	ctx := newSignals().armFor(true)
+	ctx := cli.NewSignals().ArmFor(true)
 	fs := cli.NewFlags("hook "+a.Name, a.Synopsis, a.Help, std, g)
 	wait := fs.Duration("wait", hook.DefaultWait, "answer the fallback if nobody decides within `DUR`; keep it under the agent's hook timeout ('sluice install' sets both)")
 	fallback := fs.String("fallback", "", "what to answer when nobody decides: `ask` (the agent's own prompt) or deny (env SLUICE_HOOK_FALLBACK; default: "+a.FallbackHelp+")")

@@ -108,11 +108,11 @@ func cmdRun(args []string, std cli.Stdio, g *cli.Globals) int {
 	if *asJSON {
 		logTo = nil
 	}
-	ctx := newSignals().armFor(serving)
+	ctx := cli.NewSignals().ArmFor(serving)
 	res, err := submitAndWait(ctx, sp, req, logTo, std.Err, "run")
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice run: %s\n", cli.Show(err.Error()))
-		if code, ok := interruptCode(err); ok {
+		if code, ok := cli.InterruptCode(err); ok {
 			return code
 		}
 		return cli.ExitNotRun

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -64,39 +63,12 @@ Exit status: the command's own; 125 if sluice could not run it; 126 if it
 is not executable; 127 if it is not found; 2 on a usage error.
 `
 
-// rootsFlag collects repeated --root flags.
-type rootsFlag []string
-
-func (r *rootsFlag) String() string { return strings.Join(*r, ",") }
-
-func (r *rootsFlag) Set(v string) error {
-	abs, err := filepath.Abs(v)
-	if err != nil {
-		return err
-	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", v)
-	}
-	*r = append(*r, abs)
-	return nil
-}
-
-// hostsFlag collects repeated --host flags.
-type hostsFlag []string
-
-func (h *hostsFlag) String() string { return strings.Join(*h, ",") }
-
-func (h *hostsFlag) Set(v string) error {
-	*h = append(*h, v)
-	return nil
-}
-
 func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("sandbox", "--profile read_only|mutating|networked [--root DIR]... -- COMMAND [ARG]...", sandboxHelp, std, g)
 	prof := fs.String("profile", "", "the confinement: read_only, mutating or networked (required)")
-	var roots rootsFlag
+	var roots cli.RootsFlag
 	fs.Var(&roots, "root", "a `DIR` a mutating or networked command may write (repeat for more; default: the current directory and its git top level)")
-	var hosts hostsFlag
+	var hosts cli.HostsFlag
 	fs.Var(&hosts, "host", "a `HOST` a networked command reaches without asking, besides network_allow (host, *.domain, host:port, IP, CIDR; repeat for more)")
 	words, code, ok := fs.ParseArgs(args, false)
 	if !ok {
@@ -200,7 +172,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 		spec := sandbox.Spec{Profile: profile, Roots: roots, Writable: writable,
 			Hidden: hidden, Closed: conf.Closed, Readable: conf.Readable,
-			TmpDir: tmp, TTY: ttyName(), Masked: masked, Box: conf.Box,
+			TmpDir: tmp, TTY: app.TTYName(), Masked: masked, Box: conf.Box,
 			Proxy: profile.Network() && sandbox.ProxySupported()}
 		if guarded != nil {
 			spec.Protect = guarded.Existing()
@@ -220,7 +192,7 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		env = append(env, "TMPDIR="+tmp)
 		// A networked command's proxy lives in this process; it asks a
 		// person through the spool.
-		if proxy, err = sandboxProxy(box, words, dir, hosts, conf, spool); err != nil {
+		if proxy, err = app.SandboxProxy(box, words, dir, hosts, conf, spool); err != nil {
 			fmt.Fprintf(std.Err, "sluice sandbox: the command's network proxy: %v\n", err)
 			return cli.ExitNotRun
 		}
@@ -319,37 +291,4 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	}
 	fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
 	return cli.ExitNotRun
-}
-
-// ttyName is the path of the controlling terminal's device, if stdin is
-// one, so the confined command can open it by name (/dev/stdin, tee
-// /dev/stderr).
-func ttyName() string {
-	for _, f := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
-		if p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd())); err == nil && strings.HasPrefix(p, "/dev/pts/") {
-			return p
-		}
-	}
-	return ""
-}
-
-// sandboxProxy starts the proxy of a networked command in box: the
-// hosts given and network_allow admitted, a person asked through the
-// spool about the rest, naming the request the hook allowed.
-func sandboxProxy(box *sandbox.Confinement, words []string, dir string, hosts []string, conf *exec.Confine, spool string) (*exec.RunProxy, error) {
-	if box.ProxyListener() == nil {
-		return nil, nil
-	}
-	var ask exec.AskFunc
-	if sp, err := queue.Open(spool); err == nil {
-		ask = app.NetworkAsk(sp, "")
-	}
-	run := exec.Connect{RunID: os.Getenv(exec.RequestIDVar), Command: strings.Join(words, " "), Cwd: dir}
-	if len(words) == 3 && words[1] == "-c" {
-		run.Command = words[2] // the agent's line, as the hook wrapped it
-	}
-	if !queue.ValidID(run.RunID) {
-		run.RunID = ""
-	}
-	return exec.StartProxy(box, run, hosts, conf, ask)
 }

@@ -94,7 +94,7 @@ func cmdSubmit(args []string, std cli.Stdio, g *cli.Globals) int {
 		fmt.Fprintln(std.Out, req.ID)
 		return cli.ExitOK
 	}
-	ctx := newSignals().armFor(sp.Serving())
+	ctx := cli.NewSignals().ArmFor(sp.Serving())
 	res, err := submitAndWait(ctx, sp, req, nil, std.Err, "submit")
 	if err != nil {
 		return submitErr(std, err)
