@@ -99,6 +99,25 @@ func afterFault(t *testing.T, b *Box, agent *Agent, id string, before int, what 
 	servesAgain(t, b, approve)
 }
 
+// writableAgain ends a read-only case: fs is remounted read-write, the
+// audit log grew by at most maxFaultLines since before while it was
+// read-only, and once serving (after serving) the request id that waited
+// is approved, its agent told how it ran, the chain verifies and a new
+// request is served.
+func writableAgain(t *testing.T, b *Box, fs string, before int, what string, serving func(), agent *Agent, id string) {
+	t.Helper()
+	if err := Remount(fs, false); err != nil {
+		t.Fatalf("remount read-write: %v", err)
+	}
+	faultLines(t, b, before, what)
+	serving()
+	approve := approver(t, b)
+	approve(id)
+	b.CheckTold(id, agent.Answer(b))
+	b.Verify()
+	servesAgain(t, b, approve)
+}
+
 // needCgroup skips a case where runs get no cgroup: there nothing kills
 // what a dead engine's run left running (docs/reliability.md, known
 // limits).
@@ -493,15 +512,7 @@ func TestFaultReadOnlyWhileWaiting(t *testing.T) {
 	if b.Marks(id) != 0 {
 		t.Errorf("%s ran on a read-only spool", id)
 	}
-	if err := Remount(fs, false); err != nil {
-		t.Fatalf("remount read-write: %v", err)
-	}
-	faultLines(t, b, before, "the spool and the audit log were read-only")
-	b.Serve()
-	approver(t, b)(id)
-	b.CheckTold(id, agent.Answer(b))
-	b.Verify()
-	servesAgain(t, b, approver(t, b))
+	writableAgain(t, b, fs, before, "the spool and the audit log were read-only", func() { b.Serve() }, agent, id)
 }
 
 // TestFaultReadOnlySpool: sluice serve starts on a spool whose file
@@ -539,13 +550,5 @@ func TestFaultReadOnlySpool(t *testing.T) {
 	if agent.Exited() || b.Marks(id) != 0 {
 		t.Errorf("the waiting request was answered (%v) or ran (%d) on a read-only spool", agent.Exited(), b.Marks(id))
 	}
-	if err := Remount(fs, false); err != nil {
-		t.Fatalf("remount read-write: %v", err)
-	}
-	faultLines(t, b, before, "the spool was read-only")
-	b.WaitServed()
-	approver(t, b)(id)
-	b.CheckTold(id, agent.Answer(b))
-	b.Verify()
-	servesAgain(t, b, approver(t, b))
+	writableAgain(t, b, fs, before, "the spool was read-only", b.WaitServed, agent, id)
 }
