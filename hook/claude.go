@@ -137,18 +137,7 @@ func claudeRequest(data []byte, codex bool) (*queue.Request, *Answer) {
 		}
 		return claudeFileEdit(req, in, e.FilePath, e.Edits)
 	case in.ToolName == "Write":
-		var wr struct {
-			FilePath string `json:"file_path"`
-			Content  string `json:"content"`
-		}
-		if ans := toolArgs(in, &wr); ans != nil {
-			return nil, ans
-		}
-		if wr.FilePath == "" {
-			return nil, denyf("Write: no file_path")
-		}
-		req.Kind, req.Path, req.Content = queue.KindWrite, hookPath(in.Cwd, wr.FilePath), wr.Content
-		return req, nil
+		return writeRequest(req, in)
 	case codex && in.ToolName == "apply_patch":
 		var p struct {
 			Command string `json:"command"`

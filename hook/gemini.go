@@ -126,18 +126,7 @@ func geminiRequest(data []byte) (*queue.Request, *Answer) {
 	case "replace":
 		return geminiReplace(req, in)
 	case "write_file":
-		var wr struct {
-			FilePath string `json:"file_path"`
-			Content  string `json:"content"`
-		}
-		if ans := toolArgs(in, &wr); ans != nil {
-			return nil, ans
-		}
-		if wr.FilePath == "" {
-			return nil, denyf("%s: no file_path", in.ToolName)
-		}
-		req.Kind, req.Path, req.Content = queue.KindWrite, hookPath(in.Cwd, wr.FilePath), wr.Content
-		return req, nil
+		return writeRequest(req, in)
 	}
 	return toolRequest(req, in, ""), nil
 }
