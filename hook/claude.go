@@ -166,12 +166,8 @@ func claudeBash(req *queue.Request, in *hookInput) (*queue.Request, *Answer) {
 	if ans := toolArgs(in, &b); ans != nil {
 		return nil, ans
 	}
-	if strings.TrimSpace(b.Command) == "" {
-		return nil, denyf("%s: no command", in.ToolName)
-	}
-	req.Kind, req.Command, req.Note = queue.KindExec, b.Command, b.Description
-	if b.RunInBackground {
-		req.Note = strings.TrimSpace(req.Note + " (runs in the background)")
+	if _, ans := execRequest(req, in, b.Command, b.Description, b.RunInBackground); ans != nil {
+		return nil, ans
 	}
 	if t := b.Timeout; t != nil && *t > 0 && *t/1000 <= queue.MaxTimeout.Seconds() {
 		req.TimeoutS = int(math.Ceil(*t / 1000))

@@ -222,3 +222,17 @@ func writeRequest(req *queue.Request, in *hookInput) (*queue.Request, *Answer) {
 	req.Kind, req.Path, req.Content = queue.KindWrite, hookPath(in.Cwd, wr.FilePath), wr.Content
 	return req, nil
 }
+
+// execRequest maps an agent's shell tool call to an exec request:
+// command, its description the note, marked when the agent runs it in
+// the background.
+func execRequest(req *queue.Request, in *hookInput, command, description string, background bool) (*queue.Request, *Answer) {
+	if strings.TrimSpace(command) == "" {
+		return nil, denyf("%s: no command", in.ToolName)
+	}
+	req.Kind, req.Command, req.Note = queue.KindExec, command, description
+	if background {
+		req.Note = strings.TrimSpace(req.Note + " (runs in the background)")
+	}
+	return req, nil
+}
