@@ -51,7 +51,7 @@ func TestOutputLostWhileHubDown(t *testing.T) {
 	waitFor(t, "the box to find the hub gone", func() bool { return !b1.client.NC.IsConnected() })
 	step <- struct{}{}
 	<-wrote
-	hub.start()
+	hub.mustStart()
 	tf.next(t, "the feed's listing once the hub is back", ready)
 	waitFor(t, "the box back on the hub", func() bool { return b1.client.NC.IsConnected() })
 	step <- struct{}{}
@@ -170,7 +170,7 @@ func TestApproveAcrossHubRestart(t *testing.T) {
 	_ = b1.client.NC.Publish(OutputSubject("b1", queue.NewID())+".0", []byte("x"))
 	step <- struct{}{}
 	waitFor(t, "a try at the outcome to fail", func() bool { return strings.Contains(logs.String(), "outcome not published yet") })
-	hub.start()
+	hub.mustStart()
 	select {
 	case c := <-code:
 		if want := "before\n" + wire.LostLine(7) + "\r\n"; c != 0 || stdout.String() != want || !strings.Contains(stderr.String(), "b1: done, exit status 0") {
