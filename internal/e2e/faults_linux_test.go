@@ -414,6 +414,22 @@ func TestFaultFullDuringRun(t *testing.T) {
 	servesAgain(t, b, nil)
 }
 
+// resultHeld runs a loop the policy allows until its gate opens, fills
+// the spool meanwhile, opens the gate and waits until the engine holds
+// the result it cannot write (heldResult). before is the audit log's
+// lines when the spool was full; free gives the space back.
+func resultHeld(t *testing.T) (b *Box, serve *Proc, agent *Agent, id string, before int, free func()) {
+	t.Helper()
+	fs, b, serve := fullSpool(t, AllowAll)
+	agent, id = askLoop(b, "gate")
+	b.WaitMarked(id)
+	free = Fill(t, fs)
+	before = b.AuditLines()
+	b.Open("gate")
+	heldResult(t, b, agent, before)
+	return b, serve, agent, id, before, free
+}
+
 // heldResult waits, once a run ended on a full spool, until its agent
 // hears why it still waits: the engine holds the result it cannot write.
 // An answer now (nothing can be written) or an audit log that grows
@@ -438,13 +454,7 @@ func heldResult(t *testing.T, b *Box, agent *Agent, before int) {
 // the agent keeps waiting, told why, and gets the run's exit 0 once there
 // is space.
 func TestFaultFullAtResult(t *testing.T) {
-	fs, b, serve := fullSpool(t, AllowAll)
-	agent, id := askLoop(b, "gate")
-	b.WaitMarked(id)
-	free := Fill(t, fs)
-	before := b.AuditLines()
-	b.Open("gate")
-	heldResult(t, b, agent, before)
+	b, serve, agent, id, _, free := resultHeld(t)
 	serve.WaitOutput(t, "cannot be written yet")
 	free()
 	ans := agent.Answer(b)
@@ -463,13 +473,7 @@ func TestFaultFullAtResult(t *testing.T) {
 // next engine (or the waiting agent) answers from it, the run's real end
 // (done, exit 0), not "stopped" and never "not run".
 func TestFaultFullAtResultServeKilled(t *testing.T) {
-	fs, b, serve := fullSpool(t, AllowAll)
-	agent, id := askLoop(b, "gate")
-	b.WaitMarked(id)
-	free := Fill(t, fs)
-	before := b.AuditLines()
-	b.Open("gate")
-	heldResult(t, b, agent, before)
+	b, serve, agent, id, before, free := resultHeld(t)
 	serve.Kill()
 	free()
 	b.Serve()
