@@ -99,6 +99,23 @@ func afterFault(t *testing.T, b *Box, agent *Agent, id string, before int, what 
 	servesAgain(t, b, approve)
 }
 
+// waitingReadOnly begins a read-only case: an agent asks while the box
+// serves, the engine is stopped and fs remounted read-only. before is
+// the audit log's lines then.
+func waitingReadOnly(t *testing.T, b *Box, fs string) (agent *Agent, id string, before int) {
+	t.Helper()
+	serve := b.Serve()
+	cmd := `echo "$SLUICE_REQUEST_ID" >> mark; echo ran-after-the-remount`
+	agent = b.AskText(cmd)
+	id = b.IDOf(cmd)
+	serve.Stop()
+	before = b.AuditLines()
+	if err := Remount(fs, true); err != nil {
+		t.Fatalf("remount read-only: %v", err)
+	}
+	return agent, id, before
+}
+
 // writableAgain ends a read-only case: fs is remounted read-write, the
 // audit log grew by at most maxFaultLines since before while it was
 // read-only, and once serving (after serving) the request id that waited
@@ -213,6 +230,18 @@ func outcome(t *testing.T, h *Hub, id string) *hub.Outcome {
 	return o
 }
 
+// approvedAtHub has b's agent ask for a loop (askLoop, gate), a person
+// approve it at hub h ('sluice hub approve', which waits for the
+// outcome: person), and waits until the run began.
+func approvedAtHub(t *testing.T, h *Hub, b *Box, gate string) (agent *Agent, id string, person *Proc) {
+	t.Helper()
+	agent, id = askLoop(b, gate)
+	h.WaitListed("b1", id)
+	person = h.StartSluice("hub", "approve", "b1/"+id, "--yes")
+	b.WaitMarked(id)
+	return agent, id, person
+}
+
 // TestFaultBridgeKilled: a box's bridge ('sluice-hub box', serve's
 // child) and the 'sluice approve' it runs for a decision made at the hub
 // are killed with SIGKILL mid-run; serve goes on, and starts the bridge
@@ -222,10 +251,7 @@ func outcome(t *testing.T, h *Hub, id string) *hub.Outcome {
 func TestFaultBridgeKilled(t *testing.T) {
 	needCgroup(t)
 	h, b, serve := fleet(t)
-	agent, id := askLoop(b, "")
-	h.WaitListed("b1", id)
-	person := h.StartSluice("hub", "approve", "b1/"+id, "--yes")
-	b.WaitMarked(id)
+	agent, id, person := approvedAtHub(t, h, b, "")
 	bridges := Children(serve.Pid(), "sluice-hub")
 	if len(bridges) != 1 {
 		t.Fatalf("serve %d has %d sluice-hub children, want its bridge", serve.Pid(), len(bridges))
@@ -263,10 +289,7 @@ func TestFaultBridgeKilled(t *testing.T) {
 func TestFaultHubKilled(t *testing.T) {
 	slow(t)
 	h, b, _ := fleet(t)
-	agent, id := askLoop(b, "gate")
-	h.WaitListed("b1", id)
-	person := h.StartSluice("hub", "approve", "b1/"+id, "--yes")
-	b.WaitMarked(id)
+	agent, id, person := approvedAtHub(t, h, b, "gate")
 	before := b.AuditLines()
 
 	h.Kill()
@@ -491,15 +514,7 @@ func TestFaultFullAtResultServeKilled(t *testing.T) {
 func TestFaultReadOnlyWhileWaiting(t *testing.T) {
 	fs := Tmpfs(t, "4m")
 	b := NewBox(t, BoxOptions{Spool: fs + "/spool", Audit: fs + "/audit.jsonl", Policy: AskAll})
-	serve := b.Serve()
-	cmd := `echo "$SLUICE_REQUEST_ID" >> mark; echo ran-after-the-remount`
-	agent := b.AskText(cmd)
-	id := b.IDOf(cmd)
-	serve.Stop()
-	before := b.AuditLines()
-	if err := Remount(fs, true); err != nil {
-		t.Fatalf("remount read-only: %v", err)
-	}
+	agent, id, before := waitingReadOnly(t, b, fs)
 	if code, out, errs := b.Sluice("approve", "--yes", id); code == 0 || !strings.Contains(errs, "read-only file system") {
 		t.Errorf("sluice approve on a read-only spool: exit %d, want a failure saying why\n%s%s", code, out, errs)
 	}
@@ -529,16 +544,8 @@ func TestFaultReadOnlyWhileWaiting(t *testing.T) {
 func TestFaultReadOnlySpool(t *testing.T) {
 	fs := Tmpfs(t, "4m")
 	b := NewBox(t, BoxOptions{Spool: fs + "/spool", Policy: AskAll})
+	agent, id, before := waitingReadOnly(t, b, fs)
 	serve := b.Serve()
-	cmd := `echo "$SLUICE_REQUEST_ID" >> mark; echo ran-after-the-remount`
-	agent := b.AskText(cmd)
-	id := b.IDOf(cmd)
-	serve.Stop()
-	before := b.AuditLines()
-	if err := Remount(fs, true); err != nil {
-		t.Fatalf("remount read-only: %v", err)
-	}
-	serve = b.Serve()
 	// Said as it starts, before it shows what waits.
 	serve.WaitOutput(t, "ask "+id)
 	if !strings.Contains(serve.Stderr.String(), "is read-only; remount it read-write") {
