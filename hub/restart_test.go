@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/hub/wire"
+	"github.com/sluice-dev/sluice/internal/syncbuf"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -221,7 +222,7 @@ func feedCatchesUp(t *testing.T, hub *serverProc, url string, creds map[string]*
 func TestUnansweredPublishWithdrawn(t *testing.T) {
 	st, creds := testStore(t, []string{"b1"}, []string{"c1"})
 	hub := hubProcess(t, st)
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	b1 := openTestBox(t, "b1")
 	b1.tune = func(b *Box) {
 		b.Wait = 300 * time.Millisecond
