@@ -105,25 +105,32 @@ func isGitExtended(l string) bool {
 	return false
 }
 
+// regularMode is the mode on a git "new file mode" or "deleted file mode"
+// line (what), which must be a regular file's: only those can be
+// created or deleted (done).
+func regularMode(fp *filePatch, l, what, done string) (os.FileMode, error) {
+	m, err := strconv.ParseUint(strings.TrimPrefix(l, what+" "), 8, 32)
+	if err != nil {
+		return 0, fmt.Errorf("bad %q", l)
+	}
+	if m&^0o777 != 0o100000 {
+		return 0, fmt.Errorf("%s: %s %o: only regular files can be %s (no symlinks or submodules)", fp.name(), what, m, done)
+	}
+	return os.FileMode(m), nil
+}
+
 func gitExtended(fp *filePatch, l string) error {
 	switch {
 	case strings.HasPrefix(l, "new file mode "):
-		m, err := strconv.ParseUint(strings.TrimPrefix(l, "new file mode "), 8, 32)
+		m, err := regularMode(fp, l, "new file mode", "created")
 		if err != nil {
-			return fmt.Errorf("bad %q", l)
-		}
-		if m&^0o777 != 0o100000 {
-			return fmt.Errorf("%s: new file mode %o: only regular files can be created (no symlinks or submodules)", fp.name(), m)
+			return err
 		}
 		fp.oldName = ""
-		fp.mode = os.FileMode(m) & keptModeBits.Perm()
+		fp.mode = m & keptModeBits.Perm()
 	case strings.HasPrefix(l, "deleted file mode "):
-		m, err := strconv.ParseUint(strings.TrimPrefix(l, "deleted file mode "), 8, 32)
-		if err != nil {
-			return fmt.Errorf("bad %q", l)
-		}
-		if m&^0o777 != 0o100000 {
-			return fmt.Errorf("%s: deleted file mode %o: only regular files can be deleted (no symlinks or submodules)", fp.name(), m)
+		if _, err := regularMode(fp, l, "deleted file mode", "deleted"); err != nil {
+			return err
 		}
 		fp.newName = ""
 	case strings.HasPrefix(l, "old mode "), strings.HasPrefix(l, "new mode "):

@@ -137,18 +137,7 @@ func claudeRequest(data []byte, codex bool) (*queue.Request, *Answer) {
 		}
 		return claudeFileEdit(req, in, e.FilePath, e.Edits)
 	case in.ToolName == "Write":
-		var wr struct {
-			FilePath string `json:"file_path"`
-			Content  string `json:"content"`
-		}
-		if ans := toolArgs(in, &wr); ans != nil {
-			return nil, ans
-		}
-		if wr.FilePath == "" {
-			return nil, denyf("Write: no file_path")
-		}
-		req.Kind, req.Path, req.Content = queue.KindWrite, hookPath(in.Cwd, wr.FilePath), wr.Content
-		return req, nil
+		return writeRequest(req, in)
 	case codex && in.ToolName == "apply_patch":
 		var p struct {
 			Command string `json:"command"`
@@ -177,12 +166,8 @@ func claudeBash(req *queue.Request, in *hookInput) (*queue.Request, *Answer) {
 	if ans := toolArgs(in, &b); ans != nil {
 		return nil, ans
 	}
-	if strings.TrimSpace(b.Command) == "" {
-		return nil, denyf("%s: no command", in.ToolName)
-	}
-	req.Kind, req.Command, req.Note = queue.KindExec, b.Command, b.Description
-	if b.RunInBackground {
-		req.Note = strings.TrimSpace(req.Note + " (runs in the background)")
+	if _, ans := execRequest(req, in, b.Command, b.Description, b.RunInBackground); ans != nil {
+		return nil, ans
 	}
 	if t := b.Timeout; t != nil && *t > 0 && *t/1000 <= queue.MaxTimeout.Seconds() {
 		req.TimeoutS = int(math.Ceil(*t / 1000))

@@ -112,32 +112,14 @@ func geminiRequest(data []byte) (*queue.Request, *Answer) {
 		if ans := toolArgs(in, &s); ans != nil {
 			return nil, ans
 		}
-		if strings.TrimSpace(s.Command) == "" {
-			return nil, denyf("%s: no command", in.ToolName)
-		}
-		req.Kind, req.Command, req.Note = queue.KindExec, s.Command, s.Description
 		if dir := cmp.Or(s.DirPath, s.Directory); dir != "" {
 			req.Cwd = hookPath(in.Cwd, dir)
 		}
-		if s.IsBackground {
-			req.Note = strings.TrimSpace(req.Note + " (runs in the background)")
-		}
-		return req, nil
+		return execRequest(req, in, s.Command, s.Description, s.IsBackground)
 	case "replace":
 		return geminiReplace(req, in)
 	case "write_file":
-		var wr struct {
-			FilePath string `json:"file_path"`
-			Content  string `json:"content"`
-		}
-		if ans := toolArgs(in, &wr); ans != nil {
-			return nil, ans
-		}
-		if wr.FilePath == "" {
-			return nil, denyf("%s: no file_path", in.ToolName)
-		}
-		req.Kind, req.Path, req.Content = queue.KindWrite, hookPath(in.Cwd, wr.FilePath), wr.Content
-		return req, nil
+		return writeRequest(req, in)
 	}
 	return toolRequest(req, in, ""), nil
 }

@@ -204,3 +204,35 @@ func hookPath(cwd, p string) string {
 
 // synopsis is every agent's command line after 'sluice hook AGENT'.
 const synopsis = "[--wait DUR] [--fallback ask|deny] [--audit FILE] < hook-input.json"
+
+// writeRequest maps a tool call that writes a whole file (Claude Code's
+// Write, Gemini CLI's write_file: file_path and content) to a write
+// request.
+func writeRequest(req *queue.Request, in *hookInput) (*queue.Request, *Answer) {
+	var wr struct {
+		FilePath string `json:"file_path"`
+		Content  string `json:"content"`
+	}
+	if ans := toolArgs(in, &wr); ans != nil {
+		return nil, ans
+	}
+	if wr.FilePath == "" {
+		return nil, denyf("%s: no file_path", in.ToolName)
+	}
+	req.Kind, req.Path, req.Content = queue.KindWrite, hookPath(in.Cwd, wr.FilePath), wr.Content
+	return req, nil
+}
+
+// execRequest maps an agent's shell tool call to an exec request:
+// command, its description the note, marked when the agent runs it in
+// the background.
+func execRequest(req *queue.Request, in *hookInput, command, description string, background bool) (*queue.Request, *Answer) {
+	if strings.TrimSpace(command) == "" {
+		return nil, denyf("%s: no command", in.ToolName)
+	}
+	req.Kind, req.Command, req.Note = queue.KindExec, command, description
+	if background {
+		req.Note = strings.TrimSpace(req.Note + " (runs in the background)")
+	}
+	return req, nil
+}

@@ -55,36 +55,32 @@ func TestFeedBoundsLines(t *testing.T) {
 // what was shown is refused at the hub, and a decision carrying diff A
 // that reaches the box is not applied there: no change nobody saw.
 func TestFeedStaleDiffAfterBridgeRestart(t *testing.T) {
-	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
-	b1 := newTestBox(t, h.URL(), creds["b1"])
-	req, file := b1.askEdit(t)
-	tf := startFeed(t, h.URL(), creds["c1"])
-	p := tf.next(t, "the edit", is(FeedPending, "b1", req.ID)).Pending // the person sees diff A
-	b1.stop()
-	if err := os.WriteFile(file, []byte("package main\n\nconst v = 1 // pinned\nvar evil = 1\n"), 0o644); err != nil {
+	e := showEdit(t) // the person sees diff A
+	e.b1.stop()
+	if err := os.WriteFile(e.file, []byte("package main\n\nconst v = 1 // pinned\nvar evil = 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b1.stop = b1.bridge(t, h.URL(), creds["b1"])
-	p2 := tf.next(t, "the edit republished", is(FeedPending, "b1", req.ID)).Pending
-	if p2.Digest != p.Digest || p2.Diff == p.Diff {
-		t.Fatalf("republished digest same=%v diff same=%v", p2.Digest == p.Digest, p2.Diff == p.Diff)
+	e.b1.stop = e.b1.bridge(t, e.h.URL(), e.creds["b1"])
+	p2 := e.tf.next(t, "the edit republished", is(FeedPending, "b1", e.req.ID)).Pending
+	if p2.Digest != e.p.Digest || p2.Diff == e.p.Diff {
+		t.Fatalf("republished digest same=%v diff same=%v", p2.Digest == e.p.Digest, p2.Diff == e.p.Diff)
 	}
 	// The console approves what it shows: the old value, same digest,
 	// the old diff. The hub holds another diff: refused there.
-	ev2 := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: req.ID, Digest: p.Digest, DiffDigest: wire.DiffDigest(p.Diff, p.DiffErr)})
+	ev2 := e.approve(t)
 	if !strings.Contains(ev2.Error, "changed since it was shown") {
 		t.Fatalf("approving the diff no longer published: %+v", ev2)
 	}
 	// And a decision that reaches the box with the old diff (written
 	// before the republication) is not applied there either.
-	cl := adminClient(t, h)
-	d, _ := json.Marshal(Decision{Decision: Approve, By: "alice@c1", Digest: p.Digest, DiffDigest: wire.DiffDigest(p.Diff, p.DiffErr), At: time.Now()})
-	if _, err := cl.Decisions.Create(ctxT(t), Key("b1", req.ID), d); err != nil {
+	cl := adminClient(t, e.h)
+	d, _ := json.Marshal(Decision{Decision: Approve, By: "alice@c1", Digest: e.p.Digest, DiffDigest: wire.DiffDigest(e.p.Diff, e.p.DiffErr), At: time.Now()})
+	if _, err := cl.Decisions.Create(ctxT(t), Key("b1", e.req.ID), d); err != nil {
 		t.Fatal(err)
 	}
-	o := tf.next(t, "the outcome", is(FeedOutcome, "b1", req.ID)).Outcome
+	o := e.tf.next(t, "the outcome", is(FeedOutcome, "b1", e.req.ID)).Outcome
 	if o.Applied {
-		t.Fatalf("applied (%s) although the diff shown was\n%s\nand the diff applied\n%s", o.Status, p.Diff, p2.Diff)
+		t.Fatalf("applied (%s) although the diff shown was\n%s\nand the diff applied\n%s", o.Status, e.p.Diff, p2.Diff)
 	}
 }
 
@@ -110,21 +106,17 @@ func TestFeedLongCommandSkipped(t *testing.T) {
 // the hub's decision: after a bridge restart the request is not published
 // again (no console could decide it), it waits on its box.
 func TestFeedRefusedRequestStaysOnBox(t *testing.T) {
-	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
-	b1 := newTestBox(t, h.URL(), creds["b1"])
-	req, file := b1.askEdit(t)
-	tf := startFeed(t, h.URL(), creds["c1"])
-	p := tf.next(t, "the edit", is(FeedPending, "b1", req.ID)).Pending
-	os.WriteFile(file, []byte("package main\n\nconst v = 1 // pinned\n"), 0o644)
-	tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: req.ID, Digest: p.Digest, DiffDigest: wire.DiffDigest(p.Diff, p.DiffErr)})
-	tf.each(t, "the outcome and the withdrawal", is(FeedOutcome, "b1", req.ID), is(FeedGone, "b1", req.ID))
-	b1.stop()
-	b1.stop = b1.bridge(t, h.URL(), creds["b1"])
-	c1 := connect(t, h.URL(), creds["c1"])
-	b1.synced(t, c1)
-	if _, ok := pendingKeys(t, c1)[Key("b1", req.ID)]; ok {
-		p2 := tf.next(t, "again", is(FeedPending, "b1", req.ID)).Pending
-		d := tf.send(t, FeedCommand{Op: Deny, Box: "b1", ID: req.ID, Digest: p2.Digest})
+	e := showEdit(t)
+	os.WriteFile(e.file, []byte("package main\n\nconst v = 1 // pinned\n"), 0o644)
+	e.approve(t)
+	e.tf.each(t, "the outcome and the withdrawal", is(FeedOutcome, "b1", e.req.ID), is(FeedGone, "b1", e.req.ID))
+	e.b1.stop()
+	e.b1.stop = e.b1.bridge(t, e.h.URL(), e.creds["b1"])
+	c1 := connect(t, e.h.URL(), e.creds["c1"])
+	e.b1.synced(t, c1)
+	if _, ok := pendingKeys(t, c1)[Key("b1", e.req.ID)]; ok {
+		p2 := e.tf.next(t, "again", is(FeedPending, "b1", e.req.ID)).Pending
+		d := e.tf.send(t, FeedCommand{Op: Deny, Box: "b1", ID: e.req.ID, Digest: p2.Digest})
 		t.Fatalf("the refused request is pending on the hub again; deciding it: %q", d.Error)
 	}
 }

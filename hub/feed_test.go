@@ -227,31 +227,59 @@ func TestFeedDropsForgeries(t *testing.T) {
 // changed runs nothing, and the request leaves the hub to be decided on
 // the box.
 func TestFeedFileDiff(t *testing.T) {
-	h, creds := testHub(t, []string{"b1"}, []string{"c1"})
-	b1 := newTestBox(t, h.URL(), creds["b1"])
-	req, file := b1.askEdit(t)
-	tf := startFeed(t, h.URL(), creds["c1"])
-	p := tf.next(t, "the edit", is(FeedPending, "b1", req.ID)).Pending
-	if p.DiffErr != "" || !strings.Contains(p.Diff, "-const v = 1") || !strings.Contains(p.Diff, "+const v = 2") {
-		t.Fatalf("published diff %q (%s)", p.Diff, p.DiffErr)
+	e := showEdit(t)
+	if e.p.DiffErr != "" || !strings.Contains(e.p.Diff, "-const v = 1") || !strings.Contains(e.p.Diff, "+const v = 2") {
+		t.Fatalf("published diff %q (%s)", e.p.Diff, e.p.DiffErr)
 	}
 	// The file changes under the request after the person saw the diff.
-	if err := os.WriteFile(file, []byte("package main\n\nconst v = 1 // pinned\nvar evil = 1\n"), 0o644); err != nil {
+	if err := os.WriteFile(e.file, []byte("package main\n\nconst v = 1 // pinned\nvar evil = 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if ev := tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: req.ID, Digest: p.Digest, DiffDigest: wire.DiffDigest(p.Diff, p.DiffErr)}); ev.Error != "" {
+	if ev := e.approve(t); ev.Error != "" {
 		t.Fatal(ev.Error)
 	}
-	o := tf.each(t, "the outcome and the withdrawal", is(FeedOutcome, "b1", req.ID), is(FeedGone, "b1", req.ID))[0].Outcome
+	o := e.tf.each(t, "the outcome and the withdrawal", is(FeedOutcome, "b1", e.req.ID), is(FeedGone, "b1", e.req.ID))[0].Outcome
 	if o.Applied || !strings.Contains(o.Reason, "changed after its diff was shown") {
 		t.Fatalf("outcome %+v, want not applied: the diff changed", o)
 	}
-	if got := b1.apply.runs(); len(got) != 0 {
-		t.Fatalf("b1 applied %v", got)
+	if got := e.b1.apply.runs(); len(got) != 0 {
+		t.Fatalf("e.b1 applied %v", got)
 	}
-	if _, err := b1.spool.ReadPending(req.ID); err != nil {
+	if _, err := e.b1.spool.ReadPending(e.req.ID); err != nil {
 		t.Fatalf("the request should still wait on the box: %v", err)
 	}
+}
+
+// shownEdit is an edit box b1 asked a person about, as the feed of
+// console c1 showed it (p).
+type shownEdit struct {
+	h     *Hub
+	creds map[string]*Creds
+	b1    *testBox
+	tf    *testFeed
+	req   *queue.Request
+	file  string // the file the edit changes
+	p     *Pending
+}
+
+// showEdit starts a hub that admits box b1 and console c1, has b1 ask for
+// an edit (askEdit) and c1's feed show it.
+func showEdit(t *testing.T) *shownEdit {
+	t.Helper()
+	e := &shownEdit{}
+	e.h, e.creds = testHub(t, []string{"b1"}, []string{"c1"})
+	e.b1 = newTestBox(t, e.h.URL(), e.creds["b1"])
+	e.req, e.file = e.b1.askEdit(t)
+	e.tf = startFeed(t, e.h.URL(), e.creds["c1"])
+	e.p = e.tf.next(t, "the edit", is(FeedPending, "b1", e.req.ID)).Pending
+	return e
+}
+
+// approve approves the edit as it was shown, diff included, and returns
+// the feed's answer.
+func (e *shownEdit) approve(t *testing.T) FeedEvent {
+	t.Helper()
+	return e.tf.send(t, FeedCommand{Op: Approve, Box: "b1", ID: e.req.ID, Digest: e.p.Digest, DiffDigest: wire.DiffDigest(e.p.Diff, e.p.DiffErr)})
 }
 
 // askEdit writes main.go (const v = 1) in a new project and queues an ask

@@ -122,6 +122,23 @@ func flags(name, args, help string, stdout, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// failed says why the command cmd failed, and is its exit code.
+func failed(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "sluice hub %s: %v\n", cmd, err)
+	return exitFail
+}
+
+// parseNone parses the args of a command that takes no positional
+// arguments.
+func parseNone(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
+	pos, code, ok := parse(fs, args)
+	if ok && len(pos) > 0 {
+		fmt.Fprintf(stderr, "%s: takes no arguments (%q); see 'sluice hub --help'\n", fs.Name(), pos[0])
+		return exitUsage, false
+	}
+	return code, ok
+}
+
 // parse parses args, allowing flags after the positional arguments.
 func parse(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	var pos []string
@@ -173,11 +190,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", ":4222", "`ADDR` to listen on (HOST:PORT)")
 	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`: certificate, users, streams")
 	lim := limitFlags(fs)
-	if pos, code, ok := parse(fs, args); !ok {
+	if code, ok := parseNone(fs, args, stderr); !ok {
 		return code
-	} else if len(pos) > 0 {
-		fmt.Fprintf(stderr, "sluice hub serve: takes no arguments (%q); see 'sluice hub --help'\n", pos[0])
-		return exitUsage
 	}
 	if _, port, err := net.SplitHostPort(*listen); err != nil || port == "" {
 		fmt.Fprintf(stderr, "sluice hub serve: --listen %q: want HOST:PORT or :PORT (:0 for a free port)\n", *listen)
@@ -185,13 +199,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	}
 	st, err := Open(*storeDir)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub serve: %v\n", err)
-		return exitFail
+		return failed(stderr, "serve", err)
 	}
 	h, err := StartHub(HubOptions{Listen: *listen, Store: st, Log: stderr, Limits: *lim})
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub serve: %v\n", err)
-		return exitFail
+		return failed(stderr, "serve", err)
 	}
 	fp, _ := st.Fingerprint()
 	us, _ := st.Users()
@@ -201,8 +213,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signalCtx()
 	defer stop()
 	if err := h.Run(ctx); err != nil {
-		fmt.Fprintf(stderr, "sluice hub serve: %v\n", err)
-		return exitFail
+		return failed(stderr, "serve", err)
 	}
 	fmt.Fprintf(stderr, "sluice hub: stopped\n")
 	return exitOK
@@ -223,16 +234,14 @@ func cmdAdd(role string, args []string, stdout, stderr io.Writer) int {
 	}
 	st, err := Open(*storeDir)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub %s: %v\n", name, err)
-		return exitFail
+		return failed(stderr, name, err)
 	}
 	if *url != "" && !strings.Contains(*url, "://") {
 		*url = "nats://" + *url
 	}
 	_, path, err := st.Add(pos[0], role, *url)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub %s: %v\n", name, err)
-		return exitFail
+		return failed(stderr, name, err)
 	}
 	fmt.Fprintf(stdout, "%s %s added; its credentials: %s\n", role, pos[0], path)
 	fmt.Fprintf(stdout, "copy them to the %s: scp %s HOST:.config/sluice/hub.creds (keep them secret: they admit it to the hub)\n", role, path)
@@ -256,13 +265,11 @@ func cmdUsers(args []string, stdout, stderr io.Writer) int {
 	}
 	st, err := Open(*storeDir)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub users: %v\n", err)
-		return exitFail
+		return failed(stderr, "users", err)
 	}
 	us, err := st.Users()
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub users: %v\n", err)
-		return exitFail
+		return failed(stderr, "users", err)
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tROLE\tADDED\tNKEY")
@@ -289,8 +296,7 @@ func cmdRemove(args []string, stdout, stderr io.Writer) int {
 		err = st.Remove(pos[0])
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub remove: %v\n", err)
-		return exitFail
+		return failed(stderr, "remove", err)
 	}
 	fmt.Fprintf(stdout, "removed %s\n", pos[0])
 	return exitOK
@@ -305,13 +311,11 @@ func cmdConfig(args []string, stdout, stderr io.Writer) int {
 	}
 	st, err := Open(*storeDir)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub config: %v\n", err)
-		return exitFail
+		return failed(stderr, "config", err)
 	}
 	cfg, err := st.ServerConfig(*listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub config: %v\n", err)
-		return exitFail
+		return failed(stderr, "config", err)
 	}
 	stdout.Write(cfg)
 	return exitOK
@@ -327,14 +331,12 @@ func cmdInit(args []string, stdout, stderr io.Writer) int {
 	}
 	st, err := Open(*storeDir)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub init: %v\n", err)
-		return exitFail
+		return failed(stderr, "init", err)
 	}
 	ctx, stop := signalCtx()
 	defer stop()
 	if err := st.Init(ctx, *url, *lim); err != nil {
-		fmt.Fprintf(stderr, "sluice hub init: %v\n", err)
-		return exitFail
+		return failed(stderr, "init", err)
 	}
 	fmt.Fprintf(stdout, "buckets %s, %s, %s ready on %s; run 'sluice hub service --hub %s' beside it\n", BucketPending, BucketDecisions, BucketResults, *url, *url)
 	return exitOK
@@ -353,40 +355,24 @@ func cmdService(args []string, stdout, stderr io.Writer) int {
 	url := fs.String("hub", "nats://127.0.0.1:4222", "the server's `URL`")
 	storeDir := fs.String("store", defaultStore(), "the hub's `DIR`")
 	lim := limitFlags(fs)
-	if pos, code, ok := parse(fs, args); !ok {
+	if code, ok := parseNone(fs, args, stderr); !ok {
 		return code
-	} else if len(pos) > 0 {
-		fmt.Fprintf(stderr, "sluice hub service: takes no arguments (%q)\n", pos[0])
-		return exitUsage
 	}
 	st, err := Open(*storeDir)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub service: %v\n", err)
-		return exitFail
+		return failed(stderr, "service", err)
 	}
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(stderr, "%s sluice hub service: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
 	}
 	ctx, stop := signalCtx()
 	defer stop()
-	var nc *nats.Conn
-	for {
-		nc, err = st.AdminConn(*url, nats.Name("sluice hub service"), nats.RetryOnFailedConnect(true),
-			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-				if err != nil {
-					logf("lost the server (%v); retrying", err)
-				}
-			}),
-			nats.ReconnectHandler(func(*nats.Conn) { logf("reconnected") }))
-		if err == nil {
-			break
-		}
-		logf("the server cannot be reached (%v); retrying in 1 s", err)
-		select {
-		case <-ctx.Done():
-			return exitOK
-		case <-time.After(time.Second):
-		}
+	nc, ok := connectRetrying(ctx, retry{what: "the server", reconnected: "reconnected", every: time.Second, logf: logf},
+		func(opts ...nats.Option) (*nats.Conn, error) {
+			return st.AdminConn(*url, append(opts, nats.Name("sluice hub service"))...)
+		})
+	if !ok {
+		return exitOK
 	}
 	defer nc.Close()
 	l := lim.withDefaults()
@@ -394,10 +380,43 @@ func cmdService(args []string, stdout, stderr io.Writer) int {
 		logf("serving %s: decisions on %s; a request stays at most %s, and %d a box", nc.ConnectedUrlRedacted(), DecideSubject("CONSOLE"), l.MaxAge, l.PerBox)
 	}}
 	if err := svc.Run(ctx); err != nil {
-		fmt.Fprintf(stderr, "sluice hub service: %v\n", err)
-		return exitFail
+		return failed(stderr, "service", err)
 	}
 	return exitOK
+}
+
+// retry is how a long-running command (service, box) waits for its first
+// connection and says what becomes of it: what it connects to, what it
+// does while that is lost, and how long it waits between tries.
+type retry struct {
+	what, meanwhile, reconnected string
+	every                        time.Duration
+	logf                         func(format string, a ...any)
+}
+
+// connectRetrying calls connect, with options that retry a lost
+// connection and log its loss and return, until it succeeds (true) or ctx
+// ends (false).
+func connectRetrying[C any](ctx context.Context, r retry, connect func(...nats.Option) (C, error)) (C, bool) {
+	for {
+		c, err := connect(nats.RetryOnFailedConnect(true),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				if err != nil {
+					r.logf("lost %s (%v); %sretrying", r.what, err, r.meanwhile)
+				}
+			}),
+			nats.ReconnectHandler(func(*nats.Conn) { r.logf("%s", r.reconnected) }))
+		if err == nil {
+			return c, true
+		}
+		r.logf("%s cannot be reached (%v); retrying in %d s", r.what, err, r.every/time.Second)
+		select {
+		case <-ctx.Done():
+			var none C
+			return none, false
+		case <-time.After(r.every):
+		}
+	}
 }
 
 // clientFlags are --hub and --hub-creds.
@@ -432,27 +451,23 @@ func cmdBox(args []string, stdout, stderr io.Writer, roots func(cwd string) []st
 	var err error
 	if *spoolDir == "" {
 		if *spoolDir, err = queue.DefaultDir(); err != nil {
-			fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
-			return exitFail
+			return failed(stderr, "box", err)
 		}
 	}
 	sp, err := queue.Open(*spoolDir)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
-		return exitFail
+		return failed(stderr, "box", err)
 	}
 	if *auditFile == "" {
 		if p := sp.AuditPath(); p != "" {
 			*auditFile = p
 		} else if *auditFile, err = audit.DefaultPath(); err != nil {
-			fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
-			return exitFail
+			return failed(stderr, "box", err)
 		}
 	}
 	sluice, err := SluiceBeside()
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
-		return exitFail
+		return failed(stderr, "box", err)
 	}
 	ctx, stop := signalCtx()
 	defer stop()
@@ -461,32 +476,17 @@ func cmdBox(args []string, stdout, stderr io.Writer, roots func(cwd string) []st
 	}
 	// The first connection is waited for: a hub that is not up yet is
 	// tried again, while the box serves locally.
-	var cl *Client
-	for {
-		cl, err = dial(ctx, *url, *credsPath, nats.RetryOnFailedConnect(true),
-			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-				if err != nil {
-					logf("lost the hub (%v); serving locally, retrying", err)
-				}
-			}),
-			nats.ReconnectHandler(func(*nats.Conn) { logf("reconnected to the hub") }))
-		if err == nil {
-			break
-		}
-		logf("the hub cannot be reached (%v); retrying in 5 s", err)
-		select {
-		case <-ctx.Done():
-			return exitOK
-		case <-time.After(5 * time.Second):
-		}
+	cl, ok := connectRetrying(ctx, retry{what: "the hub", meanwhile: "serving locally, ", reconnected: "reconnected to the hub", every: 5 * time.Second, logf: logf},
+		func(opts ...nats.Option) (*Client, error) { return dial(ctx, *url, *credsPath, opts...) })
+	if !ok {
+		return exitOK
 	}
 	defer cl.Close()
 	logf("bridging spool %s (audit log %s) to %s", sp.Dir(), *auditFile, cl.NC.ConnectedUrlRedacted())
 	b := &Box{Name: c.Name, Spool: sp, AuditPath: *auditFile, Client: cl, Logf: logf, Roots: roots,
 		Apply: &ExecApplier{Sluice: sluice, Args: []string{"--spool", sp.Dir()}, Audit: *auditFile}}
 	if err := b.Run(ctx); err != nil {
-		fmt.Fprintf(stderr, "sluice hub box: %v\n", err)
-		return exitFail
+		return failed(stderr, "box", err)
 	}
 	return exitOK
 }
@@ -505,14 +505,12 @@ func cmdLs(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	cl, err := dial(ctx, *url, *credsPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub ls: %v\n", err)
-		return exitFail
+		return failed(stderr, "ls", err)
 	}
 	defer cl.Close()
 	ps, err := cl.List(ctx, *box)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub ls: %v\n", err)
-		return exitFail
+		return failed(stderr, "ls", err)
 	}
 	if len(ps) == 0 {
 		fmt.Fprintln(stdout, "nothing waits on any box")
@@ -568,8 +566,7 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 	defer stop()
 	cl, err := dial(ctx, *url, *credsPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub %s: %v\n", name, err)
-		return exitFail
+		return failed(stderr, name, err)
 	}
 	defer cl.Close()
 	if id, err = pendingID(ctx, cl, box, id); err != nil {
@@ -602,8 +599,7 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 				term.Write(track.Piece(off, m.Data))
 			})
 			if err != nil {
-				fmt.Fprintf(stderr, "sluice hub %s: %v\n", name, err)
-				return exitFail
+				return failed(stderr, name, err)
 			}
 			defer sub.Unsubscribe()
 			outs = append(outs, sub)
@@ -714,11 +710,8 @@ func roleCreds(cmd, path, role string, stderr io.Writer) (*Creds, int) {
 func cmdFeed(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flags("feed", "[--hub URL] [--hub-creds FILE]", "The fleet as a console shows it, one JSON object a line on stdout (what\nwaits, what left, outcomes, output), taking decisions one JSON object a\nline on stdin; 'sluice console --hub' runs it. Ends when stdin closes.\nThe lines are described in docs/protocol.md (the hub).", stdout, stderr)
 	url, credsPath := clientFlags(fs)
-	if pos, code, ok := parse(fs, args); !ok {
+	if code, ok := parseNone(fs, args, stderr); !ok {
 		return code
-	} else if len(pos) > 0 {
-		fmt.Fprintln(stderr, "sluice hub feed: takes no arguments")
-		return exitUsage
 	}
 	c, code := roleCreds("feed", *credsPath, RoleConsole, stderr)
 	if c == nil {
@@ -737,14 +730,12 @@ func cmdFeed(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { f.Link(true, nc.ConnectedUrlRedacted()) }))
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice hub feed: %v\n", err)
-		return exitFail
+		return failed(stderr, "feed", err)
 	}
 	defer cl.Close()
 	f.Client = cl
 	if err := f.Run(ctx, stdin); err != nil {
-		fmt.Fprintf(stderr, "sluice hub feed: %v\n", err)
-		return exitFail
+		return failed(stderr, "feed", err)
 	}
 	return exitOK
 }

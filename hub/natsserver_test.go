@@ -4,35 +4,21 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 )
 
-// natsProc is a nats-server process (the Debian package, or any on PATH)
-// run from the store's 'sluice hub config': it can be killed (SIGKILL)
-// and started again on the same address and store.
-type natsProc struct {
-	t    *testing.T
-	bin  string
-	conf string
-	url  string
-	mu   sync.Mutex
-	cmd  *osexec.Cmd
-}
-
-// natsServer starts a natsProc for st, makes the buckets with Init, and
+// natsServer starts nats-server (the Debian package, or any on PATH)
+// from st's 'sluice hub config', makes the buckets with Init, and
 // runs the hub's Service beside it in this process. In CI (CI set) a
 // missing nats-server fails the test.
-func natsServer(t *testing.T, st *Store) *natsProc {
+func natsServer(t *testing.T, st *Store) *serverProc {
 	t.Helper()
 	p := natsServerBare(t, st)
 	runService(t, st, p.url, Limits{})
@@ -40,7 +26,7 @@ func natsServer(t *testing.T, st *Store) *natsProc {
 }
 
 // natsServerBare is natsServer without the service.
-func natsServerBare(t *testing.T, st *Store) *natsProc {
+func natsServerBare(t *testing.T, st *Store) *serverProc {
 	t.Helper()
 	bin, err := osexec.LookPath("nats-server")
 	if err != nil {
@@ -49,22 +35,18 @@ func natsServerBare(t *testing.T, st *Store) *natsProc {
 		}
 		t.Skip("nats-server is not installed (apt-get install nats-server)")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	cfg, err := st.ServerConfig(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &natsProc{t: t, bin: bin, conf: filepath.Join(t.TempDir(), "hub.conf"), url: "nats://" + addr}
-	if err := os.WriteFile(p.conf, cfg, 0o600); err != nil {
+	conf := filepath.Join(t.TempDir(), "hub.conf")
+	if err := os.WriteFile(conf, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.start()
+	p := &serverProc{t: t, url: "nats://" + addr, argv: []string{bin, "-c", conf}, ready: "Server is ready"}
 	t.Cleanup(p.kill)
+	p.mustStart()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := st.Init(ctx, p.url, Limits{}); err != nil {
@@ -114,42 +96,6 @@ func watchStderr(stderr io.Reader, ready string) <-chan string {
 		out <- log.String()
 	}()
 	return out
-}
-
-// start runs the server and waits until it says it is ready.
-func (p *natsProc) start() {
-	p.t.Helper()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd != nil {
-		return // running
-	}
-	cmd := osexec.Command(p.bin, "-c", p.conf)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		p.t.Fatal(err)
-	}
-	p.cmd = cmd
-	ready := watchStderr(stderr, "Server is ready")
-	select {
-	case out := <-ready:
-		if out != "" {
-			p.t.Errorf("nats-server exited:\n%s", out)
-		}
-	case <-time.After(20 * time.Second):
-		p.t.Error("nats-server did not get ready in 20 s")
-	}
-}
-
-// kill stops the server with SIGKILL: no shutdown of its own.
-func (p *natsProc) kill() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd != nil {
-		p.cmd.Process.Signal(syscall.SIGKILL)
-		p.cmd.Wait()
-		p.cmd = nil
-	}
 }
 
 // The same fleet against nats-server run as a process of its own, from

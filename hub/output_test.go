@@ -1,16 +1,15 @@
 package hub
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/sluice-dev/sluice/hub/wire"
+	"github.com/sluice-dev/sluice/internal/syncbuf"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -51,7 +50,7 @@ func TestOutputLostWhileHubDown(t *testing.T) {
 	waitFor(t, "the box to find the hub gone", func() bool { return !b1.client.NC.IsConnected() })
 	step <- struct{}{}
 	<-wrote
-	hub.start()
+	hub.mustStart()
 	tf.next(t, "the feed's listing once the hub is back", ready)
 	waitFor(t, "the box back on the hub", func() bool { return b1.client.NC.IsConnected() })
 	step <- struct{}{}
@@ -126,7 +125,7 @@ func TestOutputKey(t *testing.T) {
 func TestApproveAcrossHubRestart(t *testing.T) {
 	st, creds := testStore(t, []string{"b1"}, []string{"c1"})
 	hub := hubProcess(t, st)
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	b1 := openTestBox(t, "b1")
 	// A reconnect buffer of a byte: once a message waits in it, what the
 	// box publishes while the hub is down fails at once, as it does once
@@ -156,7 +155,7 @@ func TestApproveAcrossHubRestart(t *testing.T) {
 	waitFor(t, "the ask on the hub", func() bool { return len(pendingKeys(t, con)) == 1 })
 	digest := pendingKeys(t, con)[Key("b1", req.ID)].Digest
 
-	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	code := make(chan int, 1)
 	go func() {
 		code <- Main([]string{"approve", "b1/" + req.ID + "@" + digest[:12], "--hub", hub.url, "--hub-creds", credsFile},
@@ -170,7 +169,7 @@ func TestApproveAcrossHubRestart(t *testing.T) {
 	_ = b1.client.NC.Publish(OutputSubject("b1", queue.NewID())+".0", []byte("x"))
 	step <- struct{}{}
 	waitFor(t, "a try at the outcome to fail", func() bool { return strings.Contains(logs.String(), "outcome not published yet") })
-	hub.start()
+	hub.mustStart()
 	select {
 	case c := <-code:
 		if want := "before\n" + wire.LostLine(7) + "\r\n"; c != 0 || stdout.String() != want || !strings.Contains(stderr.String(), "b1: done, exit status 0") {
@@ -179,22 +178,4 @@ func TestApproveAcrossHubRestart(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("approve did not end 10 s after the hub was back:\n%s%s\nthe box:\n%s", stdout.String(), stderr.String(), logs.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

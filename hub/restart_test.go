@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/hub/wire"
+	"github.com/sluice-dev/sluice/internal/syncbuf"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -25,58 +26,76 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// restartable is a hub in a process of its own, killed with SIGKILL and
-// started again on the same address and store.
-type restartable interface {
-	kill()
-	start()
-}
-
-// hubProc is the embedded hub, 'sluice-hub hub serve', as a process.
-type hubProc struct {
+// serverProc is a server in a process of its own: this test binary as
+// sluice-hub ('hub serve', 'hub service') or nats-server. It can be
+// killed (SIGKILL), frozen, and started again as it was.
+type serverProc struct {
 	t     *testing.T
-	store string
-	addr  string
-	url   string
-	args  []string // the command line; ready: what it says once it serves
-	ready string
+	url   string   // where it serves, when it is a NATS server
+	argv  []string // the program and its command line
+	env   []string // added to the test's environment
+	ready string   // what it says on stderr once it serves
 	mu    sync.Mutex
 	cmd   *osexec.Cmd
 	done  chan struct{}
 }
 
-// hubProcess starts st's hub in a process of its own on a free port.
-func hubProcess(t *testing.T, st *Store) *hubProc {
+// sluiceProc is this test binary run as sluice-hub with args, which says
+// ready once it serves. It is not started.
+func sluiceProc(t *testing.T, ready string, args ...string) *serverProc {
+	return &serverProc{t: t, argv: append([]string{os.Args[0]}, args...), env: []string{"SLUICE_HUB_TEST_MAIN=1"}, ready: ready}
+}
+
+// freeAddr is a free port of 127.0.0.1, as HOST:PORT.
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	p := &hubProc{t: t, store: st.Dir, addr: addr, url: "nats://" + addr,
-		args: []string{"hub", "serve", "--listen", addr, "--store", st.Dir}, ready: "listening on"}
-	p.start()
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// hubProcess starts st's hub in a process of its own on a free port.
+func hubProcess(t *testing.T, st *Store) *serverProc {
+	t.Helper()
+	addr := freeAddr(t)
+	p := sluiceProc(t, "listening on", "hub", "serve", "--listen", addr, "--store", st.Dir)
+	p.url = "nats://" + addr
 	t.Cleanup(p.kill)
+	p.mustStart()
 	return p
 }
 
-// start runs the hub and waits until it listens.
-func (p *hubProc) start() {
+// mustStart starts the server, failing the test now if it does not
+// serve; only the test's goroutine may call it.
+func (p *serverProc) mustStart() {
+	p.t.Helper()
+	if !p.start() {
+		p.t.FailNow()
+	}
+}
+
+// start runs the server and waits until it says it serves (false, the
+// test failed, when it does not). It may be called from any goroutine.
+func (p *serverProc) start() bool {
 	p.t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
-		return
+		return true // running
 	}
-	cmd := osexec.Command(os.Args[0], p.args...)
-	cmd.Env = append(os.Environ(), "SLUICE_HUB_TEST_MAIN=1")
+	cmd := osexec.Command(p.argv[0], p.argv[1:]...)
+	cmd.Env = append(os.Environ(), p.env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		p.t.Fatal(err)
+		p.t.Error(err)
+		return false
 	}
 	if err := cmd.Start(); err != nil {
-		p.t.Fatal(err)
+		p.t.Error(err)
+		return false
 	}
 	p.cmd, p.done = cmd, make(chan struct{})
 	ready := watchStderr(stderr, p.ready)
@@ -84,21 +103,24 @@ func (p *hubProc) start() {
 	select {
 	case out := <-ready:
 		if out != "" {
-			p.t.Fatalf("sluice %v exited:\n%s", p.args, out)
+			p.t.Errorf("%v exited:\n%s", p.argv, out)
+			return false
 		}
 	case <-time.After(20 * time.Second):
-		p.t.Fatalf("sluice %v did not say %q in 20 s", p.args, p.ready)
+		p.t.Errorf("%v did not say %q in 20 s", p.argv, p.ready)
+		return false
 	}
+	return true
 }
 
-// freeze stops the hub (SIGSTOP) until thaw: what clients send it waits
-// in its sockets, unanswered, and nobody is disconnected.
-func (p *hubProc) freeze() { p.signal(syscall.SIGSTOP) }
+// freeze stops the server (SIGSTOP) until thaw: what clients send it
+// waits in its sockets, unanswered, and nobody is disconnected.
+func (p *serverProc) freeze() { p.signal(syscall.SIGSTOP) }
 
-// thaw lets a frozen hub go on (SIGCONT).
-func (p *hubProc) thaw() { p.signal(syscall.SIGCONT) }
+// thaw lets a frozen server go on (SIGCONT).
+func (p *serverProc) thaw() { p.signal(syscall.SIGCONT) }
 
-func (p *hubProc) signal(sig syscall.Signal) {
+func (p *serverProc) signal(sig syscall.Signal) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
@@ -106,8 +128,8 @@ func (p *hubProc) signal(sig syscall.Signal) {
 	}
 }
 
-// kill stops the hub with SIGKILL: no shutdown of its own.
-func (p *hubProc) kill() {
+// kill stops the server with SIGKILL: no shutdown of its own.
+func (p *serverProc) kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
@@ -139,7 +161,7 @@ func TestFeedCatchesUpAfterHubRestart(t *testing.T) {
 	})
 }
 
-func feedCatchesUp(t *testing.T, hub restartable, url string, creds map[string]*Creds) {
+func feedCatchesUp(t *testing.T, hub *serverProc, url string, creds map[string]*Creds) {
 	b1 := newTestBox(t, url, creds["b1"])
 	tf := startFeed(t, url, creds["c1"])
 	tf.next(t, "the first listing", func(ev FeedEvent) bool { return ev.Ev == FeedReady })
@@ -154,7 +176,7 @@ func feedCatchesUp(t *testing.T, hub restartable, url string, creds map[string]*
 		t.Fatal(err)
 	}
 	asked := b1.ask(t, "make asked-while-down")
-	hub.start()
+	hub.mustStart()
 
 	ready := func(ev FeedEvent) bool { return ev.Ev == FeedReady }
 	var p *Pending
@@ -200,7 +222,7 @@ func feedCatchesUp(t *testing.T, hub restartable, url string, creds map[string]*
 func TestUnansweredPublishWithdrawn(t *testing.T) {
 	st, creds := testStore(t, []string{"b1"}, []string{"c1"})
 	hub := hubProcess(t, st)
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	b1 := openTestBox(t, "b1")
 	b1.tune = func(b *Box) {
 		b.Wait = 300 * time.Millisecond

@@ -27,15 +27,15 @@ func TestServiceSurvivesKills(t *testing.T) {
 		c1 := connect(t, hub.url, creds["c1"])
 		decidedThrough(t, b1, c1, "before the kill")
 		hub.kill()
-		hub.start()
+		hub.mustStart()
 		decidedThrough(t, b1, c1, "after the hub's restart")
 	})
 	t.Run("nats-server and sluice hub service", func(t *testing.T) {
 		st, creds := testStore(t, []string{"b1"}, []string{"c1"})
 		srv := natsServerBare(t, st)
-		svc := &hubProc{t: t, args: []string{"hub", "service", "--hub", srv.url, "--store", st.Dir}, ready: "serving"}
-		svc.start()
+		svc := sluiceProc(t, "serving", "hub", "service", "--hub", srv.url, "--store", st.Dir)
 		t.Cleanup(svc.kill)
+		svc.mustStart()
 		b1 := newTestBox(t, srv.url, creds["b1"])
 		c1 := connect(t, srv.url, creds["c1"])
 		decidedThrough(t, b1, c1, "with the service running")
@@ -46,7 +46,7 @@ func TestServiceSurvivesKills(t *testing.T) {
 		if _, err := decideAs(ctxT(t), c1, "b1", req.ID, Deny, "alice"); !errors.Is(err, ErrNoService) {
 			t.Fatalf("deciding with no service: %v, want ErrNoService", err)
 		}
-		svc.start()
+		svc.mustStart()
 		if _, err := decideAs(ctxT(t), c1, "b1", req.ID, Deny, "alice"); err != nil {
 			t.Fatalf("deciding once the service is back: %v", err)
 		}
@@ -55,7 +55,7 @@ func TestServiceSurvivesKills(t *testing.T) {
 		}
 
 		srv.kill()
-		srv.start()
+		srv.mustStart()
 		decidedThrough(t, b1, c1, "after the server's restart")
 	})
 }

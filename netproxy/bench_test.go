@@ -2,7 +2,6 @@ package netproxy
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,29 +11,6 @@ import (
 	"strconv"
 	"testing"
 )
-
-// serveTCP runs handle for every connection to a loopback listener.
-func serveTCP(b *testing.B, handle func(net.Conn)) netip.AddrPort {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	return netip.MustParseAddrPort(l.Addr().String())
-}
 
 // benchDial opens a connection to target: directly, or through a tunnel
 // of the proxy at proxy when proxy is not "".
@@ -50,14 +26,7 @@ func benchDial(b *testing.B, proxy string, direct netip.AddrPort) net.Conn {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fmt.Fprint(c, "CONNECT bench.test:443 HTTP/1.1\r\nHost: bench.test:443\r\n\r\n")
-	// The 200's line and empty line, read without a buffer that could
-	// swallow what follows.
-	want := "HTTP/1.1 200 Connection established\r\n\r\n"
-	buf := make([]byte, len(want))
-	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != want {
-		b.Fatalf("CONNECT: %q %v", buf, err)
-	}
+	openTunnel(b, c, "bench.test:443")
 	return c
 }
 

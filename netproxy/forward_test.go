@@ -198,10 +198,7 @@ func TestUpstream(t *testing.T) {
 		Upstream: "http://user:secret@" + upAddr,
 	})
 
-	status, c := connect(t, addr, "registry.test:443")
-	if c == nil {
-		t.Fatal(status)
-	}
+	c := tunnel(t, addr, "registry.test:443")
 	if body, err := httpsGet(t, c, "registry.test", "/x"); err != nil || body != "via upstream /x" {
 		t.Fatalf("%q %v", body, err)
 	}
@@ -274,28 +271,13 @@ func TestUpstreamCredentials(t *testing.T) {
 // client's connection as the server did, and the client retries.
 func TestForwardServerClosedBetweenRequests(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				// One response, kept alive in words, then gone.
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			}()
+	local := serveTCP(t, func(c net.Conn) {
+		// One response, kept alive in words, then gone.
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
 		}
-	}()
-	local := netip.MustParseAddrPort(l.Addr().String())
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
 	_, addr := start(t, Config{
 		Allow:   rules(t, "verdict", "once.test", local.String()),
 		Resolve: table(map[string]netip.AddrPort{"once.test": local}),

@@ -235,26 +235,11 @@ func (c *pipeConn) CloseWrite() error              { return nil }
 // connection in FuzzServe reaches.
 func sink(tb testing.TB) netip.AddrPort {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				closeWrite(c)
-				_, _ = io.Copy(io.Discard, c)
-				_ = c.Close()
-			}()
-		}
-	}()
-	return netip.MustParseAddrPort(l.Addr().String())
+	return serveTCP(tb, func(c net.Conn) {
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		closeWrite(c)
+		_, _ = io.Copy(io.Discard, c)
+	})
 }
 
 // FuzzServe feeds a client's bytes to the proxy: HTTP, CONNECT, SOCKS5 or

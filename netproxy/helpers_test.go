@@ -228,3 +228,61 @@ func contactsOf(p *Proxy, host string, port int) []Contact {
 	}
 	return out
 }
+
+// serveTCP runs handle for every connection to a loopback listener, and
+// closes the connection when handle returns.
+func serveTCP(tb testing.TB, handle func(net.Conn)) netip.AddrPort {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return netip.MustParseAddrPort(l.Addr().String())
+}
+
+// openTunnel asks for a tunnel to target on c, a connection to the
+// proxy, and reads the 200's line and empty line without a buffer that
+// could swallow what follows.
+func openTunnel(tb testing.TB, c net.Conn, target string) {
+	tb.Helper()
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	want := "HTTP/1.1 200 Connection established\r\n\r\n"
+	buf := make([]byte, len(want))
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != want {
+		tb.Fatalf("CONNECT %s: %q %v", target, buf, err)
+	}
+}
+
+// tunnel is connect's connection, the test failed if the proxy refused.
+func tunnel(t testing.TB, proxy, target string) net.Conn {
+	t.Helper()
+	status, c := connect(t, proxy, target)
+	if c == nil {
+		t.Fatalf("CONNECT %s refused: %s", target, status)
+	}
+	return c
+}
+
+// registryConfig admits registry.test, resolved to a new HTTPS server
+// that answers with body.
+func registryConfig(t testing.TB, body string) Config {
+	t.Helper()
+	local := addrOf(t, tlsServer(t, body, "registry.test"))
+	return Config{
+		Allow:   rules(t, "verdict", "registry.test", local.String()),
+		Resolve: table(map[string]netip.AddrPort{"registry.test": local}),
+	}
+}

@@ -2,8 +2,6 @@ package netproxy
 
 import (
 	"crypto/tls"
-	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -22,10 +20,7 @@ func TestConnectAllowedByVerdict(t *testing.T) {
 		Allow:   allow,
 		Resolve: table(map[string]netip.AddrPort{"registry.test": local}),
 	})
-	status, c := connect(t, addr, "registry.test:443")
-	if c == nil {
-		t.Fatalf("CONNECT refused: %s", status)
-	}
+	c := tunnel(t, addr, "registry.test:443")
 	body, err := httpsGet(t, c, "registry.test", "/left-pad")
 	if err != nil {
 		t.Fatal(err)
@@ -130,10 +125,7 @@ func TestHostServiceAllowedByAddressRule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, addr := start(t, Config{Allow: rules(t, "network_allow", tc.allow...), Resolve: resolve})
-			status, c := connect(t, addr, tc.target)
-			if c == nil {
-				t.Fatalf("refused: %s", status)
-			}
+			c := tunnel(t, addr, tc.target)
 			body, err := httpsGet(t, c, tc.sni, "/")
 			if err != nil || body != "local ok /" {
 				t.Fatalf("body %q, %v", body, err)
@@ -218,19 +210,13 @@ func TestSNI(t *testing.T) {
 
 	// Both names are allowed, but a tunnel to one may not carry a
 	// handshake with the other (domain fronting).
-	status, c := connect(t, addr, "registry.test:443")
-	if c == nil {
-		t.Fatal(status)
-	}
+	c := tunnel(t, addr, "registry.test:443")
 	if _, err := httpsGet(t, c, "other.test", "/"); err == nil {
 		t.Fatal("a ClientHello naming other.test went through a tunnel to registry.test")
 	}
 
 	// Without SNI the CONNECT host decides.
-	status, c = connect(t, addr, "registry.test:443")
-	if c == nil {
-		t.Fatal(status)
-	}
+	c = tunnel(t, addr, "registry.test:443")
 	tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // no SNI is the point
 	if err := tc.Handshake(); err != nil {
 		t.Fatalf("no SNI: %v", err)
@@ -238,19 +224,13 @@ func TestSNI(t *testing.T) {
 	_ = tc.Close()
 
 	// SNI in another case and with a trailing dot is the same server.
-	status, c = connect(t, addr, "registry.test:443")
-	if c == nil {
-		t.Fatal(status)
-	}
+	c = tunnel(t, addr, "registry.test:443")
 	if _, err := httpsGet(t, c, "Registry.Test", "/"); err != nil {
 		t.Fatalf("SNI in capitals: %v", err)
 	}
 
 	// A non-TLS protocol in a tunnel is the CONNECT host's business.
-	status, c = connect(t, addr, "registry.test:443")
-	if c == nil {
-		t.Fatal(status)
-	}
+	c = tunnel(t, addr, "registry.test:443")
 	_, _ = c.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
 	buf := make([]byte, 64)
 	n, _ := c.Read(buf)
@@ -281,16 +261,8 @@ func TestSNI(t *testing.T) {
 
 func TestMalformedHelloIsRefused(t *testing.T) {
 	t.Parallel()
-	srv := tlsServer(t, "ok", "registry.test")
-	local := addrOf(t, srv)
-	p, addr := start(t, Config{
-		Allow:   rules(t, "verdict", "registry.test", local.String()),
-		Resolve: table(map[string]netip.AddrPort{"registry.test": local}),
-	})
-	status, c := connect(t, addr, "registry.test:443")
-	if c == nil {
-		t.Fatal(status)
-	}
+	p, addr := start(t, registryConfig(t, "ok"))
+	c := tunnel(t, addr, "registry.test:443")
 	// A handshake record that is not a ClientHello.
 	_, _ = c.Write([]byte{22, 3, 1, 0, 4, 2, 0, 0, 0})
 	buf := make([]byte, 16)
@@ -328,16 +300,8 @@ func TestTargetPorts(t *testing.T) {
 // while the run goes on); its bytes are counted in when it ends.
 func TestContactListedWhileOpen(t *testing.T) {
 	t.Parallel()
-	srv := tlsServer(t, "ok", "registry.test")
-	local := addrOf(t, srv)
-	p, addr := start(t, Config{
-		Allow:   rules(t, "verdict", "registry.test", local.String()),
-		Resolve: table(map[string]netip.AddrPort{"registry.test": local}),
-	})
-	status, c := connect(t, addr, "registry.test:443")
-	if c == nil {
-		t.Fatal(status)
-	}
+	p, addr := start(t, registryConfig(t, "ok"))
+	c := tunnel(t, addr, "registry.test:443")
 	tc := tls.Client(c, &tls.Config{ServerName: "registry.test", RootCAs: getCA(t).pool})
 	if err := tc.Handshake(); err != nil {
 		t.Fatal(err)
@@ -356,12 +320,7 @@ func TestContactListedWhileOpen(t *testing.T) {
 // run's network namespace.
 func TestUnixListener(t *testing.T) {
 	t.Parallel()
-	srv := tlsServer(t, "over unix", "registry.test")
-	local := addrOf(t, srv)
-	p, err := New(Config{
-		Allow:   rules(t, "verdict", "registry.test", local.String()),
-		Resolve: table(map[string]netip.AddrPort{"registry.test": local}),
-	})
+	p, err := New(registryConfig(t, "over unix"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,12 +335,7 @@ func TestUnixListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprint(c, "CONNECT registry.test:443 HTTP/1.1\r\n\r\n")
-	want := "HTTP/1.1 200 Connection established\r\n\r\n"
-	buf := make([]byte, len(want))
-	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != want {
-		t.Fatalf("%q %v", buf, err)
-	}
+	openTunnel(t, c, "registry.test:443")
 	body, err := httpsGet(t, c, "registry.test", "/u")
 	if err != nil || body != "over unix /u" {
 		t.Fatalf("%q %v", body, err)

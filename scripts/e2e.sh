@@ -46,6 +46,14 @@ waitexit() {
 	for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || { wait "$1" && rc=0 || rc=$?; return 0; }; sleep 0.1; done
 	fail "agent $1 still waiting"
 }
+# approve PID OUT WHAT: once the grace period is over, approves the
+# request shown with a; the agent PID must then exit 0 (OUT its output).
+approve() {
+	waitgrace
+	tm send-keys -t e2e a
+	waitexit "$1"
+	[ "$rc" -eq 0 ] || fail "$3 exited $rc: $(cat "$2")"
+}
 
 newsession -d -s e2e -x 100 -y 30 -e SLUICE_SPOOL="$SLUICE_SPOOL" -e SLUICE_AUDIT="$SLUICE_AUDIT" \
 	-e HOME="$HOME" -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" -e SLUICE_POLICY="$SLUICE_POLICY" -e TERM=xterm-256color \
@@ -66,10 +74,7 @@ waitfor "Output · done · echo passes-alone"
 ask=$!
 waitfor "printf 'a"
 waitfor "ASK"
-waitgrace
-tm send-keys -t e2e a
-waitexit $ask
-[ "$rc" -eq 0 ] || fail "approved run exited $rc: $(cat "$work/ask.out")"
+approve $ask "$work/ask.out" "approved run"
 grep -q b "$work/ask.out" || fail "approved run's output did not reach the agent"
 waitfor "Output · done"
 screen | grep -q '^│ b ' || fail "output pane does not show the emulated line 'b'"
@@ -81,10 +86,7 @@ screen | grep -q '^│ b ' || fail "output pane does not show the emulated line 
 (cd "$work/project" && script -qec "$sluice run -- \"printf 'size: '; sleep 1; stty size\"" /dev/null) > "$work/stty.out" 2>&1 &
 sz=$!
 waitfor "printf 'size: '"
-waitgrace
-tm send-keys -t e2e a
-waitexit $sz
-[ "$rc" -eq 0 ] || fail "stty run exited $rc: $(cat "$work/stty.out")"
+approve $sz "$work/stty.out" "stty run"
 waitfor "Output · done · printf 'size: '"
 pane=$(screen | python3 -c '
 import sys
@@ -183,10 +185,7 @@ echo hello > "$work/other/notes.txt"
 (cd "$work/other" && "$sluice" run -- "sed -i s/hello/HELLO/ notes.txt && echo mutated") > "$work/sed.out" 2>&1 &
 sedrun=$!
 waitfor "sed -i s/hello/HELLO/ notes.txt && echo mutated"
-waitgrace
-tm send-keys -t e2e a
-waitexit $sedrun
-[ "$rc" -eq 0 ] || fail "the one-line command at 80x24 was not approved with a: exit $rc: $(cat "$work/sed.out")"
+approve $sedrun "$work/sed.out" "the one-line command at 80x24 approved with a"
 grep -q HELLO "$work/other/notes.txt" || fail "the approved sed did not run"
 tm send-keys -t e2e q
 waitfor "console-exited=0"

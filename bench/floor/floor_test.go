@@ -71,6 +71,23 @@ func needLandlock(t *testing.T) {
 	}
 }
 
+// testBinary is this test binary's path: a program the confined runs may
+// read, and the helpers (FLOOR_HELPER) they run.
+func testBinary(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return self
+}
+
+// confineCase is a shell line a floor runs and whether it must succeed.
+type confineCase struct {
+	name, line string
+	ok         bool
+}
+
 // dirs makes a project, a hidden directory holding a secret, and a
 // directory outside both.
 func dirs(t *testing.T) (project, hidden, outside string) {
@@ -111,14 +128,8 @@ func TestConfinedFloorConfines(t *testing.T) {
 	if !strings.Contains(describe, "rules") {
 		t.Errorf("describe = %q", describe)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name, line string
-		ok         bool
-	}{
+	self := testBinary(t)
+	for _, tc := range []confineCase{
 		{"writes in its directory", "echo x > made && test -s made", true},
 		{"reads outside the hidden path", "cat " + self + " > /dev/null", true},
 		{"writes nowhere else", "echo x > " + filepath.Join(outside, "f"), false},
@@ -152,14 +163,8 @@ func TestConfinedFloorConfines(t *testing.T) {
 func TestWrapperFloorConfines(t *testing.T) {
 	needLandlock(t)
 	project, _, outside := dirs(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name, line string
-		ok         bool
-	}{
+	self := testBinary(t)
+	for _, tc := range []confineCase{
 		{"writes in its root", "echo x > " + filepath.Join(project, "made"), true},
 		{"writes nowhere else", "echo x > " + filepath.Join(outside, "f"), false},
 		{"reads everywhere", "cat " + self + " > /dev/null", true},

@@ -13,10 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sluice-dev/sluice/internal/e2e"
 )
 
 // fsParent is the directory the test directories of fsName go under,
@@ -87,12 +88,11 @@ func (e *testEnv) close() {
 	os.RemoveAll(e.root)
 }
 
-// server is one running 'sluice serve'.
+// server is one running 'sluice serve' (an e2e.Proc), its stderr read
+// line by line as it comes.
 type server struct {
-	cmd     *exec.Cmd
-	started time.Time
-	exited  chan struct{}
-	err     error // Wait's, once exited is closed
+	*e2e.Proc
+	exited chan struct{} // closed once it ended and its stderr is read
 
 	mu     sync.Mutex
 	asks   int      // "ask ID: ..." lines: requests judged and left for a person
@@ -115,28 +115,32 @@ func startServe(bin string, e *testEnv, wantAsks int) (*server, error) {
 		}
 		s.log = f
 	}
-	s.cmd = exec.Command(bin, "serve")
-	s.cmd.Env = e.environ
-	s.cmd.Dir = e.root
-	stderr, err := s.cmd.StderrPipe()
+	cmd := exec.Command(bin, "serve")
+	cmd.Env, cmd.Dir = e.environ, e.root
+	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return nil, err
 	}
-	s.started = time.Now()
-	if err := s.cmd.Start(); err != nil {
+	defer devnull.Close()
+	stderr, w, err := os.Pipe()
+	if err != nil {
 		return nil, err
 	}
-	lines := make(chan struct{})
+	// stdout as before: nothing kept (Launch would keep it in memory).
+	cmd.Stdout, cmd.Stderr = devnull, w
+	s.Proc, err = e2e.Launch("sluice serve", cmd)
+	w.Close()
+	if err != nil {
+		stderr.Close()
+		return nil, err
+	}
 	go func() {
-		defer close(lines)
 		s.scan(stderr)
+		stderr.Close()
 		if s.log != nil {
 			s.log.Close()
 		}
-	}()
-	go func() {
-		<-lines
-		s.err = s.cmd.Wait()
+		<-s.Done()
 		close(s.exited)
 	}()
 	return s, nil
@@ -166,38 +170,27 @@ func (s *server) scan(r io.Reader) {
 	}
 }
 
-func (s *server) pid() int { return s.cmd.Process.Pid }
-
-func (s *server) alive() bool {
-	select {
-	case <-s.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func (s *server) stderrTail() string {
+// ended says how serve ended and the last lines it said, once exited is
+// closed.
+func (s *server) ended() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return strings.Join(s.tail, "\n")
+	return s.Cmd.ProcessState.String() + "\n" + strings.Join(s.tail, "\n")
 }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends SIGTERM and waits for a clean exit (30 s, then its group is
+// killed).
 func (s *server) stop() error {
-	if !s.alive() {
-		return fmt.Errorf("serve had exited: %v\n%s", s.err, s.stderrTail())
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
+	if s.Exited() {
 		<-s.exited
-		return errors.New("serve did not stop within 30 s of SIGTERM")
+		return fmt.Errorf("serve had exited: %s", s.ended())
 	}
-	if s.err != nil {
-		return fmt.Errorf("serve: %v\n%s", s.err, s.stderrTail())
+	if err := s.StopWithin(30 * time.Second); err != nil {
+		return err
+	}
+	<-s.exited
+	if !s.Cmd.ProcessState.Success() {
+		return fmt.Errorf("serve: %s", s.ended())
 	}
 	return nil
 }

@@ -111,8 +111,9 @@ func oneRun(o *options, parent, name, command string, tty bool) (runResult, erro
 		case !errors.Is(err, queue.ErrNoResult):
 			srv.stop()
 			return runResult{}, err
-		case !srv.alive():
-			return runResult{}, fmt.Errorf("serve exited before answering: %v\n%s", srv.err, srv.stderrTail())
+		case srv.Exited():
+			<-srv.exited
+			return runResult{}, fmt.Errorf("serve exited before answering: %s", srv.ended())
 		case time.Now().After(deadline):
 			srv.stop()
 			return runResult{}, errors.New("no result within 15 minutes")
@@ -124,7 +125,7 @@ func oneRun(o *options, parent, name, command string, tty bool) (runResult, erro
 	}
 	// The result is written last; let serve finish its log line.
 	time.Sleep(100 * time.Millisecond)
-	hwm, err := procStatus(srv.pid(), "VmHWM")
+	hwm, err := procStatus(srv.Pid(), "VmHWM")
 	if err != nil {
 		srv.stop()
 		return runResult{}, err

@@ -136,17 +136,17 @@ func onePending(o *options, parent string) (pendingRun, error) {
 		srv.stop()
 		return r, err
 	}
-	r.first, r.queued = first.Sub(srv.started), last.Sub(srv.started)
+	r.first, r.queued = first.Sub(srv.Started), last.Sub(srv.Started)
 	select {
 	case <-srv.allAsk:
-		r.judged = srv.asksAt.Sub(srv.started)
+		r.judged = srv.asksAt.Sub(srv.Started)
 	case <-srv.exited:
-		return r, fmt.Errorf("serve exited: %v\n%s", srv.err, srv.stderrTail())
+		return r, fmt.Errorf("serve exited: %s", srv.ended())
 	case <-time.After(10 * time.Minute):
 		srv.stop()
 		return r, errors.New("serve did not judge every request within 10 minutes")
 	}
-	pid := srv.pid()
+	pid := srv.Pid()
 	if o.idle > 0 {
 		c0, err := cpuTime(pid)
 		if err != nil {
@@ -293,8 +293,9 @@ func waitQueued(path string, n int, srv *server, limit time.Duration) (first, la
 		if count >= n {
 			return first, time.Now(), nil
 		}
-		if !srv.alive() {
-			return first, last, fmt.Errorf("serve exited after %d queued lines: %v\n%s", count, srv.err, srv.stderrTail())
+		if srv.Exited() {
+			<-srv.exited
+			return first, last, fmt.Errorf("serve exited after %d queued lines: %s", count, srv.ended())
 		}
 		if time.Now().After(deadline) {
 			return first, last, fmt.Errorf("only %d of %d queued lines within %s", count, n, limit)

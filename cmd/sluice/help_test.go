@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -14,11 +12,11 @@ import (
 // all it printed, with exit status 0.
 func helpOf(t *testing.T, args ...string) string {
 	t.Helper()
-	var out, errb bytes.Buffer
-	if code := run(args, cli.Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 || errb.Len() > 0 {
-		t.Fatalf("sluice %s: exit %d\n%s", strings.Join(args, " "), code, errb.String())
+	out, errs, code := sluiceCmd(t, "", args...)
+	if code != 0 || errs != "" {
+		t.Fatalf("sluice %s: exit %d\n%s", strings.Join(args, " "), code, errs)
 	}
-	return out.String()
+	return out
 }
 
 // TestAuditHelpEvents: 'sluice audit --help' names every event the log

@@ -57,7 +57,7 @@ func TestMCPProcess(t *testing.T) {
 			stopServe()
 		}
 	}()
-	waitUntil(t, "sluice serve is serving", sp.Serving)
+	e2e.Until(t, "sluice serve is serving", sp.Serving)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -161,16 +161,4 @@ func processEnv(dir string) []string {
 		// Under -race a process otherwise sleeps a second at exit.
 		"GORACE=atexit_sleep_ms=0",
 	)
-}
-
-// waitUntil polls cond for up to 10s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"github.com/sluice-dev/sluice/checkpoint"
 	sexec "github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/internal/app"
-	"github.com/sluice-dev/sluice/internal/cli"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -190,9 +188,8 @@ func TestUndoOverlappedRuns(t *testing.T) {
 		t.Fatalf("the first run's checkpoint %+v does not name the second", a.res.Checkpoint)
 	}
 	undo := func(stdin string, args ...string) (int, string) {
-		var out, errb bytes.Buffer
-		code := run(append([]string{"undo", "--audit", logPath}, args...), cli.Stdio{In: strings.NewReader(stdin), Out: &out, Err: &errb})
-		return code, out.String() + errb.String()
+		out, errs, code := sluiceCmd(t, stdin, append([]string{"undo", "--audit", logPath}, args...)...)
+		return code, out + errs
 	}
 	exists := func(name string) bool {
 		_, err := os.Stat(filepath.Join(proj, name))

@@ -28,8 +28,8 @@ import (
 
 // cliAgent is what differs between the CLIs.
 type cliAgent struct {
-	name, pkg, bin string
-	handler        func(m *model) http.Handler
+	name, pkg string // the CLI's name (its program's too) and npm package
+	handler   func(m *model) http.Handler
 	// prepare writes the CLI's own state in the scenario's HOME: the
 	// scripted provider, onboarding done.
 	prepare func(e *agentEnv, baseURL string) error
@@ -151,7 +151,7 @@ func Agents(o AgentsOptions) (Failures, string) {
 // returns the path of its program.
 func (a *cliAgent) installCLI(cache string) (string, error) {
 	dir := filepath.Join(cache, a.name)
-	cli := filepath.Join(dir, "node_modules", ".bin", a.bin)
+	cli := filepath.Join(dir, "node_modules", ".bin", a.name)
 	stamp := filepath.Join(dir, ".installed")
 	if b, err := os.ReadFile(stamp); err == nil && string(b) == a.pkg {
 		return cli, nil

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,13 +23,12 @@ const claudeVersion = "2.1.330"
 var claudeAgent = &cliAgent{
 	name:    "claude",
 	pkg:     "@anthropic-ai/claude-code@" + claudeVersion,
-	bin:     "claude",
 	handler: func(m *model) http.Handler { return m.anthropic() },
 	prepare: func(e *agentEnv, baseURL string) error {
 		e.baseURL = baseURL
 		// Onboarding done, nothing to show before the first prompt.
 		state := `{"hasCompletedOnboarding":true,"bypassPermissionsModeAccepted":true,"autoUpdates":false}`
-		return os.WriteFile(filepath.Join(e.home, ".claude.json"), []byte(state), 0o600)
+		return writeSettings(filepath.Join(e.home, ".claude.json"), state)
 	},
 	command: func(e *agentEnv, cli, prompt string) *exec.Cmd {
 		// bypassPermissions: Claude Code asks nobody itself; only the hook
@@ -43,7 +41,7 @@ var claudeAgent = &cliAgent{
 		return cmd
 	},
 	oldHook: func(e *agentEnv) error {
-		return writeJSONFile(filepath.Join(e.home, ".claude", "settings.json"),
+		return writeSettings(filepath.Join(e.home, ".claude", "settings.json"),
 			`{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"sluice hook claude"}]}]}}`)
 	},
 	writeFile: func(e *agentEnv, name, content string) step {

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 )
@@ -16,13 +15,8 @@ const codexVersion = "0.169.0"
 var codexAgent = &cliAgent{
 	name:    "codex",
 	pkg:     "@openai/codex@" + codexVersion,
-	bin:     "codex",
 	handler: func(m *model) http.Handler { return m.openai() },
 	prepare: func(e *agentEnv, baseURL string) error {
-		dir := filepath.Join(e.home, ".codex")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
 		config := `model = "gpt-5.5"
 model_provider = "scripted"
 approval_policy = "never"
@@ -35,7 +29,7 @@ env_key = "SCRIPTED_API_KEY"
 request_max_retries = 0
 stream_max_retries = 0
 `
-		return os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o600)
+		return writeSettings(filepath.Join(e.home, ".codex", "config.toml"), config)
 	},
 	command: func(e *agentEnv, cli, prompt string) *exec.Cmd {
 		cmd := exec.Command(cli, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-C", e.proj, prompt)
@@ -43,7 +37,7 @@ stream_max_retries = 0
 		return cmd
 	},
 	oldHook: func(e *agentEnv) error {
-		return writeJSONFile(filepath.Join(e.home, ".codex", "hooks.json"),
+		return writeSettings(filepath.Join(e.home, ".codex", "hooks.json"),
 			`{"hooks":{"PreToolUse":[{"matcher":"Bash|apply_patch|mcp__.*","hooks":[{"type":"command","command":"sluice hook codex","timeout":120}]}]}}`)
 	},
 	writeFile: func(e *agentEnv, name, content string) step {

@@ -248,8 +248,9 @@ func (e *agentEnv) exists(name string) bool {
 	return err == nil
 }
 
-// writeJSONFile writes an agent's settings file.
-func writeJSONFile(path, data string) error {
+// writeSettings writes an agent's settings file (mode 600), making its
+// directory.
+func writeSettings(path, data string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,16 +21,11 @@ const geminiVersion = "0.61.0"
 var geminiAgent = &cliAgent{
 	name:    "gemini",
 	pkg:     "@google/gemini-cli@" + geminiVersion,
-	bin:     "gemini",
 	handler: func(m *model) http.Handler { return m.gemini() },
 	prepare: func(e *agentEnv, baseURL string) error {
-		dir := filepath.Join(e.home, ".gemini")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
 		e.baseURL = baseURL
 		settings := `{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"disableAutoUpdate":true,"disableUpdateNag":true},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}`
-		return os.WriteFile(filepath.Join(dir, "settings.json"), []byte(settings), 0o600)
+		return writeSettings(filepath.Join(e.home, ".gemini", "settings.json"), settings)
 	},
 	command: func(e *agentEnv, cli, prompt string) *exec.Cmd {
 		// --yolo: Gemini CLI asks nobody itself; only the hook stands
@@ -42,7 +36,7 @@ var geminiAgent = &cliAgent{
 		return cmd
 	},
 	oldHook: func(e *agentEnv) error {
-		return writeJSONFile(filepath.Join(e.home, ".gemini", "settings.json"),
+		return writeSettings(filepath.Join(e.home, ".gemini", "settings.json"),
 			`{"security":{"auth":{"selectedType":"gemini-api-key"}},"hooks":{"BeforeTool":[{"matcher":".*","hooks":[{"name":"sluice","type":"command","command":"sluice hook gemini","timeout":120000}]}]}}`)
 	},
 	writeFile: func(e *agentEnv, name, content string) step { return step{write: &fileBody{name, content}} },

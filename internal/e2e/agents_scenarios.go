@@ -65,13 +65,13 @@ func scenarios() []scenario {
 				return all(absent(e, markDenied), resultHas(m, "denied by policy"))
 			}},
 		{name: "person approves", serve: true, person: approve,
-			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markApproved}} },
+			script: touch(markApproved),
 			check: func(e *agentEnv, m *model) error {
 				return all(present(e, markApproved), sawOne(e))
 			}},
 		{name: "person denies", serve: true,
 			person: func(*queue.Request) choice { return choice{reason: "e2e: not this one"} },
-			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markRefused}} },
+			script: touch(markRefused),
 			check: func(e *agentEnv, m *model) error {
 				return all(absent(e, markRefused), resultHas(m, "e2e: not this one"))
 			}},
@@ -79,7 +79,7 @@ func scenarios() []scenario {
 			person: func(r *queue.Request) choice {
 				return choice{approve: true, edit: strings.ReplaceAll(r.Command, markBefore, markAfter)}
 			},
-			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markBefore}} },
+			script: touch(markBefore),
 			check: func(e *agentEnv, m *model) error {
 				return all(absent(e, markBefore), present(e, markAfter))
 			}},
@@ -131,7 +131,7 @@ func scenarios() []scenario {
 				return all(present(e, markMCP), sawOne(e))
 			}},
 		{name: "sluice not on PATH", serve: true, person: approve, path: "/usr/local/bin:/usr/bin:/bin",
-			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markApproved}} },
+			script: touch(markApproved),
 			check: func(e *agentEnv, m *model) error {
 				return all(present(e, markApproved), sawOne(e))
 			}},
@@ -140,11 +140,10 @@ func scenarios() []scenario {
 		// does is recorded (a tool it runs here ran unasked); sluice
 		// doctor must name the problem and exit 1.
 		{name: "control: old hook", serve: true, old: true, path: "/usr/local/bin:/usr/bin:/bin",
-			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markUnasked}} },
+			script: touch(markUnasked),
 			check: func(e *agentEnv, m *model) error {
-				out, err := e.sluice("doctor")
-				if err == nil || !strings.Contains(out, "FAIL-OPEN") {
-					return fmt.Errorf("sluice doctor did not report the old hook: %v\n%s", err, out)
+				if err := doctorFails(e, "the old hook", "FAIL-OPEN"); err != nil {
+					return err
 				}
 				if e.exists(markUnasked) {
 					e.note = "the agent ran the tool unasked (doctor: FAIL-OPEN)"
@@ -165,11 +164,10 @@ func scenarios() []scenario {
 					return strings.Replace(s, "{", "{\n  \"disableAllHooks\": true,", 1)
 				})
 			},
-			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markUnasked}} },
+			script: touch(markUnasked),
 			check: func(e *agentEnv, m *model) error {
-				out, err := e.sluice("doctor")
-				if err == nil || !strings.Contains(out, `settings.json sets "disableAllHooks": true: Claude Code runs no hook`) {
-					return fmt.Errorf("sluice doctor did not report disableAllHooks: %v\n%s", err, out)
+				if err := doctorFails(e, "disableAllHooks", `settings.json sets "disableAllHooks": true: Claude Code runs no hook`); err != nil {
+					return err
 				}
 				if _, err := e.sluice("--spool", e.spool, "install", "claude", "--yes"); err != nil {
 					return err
@@ -196,11 +194,10 @@ func scenarios() []scenario {
 				}
 				return nil
 			},
-			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markUnasked}} },
+			script: touch(markUnasked),
 			check: func(e *agentEnv, m *model) error {
-				out, err := e.sluice("doctor")
-				if err == nil || !strings.Contains(out, "registers sluice's MCP server for the project ") {
-					return fmt.Errorf("sluice doctor did not report the MCP server without a hook: %v\n%s", err, out)
+				if err := doctorFails(e, "the MCP server without a hook", "registers sluice's MCP server for the project "); err != nil {
+					return err
 				}
 				e.note = ranUnasked(e, "doctor: FAIL-OPEN")
 				return nil
@@ -211,11 +208,10 @@ func scenarios() []scenario {
 					return strings.Replace(s, " hook gemini --wait ", " hook gemini --fallback ask --wait ", 1)
 				})
 			},
-			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markUnasked}} },
+			script: touch(markUnasked),
 			check: func(e *agentEnv, m *model) error {
-				out, err := e.sluice("doctor")
-				if err == nil || !strings.Contains(out, "gemini: HANGS: ") || !strings.Contains(out, "hangs until it is killed") {
-					return fmt.Errorf("sluice doctor did not fail the --fallback ask hook: %v\n%s", err, out)
+				if err := doctorFails(e, "the --fallback ask hook", "gemini: HANGS: ", "hangs until it is killed"); err != nil {
+					return err
 				}
 				switch {
 				case e.hung:
@@ -226,12 +222,12 @@ func scenarios() []scenario {
 				return nil
 			}},
 		{name: "no engine running",
-			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markNoEngine}} },
+			script: touch(markNoEngine),
 			check: func(e *agentEnv, m *model) error {
 				return all(absent(e, markNoEngine), resultHas(m, "no sluice console"))
 			}},
 		{name: "short wait, nobody decides", serve: true, install: []string{"--wait", "3s"},
-			script: func(a *cliAgent, e *agentEnv) []step { return []step{{shell: "touch " + markNobody}} },
+			script: touch(markNobody),
 			check: func(e *agentEnv, m *model) error {
 				return all(absent(e, markNobody), resultHas(m, "no decision within"))
 			}},
@@ -253,6 +249,26 @@ func scenarios() []scenario {
 
 // ranUnasked is the note of a control scenario: whether the agent ran
 // the tool nobody was asked about, and what sluice said.
+// touch is a script of one step: the model asks to run touch MARK.
+func touch(mark string) func(*cliAgent, *agentEnv) []step {
+	return func(*cliAgent, *agentEnv) []step { return []step{{shell: "touch " + mark}} }
+}
+
+// doctorFails checks that 'sluice doctor' fails, saying each of says
+// about what.
+func doctorFails(e *agentEnv, what string, says ...string) error {
+	out, err := e.sluice("doctor")
+	if err == nil {
+		return fmt.Errorf("sluice doctor did not fail on %s:\n%s", what, out)
+	}
+	for _, s := range says {
+		if !strings.Contains(out, s) {
+			return fmt.Errorf("sluice doctor did not report %s (%q): %v\n%s", what, s, err, out)
+		}
+	}
+	return nil
+}
+
 func ranUnasked(e *agentEnv, said string) string {
 	if e.exists(markUnasked) {
 		return "the agent ran the tool unasked (" + said + ")"

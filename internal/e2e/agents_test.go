@@ -51,6 +51,23 @@ func agentScene(t *testing.T, auditFrom string, results []string, seen int) (*ag
 	return e, m
 }
 
+// doctorScene is agentScene with a sluice whose doctor prints says and
+// exits 1 when it fails, else 0.
+func doctorScene(t *testing.T, says string, fails bool) (*agentEnv, *model) {
+	t.Helper()
+	e, m := agentScene(t, "", nil, 0)
+	e.bin = t.TempDir()
+	exit := "0"
+	if fails {
+		exit = "1"
+	}
+	script := "#!/bin/sh\necho '" + says + "'\nexit " + exit + "\n"
+	if err := os.WriteFile(filepath.Join(e.bin, "sluice"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return e, m
+}
+
 // Each of the agents suite's checkers passes what it promises and fails
 // a scenario that breaks it: a file made that nobody allowed, one missing
 // that was allowed, a reason the model was never told, a person asked
@@ -93,6 +110,16 @@ func TestAgentCheckersFail(t *testing.T) {
 		{"sawOne, never asked", func(e *agentEnv, m *model) error { return sawOne(e) },
 			func(t *testing.T) (*agentEnv, *model) { return agentScene(t, "", nil, 1) },
 			func(t *testing.T) (*agentEnv, *model) { return agentScene(t, "", nil, 0) }},
+		{"doctorFails", func(e *agentEnv, m *model) error { return doctorFails(e, "the old hook", "FAIL-OPEN", "claude") },
+			func(t *testing.T) (*agentEnv, *model) {
+				return doctorScene(t, "claude: FAIL-OPEN: no sluice on PATH", true)
+			},
+			func(t *testing.T) (*agentEnv, *model) {
+				return doctorScene(t, "claude: FAIL-OPEN: no sluice on PATH", false)
+			}},
+		{"doctorFails, silent", func(e *agentEnv, m *model) error { return doctorFails(e, "the old hook", "FAIL-OPEN", "claude") },
+			func(t *testing.T) (*agentEnv, *model) { return doctorScene(t, "claude: FAIL-OPEN", true) },
+			func(t *testing.T) (*agentEnv, *model) { return doctorScene(t, "codex: FAIL-OPEN", true) }},
 		{"checkAudit", func(e *agentEnv, m *model) error { return e.checkAudit() },
 			func(t *testing.T) (*agentEnv, *model) { return agentScene(t, good.auditPath, nil, 0) },
 			func(t *testing.T) (*agentEnv, *model) { return agentScene(t, broken.auditPath, nil, 0) }},

@@ -7,7 +7,6 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,8 +26,7 @@ type Box struct {
 	Project string
 	Env     []string
 
-	mu    sync.Mutex
-	procs []*Proc
+	started started
 }
 
 // BoxOptions place a box's files and set its policy.
@@ -67,9 +65,8 @@ func NewBox(t testing.TB, o BoxOptions) *Box {
 	if err := os.WriteFile(policy, []byte(o.Policy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b.Env = []string{"HOME=" + dir + "/home", "XDG_CONFIG_HOME=" + dir + "/config", "XDG_STATE_HOME=" + dir + "/state",
-		"XDG_RUNTIME_DIR=", "SLUICE_CONFIG=", "SLUICE_SPOOL=" + b.Spool, "SLUICE_AUDIT=" + b.Audit,
-		"SLUICE_POLICY=" + policy, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir()}
+	b.Env = append(homeEnv(dir), "SLUICE_CONFIG=", "SLUICE_SPOOL="+b.Spool, "SLUICE_AUDIT="+b.Audit,
+		"SLUICE_POLICY="+policy, "TMPDIR="+os.TempDir())
 	t.Cleanup(b.cleanup)
 	return b
 }
@@ -85,20 +82,14 @@ func (b *Box) Command(program string, args ...string) *osexec.Cmd {
 // Start starts sluice with args.
 func (b *Box) Start(args ...string) *Proc {
 	b.T.Helper()
-	p := Start(b.T, "sluice "+strings.Join(args, " "), b.Command("sluice", args...))
-	b.mu.Lock()
-	b.procs = append(b.procs, p)
-	b.mu.Unlock()
-	return p
+	return b.started.start(b.T, "sluice "+strings.Join(args, " "), b.Command("sluice", args...))
 }
 
 // Sluice runs sluice with args to its end and returns its exit code and
 // output.
 func (b *Box) Sluice(args ...string) (code int, stdout, stderr string) {
 	b.T.Helper()
-	p := b.Start(args...)
-	code = p.Wait(b.T)
-	return code, p.Stdout.String(), p.Stderr.String()
+	return b.Start(args...).Result(b.T)
 }
 
 // Serve starts 'sluice serve' (with args) and waits until it serves.
@@ -123,12 +114,7 @@ func (b *Box) WaitServed() {
 
 // cleanup stops what the box started and kills what is left of it.
 func (b *Box) cleanup() {
-	b.mu.Lock()
-	procs := b.procs
-	b.mu.Unlock()
-	for _, p := range procs {
-		p.Stop()
-	}
+	b.started.stop()
 	ids := map[string]bool{}
 	for _, ev := range b.Events() {
 		ids[ev.ID] = true

@@ -1,25 +1,7 @@
 package e2e
 
-import (
-	"bytes"
-	"sync"
-)
+import "github.com/sluice-dev/sluice/internal/syncbuf"
 
 // Buffer collects a process's output, safe for its writes and the
 // test's reads.
-type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type Buffer = syncbuf.Buffer

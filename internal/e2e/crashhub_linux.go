@@ -220,8 +220,7 @@ func (h *hubCrash) startHub() error {
 
 func (h *hubCrash) boxEnv(b string) []string {
 	d := filepath.Join(h.dir, b)
-	return []string{"HOME=" + d + "/home", "XDG_CONFIG_HOME=" + d + "/config", "XDG_STATE_HOME=" + d + "/state", "XDG_RUNTIME_DIR=",
-		"SLUICE_SPOOL=" + d + "/spool", "SLUICE_AUDIT=" + d + "/audit.jsonl", "SLUICE_CONFIG=", "PATH=" + os.Getenv("PATH")}
+	return append(homeEnv(d), "SLUICE_SPOOL="+d+"/spool", "SLUICE_AUDIT="+d+"/audit.jsonl", "SLUICE_CONFIG=")
 }
 
 func (h *hubCrash) startBox(b string) error {

@@ -99,6 +99,42 @@ func afterFault(t *testing.T, b *Box, agent *Agent, id string, before int, what 
 	servesAgain(t, b, approve)
 }
 
+// waitingReadOnly begins a read-only case: an agent asks while the box
+// serves, the engine is stopped and fs remounted read-only. before is
+// the audit log's lines then.
+func waitingReadOnly(t *testing.T, b *Box, fs string) (agent *Agent, id string, before int) {
+	t.Helper()
+	serve := b.Serve()
+	cmd := `echo "$SLUICE_REQUEST_ID" >> mark; echo ran-after-the-remount`
+	agent = b.AskText(cmd)
+	id = b.IDOf(cmd)
+	serve.Stop()
+	before = b.AuditLines()
+	if err := Remount(fs, true); err != nil {
+		t.Fatalf("remount read-only: %v", err)
+	}
+	return agent, id, before
+}
+
+// writableAgain ends a read-only case: fs is remounted read-write, the
+// audit log grew by at most maxFaultLines since before while it was
+// read-only, and once serving (after serving) the request id that waited
+// is approved, its agent told how it ran, the chain verifies and a new
+// request is served.
+func writableAgain(t *testing.T, b *Box, fs string, before int, what string, serving func(), agent *Agent, id string) {
+	t.Helper()
+	if err := Remount(fs, false); err != nil {
+		t.Fatalf("remount read-write: %v", err)
+	}
+	faultLines(t, b, before, what)
+	serving()
+	approve := approver(t, b)
+	approve(id)
+	b.CheckTold(id, agent.Answer(b))
+	b.Verify()
+	servesAgain(t, b, approve)
+}
+
 // needCgroup skips a case where runs get no cgroup: there nothing kills
 // what a dead engine's run left running (docs/reliability.md, known
 // limits).
@@ -194,6 +230,18 @@ func outcome(t *testing.T, h *Hub, id string) *hub.Outcome {
 	return o
 }
 
+// approvedAtHub has b's agent ask for a loop (askLoop, gate), a person
+// approve it at hub h ('sluice hub approve', which waits for the
+// outcome: person), and waits until the run began.
+func approvedAtHub(t *testing.T, h *Hub, b *Box, gate string) (agent *Agent, id string, person *Proc) {
+	t.Helper()
+	agent, id = askLoop(b, gate)
+	h.WaitListed("b1", id)
+	person = h.StartSluice("hub", "approve", "b1/"+id, "--yes")
+	b.WaitMarked(id)
+	return agent, id, person
+}
+
 // TestFaultBridgeKilled: a box's bridge ('sluice-hub box', serve's
 // child) and the 'sluice approve' it runs for a decision made at the hub
 // are killed with SIGKILL mid-run; serve goes on, and starts the bridge
@@ -203,10 +251,7 @@ func outcome(t *testing.T, h *Hub, id string) *hub.Outcome {
 func TestFaultBridgeKilled(t *testing.T) {
 	needCgroup(t)
 	h, b, serve := fleet(t)
-	agent, id := askLoop(b, "")
-	h.WaitListed("b1", id)
-	person := h.StartSluice("hub", "approve", "b1/"+id, "--yes")
-	b.WaitMarked(id)
+	agent, id, person := approvedAtHub(t, h, b, "")
 	bridges := Children(serve.Pid(), "sluice-hub")
 	if len(bridges) != 1 {
 		t.Fatalf("serve %d has %d sluice-hub children, want its bridge", serve.Pid(), len(bridges))
@@ -244,10 +289,7 @@ func TestFaultBridgeKilled(t *testing.T) {
 func TestFaultHubKilled(t *testing.T) {
 	slow(t)
 	h, b, _ := fleet(t)
-	agent, id := askLoop(b, "gate")
-	h.WaitListed("b1", id)
-	person := h.StartSluice("hub", "approve", "b1/"+id, "--yes")
-	b.WaitMarked(id)
+	agent, id, person := approvedAtHub(t, h, b, "gate")
 	before := b.AuditLines()
 
 	h.Kill()
@@ -395,6 +437,22 @@ func TestFaultFullDuringRun(t *testing.T) {
 	servesAgain(t, b, nil)
 }
 
+// resultHeld runs a loop the policy allows until its gate opens, fills
+// the spool meanwhile, opens the gate and waits until the engine holds
+// the result it cannot write (heldResult). before is the audit log's
+// lines when the spool was full; free gives the space back.
+func resultHeld(t *testing.T) (b *Box, serve *Proc, agent *Agent, id string, before int, free func()) {
+	t.Helper()
+	fs, b, serve := fullSpool(t, AllowAll)
+	agent, id = askLoop(b, "gate")
+	b.WaitMarked(id)
+	free = Fill(t, fs)
+	before = b.AuditLines()
+	b.Open("gate")
+	heldResult(t, b, agent, before)
+	return b, serve, agent, id, before, free
+}
+
 // heldResult waits, once a run ended on a full spool, until its agent
 // hears why it still waits: the engine holds the result it cannot write.
 // An answer now (nothing can be written) or an audit log that grows
@@ -419,13 +477,7 @@ func heldResult(t *testing.T, b *Box, agent *Agent, before int) {
 // the agent keeps waiting, told why, and gets the run's exit 0 once there
 // is space.
 func TestFaultFullAtResult(t *testing.T) {
-	fs, b, serve := fullSpool(t, AllowAll)
-	agent, id := askLoop(b, "gate")
-	b.WaitMarked(id)
-	free := Fill(t, fs)
-	before := b.AuditLines()
-	b.Open("gate")
-	heldResult(t, b, agent, before)
+	b, serve, agent, id, _, free := resultHeld(t)
 	serve.WaitOutput(t, "cannot be written yet")
 	free()
 	ans := agent.Answer(b)
@@ -444,13 +496,7 @@ func TestFaultFullAtResult(t *testing.T) {
 // next engine (or the waiting agent) answers from it, the run's real end
 // (done, exit 0), not "stopped" and never "not run".
 func TestFaultFullAtResultServeKilled(t *testing.T) {
-	fs, b, serve := fullSpool(t, AllowAll)
-	agent, id := askLoop(b, "gate")
-	b.WaitMarked(id)
-	free := Fill(t, fs)
-	before := b.AuditLines()
-	b.Open("gate")
-	heldResult(t, b, agent, before)
+	b, serve, agent, id, before, free := resultHeld(t)
 	serve.Kill()
 	free()
 	b.Serve()
@@ -468,15 +514,7 @@ func TestFaultFullAtResultServeKilled(t *testing.T) {
 func TestFaultReadOnlyWhileWaiting(t *testing.T) {
 	fs := Tmpfs(t, "4m")
 	b := NewBox(t, BoxOptions{Spool: fs + "/spool", Audit: fs + "/audit.jsonl", Policy: AskAll})
-	serve := b.Serve()
-	cmd := `echo "$SLUICE_REQUEST_ID" >> mark; echo ran-after-the-remount`
-	agent := b.AskText(cmd)
-	id := b.IDOf(cmd)
-	serve.Stop()
-	before := b.AuditLines()
-	if err := Remount(fs, true); err != nil {
-		t.Fatalf("remount read-only: %v", err)
-	}
+	agent, id, before := waitingReadOnly(t, b, fs)
 	if code, out, errs := b.Sluice("approve", "--yes", id); code == 0 || !strings.Contains(errs, "read-only file system") {
 		t.Errorf("sluice approve on a read-only spool: exit %d, want a failure saying why\n%s%s", code, out, errs)
 	}
@@ -493,15 +531,7 @@ func TestFaultReadOnlyWhileWaiting(t *testing.T) {
 	if b.Marks(id) != 0 {
 		t.Errorf("%s ran on a read-only spool", id)
 	}
-	if err := Remount(fs, false); err != nil {
-		t.Fatalf("remount read-write: %v", err)
-	}
-	faultLines(t, b, before, "the spool and the audit log were read-only")
-	b.Serve()
-	approver(t, b)(id)
-	b.CheckTold(id, agent.Answer(b))
-	b.Verify()
-	servesAgain(t, b, approver(t, b))
+	writableAgain(t, b, fs, before, "the spool and the audit log were read-only", func() { b.Serve() }, agent, id)
 }
 
 // TestFaultReadOnlySpool: sluice serve starts on a spool whose file
@@ -514,16 +544,8 @@ func TestFaultReadOnlyWhileWaiting(t *testing.T) {
 func TestFaultReadOnlySpool(t *testing.T) {
 	fs := Tmpfs(t, "4m")
 	b := NewBox(t, BoxOptions{Spool: fs + "/spool", Policy: AskAll})
+	agent, id, before := waitingReadOnly(t, b, fs)
 	serve := b.Serve()
-	cmd := `echo "$SLUICE_REQUEST_ID" >> mark; echo ran-after-the-remount`
-	agent := b.AskText(cmd)
-	id := b.IDOf(cmd)
-	serve.Stop()
-	before := b.AuditLines()
-	if err := Remount(fs, true); err != nil {
-		t.Fatalf("remount read-only: %v", err)
-	}
-	serve = b.Serve()
 	// Said as it starts, before it shows what waits.
 	serve.WaitOutput(t, "ask "+id)
 	if !strings.Contains(serve.Stderr.String(), "is read-only; remount it read-write") {
@@ -539,13 +561,5 @@ func TestFaultReadOnlySpool(t *testing.T) {
 	if agent.Exited() || b.Marks(id) != 0 {
 		t.Errorf("the waiting request was answered (%v) or ran (%d) on a read-only spool", agent.Exited(), b.Marks(id))
 	}
-	if err := Remount(fs, false); err != nil {
-		t.Fatalf("remount read-write: %v", err)
-	}
-	faultLines(t, b, before, "the spool was read-only")
-	b.WaitServed()
-	approver(t, b)(id)
-	b.CheckTold(id, agent.Answer(b))
-	b.Verify()
-	servesAgain(t, b, approver(t, b))
+	writableAgain(t, b, fs, before, "the spool was read-only", b.WaitServed, agent, id)
 }

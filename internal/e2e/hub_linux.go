@@ -22,9 +22,9 @@ type Hub struct {
 	URL   string // nats://Addr
 	Env   []string
 
-	mu    sync.Mutex
-	proc  *Proc
-	procs []*Proc
+	mu      sync.Mutex
+	proc    *Proc
+	started started
 }
 
 var listening = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
@@ -35,9 +35,8 @@ func NewHub(t testing.TB) *Hub {
 	t.Helper()
 	dir := t.TempDir()
 	h := &Hub{T: t, Bin: Bin(t), Dir: dir, Store: filepath.Join(dir, "store"), Addr: "127.0.0.1:0"}
-	h.Env = []string{"HOME=" + dir + "/home", "XDG_CONFIG_HOME=" + dir + "/config", "XDG_STATE_HOME=" + dir + "/state",
-		"PATH=" + os.Getenv("PATH")}
-	t.Cleanup(h.cleanup)
+	h.Env = homeEnv(dir)
+	t.Cleanup(h.started.stop)
 	h.Start()
 	h.URL = "nats://" + h.Addr
 	if code, out, errs := h.Sluice("hub", "add-console", "me", "--url", h.URL, "--store", h.Store); code != 0 {
@@ -60,10 +59,9 @@ func (h *Hub) ConsoleCreds() string { return filepath.Join(h.Dir, "config", "slu
 func (h *Hub) Start() {
 	h.T.Helper()
 	cmd := h.command("hub", "serve", "--listen", h.Addr, "--store", h.Store)
-	p := Start(h.T, "sluice hub serve", cmd)
+	p := h.started.start(h.T, "sluice hub serve", cmd)
 	h.mu.Lock()
 	h.proc = p
-	h.procs = append(h.procs, p)
 	h.mu.Unlock()
 	Until(h.T, "the hub listens", func() bool {
 		if p.Exited() {
@@ -94,19 +92,13 @@ func (h *Hub) command(args ...string) *osexec.Cmd {
 // StartSluice starts sluice as the person at the console.
 func (h *Hub) StartSluice(args ...string) *Proc {
 	h.T.Helper()
-	p := Start(h.T, "sluice "+strings.Join(args, " "), h.command(args...))
-	h.mu.Lock()
-	h.procs = append(h.procs, p)
-	h.mu.Unlock()
-	return p
+	return h.started.start(h.T, "sluice "+strings.Join(args, " "), h.command(args...))
 }
 
 // Sluice runs sluice as the person at the console, to its end.
 func (h *Hub) Sluice(args ...string) (code int, stdout, stderr string) {
 	h.T.Helper()
-	p := h.StartSluice(args...)
-	code = p.Wait(h.T)
-	return code, p.Stdout.String(), p.Stderr.String()
+	return h.StartSluice(args...).Result(h.T)
 }
 
 // AddBox makes box name's credentials and puts them where the box's
@@ -128,13 +120,4 @@ func (h *Hub) WaitListed(box, id string) {
 		_, out, _ := h.Sluice("hub", "ls")
 		return strings.Contains(out, box+"/"+id)
 	})
-}
-
-func (h *Hub) cleanup() {
-	h.mu.Lock()
-	procs := h.procs
-	h.mu.Unlock()
-	for _, p := range procs {
-		p.Stop()
-	}
 }

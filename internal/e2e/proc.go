@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	osexec "os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -118,6 +120,49 @@ func (p *Proc) Wait(t testing.TB) int {
 		t.Fatalf("%s still runs after %s (a hang guard)\nstdout: %s\nstderr: %s", p.Name, Guard, p.Stdout.String(), p.Stderr.String())
 	}
 	return p.Cmd.ProcessState.ExitCode()
+}
+
+// Result waits for the process to end (Guard) and returns its exit code
+// and output.
+func (p *Proc) Result(t testing.TB) (code int, stdout, stderr string) {
+	t.Helper()
+	code = p.Wait(t)
+	return code, p.Stdout.String(), p.Stderr.String()
+}
+
+// started is the programs a box or a hub started for a test, stopped at
+// its end.
+type started struct {
+	mu    sync.Mutex
+	procs []*Proc
+}
+
+// start starts cmd as name and keeps it to be stopped.
+func (s *started) start(t testing.TB, name string, cmd *osexec.Cmd) *Proc {
+	t.Helper()
+	p := Start(t, name, cmd)
+	s.mu.Lock()
+	s.procs = append(s.procs, p)
+	s.mu.Unlock()
+	return p
+}
+
+// stop stops every program started.
+func (s *started) stop() {
+	s.mu.Lock()
+	procs := s.procs
+	s.mu.Unlock()
+	for _, p := range procs {
+		p.Stop()
+	}
+}
+
+// homeEnv is the environment of a user whose home, configuration and
+// state are dir/home, dir/config and dir/state, with no runtime directory
+// (nothing of the real user's is found) and this process's PATH.
+func homeEnv(dir string) []string {
+	return []string{"HOME=" + dir + "/home", "XDG_CONFIG_HOME=" + dir + "/config", "XDG_STATE_HOME=" + dir + "/state",
+		"XDG_RUNTIME_DIR=", "PATH=" + os.Getenv("PATH")}
 }
 
 // Kill kills the process with SIGKILL (the process only, not its

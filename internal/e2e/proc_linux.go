@@ -50,31 +50,32 @@ func Describe(ps []int) string {
 	return b.String()
 }
 
-// state is a process's state letter (R, S, Z, ...), or 0.
-func state(pid int) byte {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// stat is a process's /proc/PID/stat after its command name (state,
+// ppid, ...), or nil.
+func stat(pid int) []string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return nil
 	}
 	// pid (comm) STATE ppid ...: comm may hold anything, so from the last ')'.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 || i+2 >= len(stat) {
-		return 0
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return nil
 	}
-	return stat[i+2]
+	return strings.Fields(string(data[i+1:]))
+}
+
+// state is a process's state letter (R, S, Z, ...), or 0.
+func state(pid int) byte {
+	if f := stat(pid); len(f) > 0 {
+		return f[0][0]
+	}
+	return 0
 }
 
 // parent is a process's parent pid, or 0.
 func parent(pid int) int {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(stat[i+1:]))
+	f := stat(pid)
 	if len(f) < 2 {
 		return 0
 	}

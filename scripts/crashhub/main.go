@@ -9,17 +9,6 @@
 //	go run ./scripts/crashhub [-kills 30] [-quick] [-seed N] [-keep]
 package main
 
-import (
-	"flag"
+import "github.com/sluice-dev/sluice/internal/e2e"
 
-	"github.com/sluice-dev/sluice/internal/e2e"
-)
-
-func main() {
-	o := e2e.CrashHubDefaults()
-	flag.IntVar(&o.Kills, "kills", o.Kills, "kills of the hub or a box")
-	flag.IntVar(&o.Writers, "writers", o.Writers, "agents asking on each box at once")
-	flag.Uint64Var(&o.Seed, "seed", 0, "random seed (0: from the clock)")
-	flag.BoolVar(&o.Keep, "keep", false, "keep the directory")
-	e2e.Main("crashhub", "8 kills (a smoke run)", &o, e2e.CrashHub)
-}
+func main() { e2e.Main("crashhub", "8 kills (a smoke run)", e2e.CrashHubDefaults(), e2e.CrashHub) }

@@ -10,17 +10,8 @@
 //	go run ./scripts/e2eagents [-agents claude,codex,gemini] [-cache DIR] [-run REGEXP] [-keep] [-quick]
 package main
 
-import (
-	"flag"
-
-	"github.com/sluice-dev/sluice/internal/e2e"
-)
+import "github.com/sluice-dev/sluice/internal/e2e"
 
 func main() {
-	o := e2e.AgentsDefaults()
-	flag.StringVar(&o.Agents, "agents", o.Agents, "the agents to drive, comma-separated")
-	flag.StringVar(&o.Cache, "cache", o.Cache, "where the CLIs are installed (npm --prefix)")
-	flag.StringVar(&o.Run, "run", "", "run only the scenarios whose agent/name matches this regular expression")
-	flag.BoolVar(&o.Keep, "keep", false, "keep each scenario's directory (HOME, project, spool) for a look after")
-	e2e.Main("e2eagents", "a smoke run: Claude Code only, four scenarios", &o, e2e.Agents)
+	e2e.Main("e2eagents", "a smoke run: Claude Code only, four scenarios", e2e.AgentsDefaults(), e2e.Agents)
 }
