@@ -79,3 +79,22 @@ func TestNetSummary(t *testing.T) {
 		t.Error("a run without contacts has a summary")
 	}
 }
+
+// Once a run's question is answered, the output pane shows a run's
+// output, not the question's "it did not run".
+func TestConnectAnsweredPaneKeepsTheRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := f.submitPastGrace("echo fetched")
+	f.run(f.press(f.m.keys.Approve))
+	f.drain()
+	q := f.submitConnect("registry.evil.example", 443)
+	f.run(f.press(f.m.keys.No))
+	f.drain()
+	if f.m.byID[q.ID] == nil {
+		t.Fatal("the answered question is not in History")
+	}
+	if r := f.m.shownRun(); r == nil || r.req.ID != req.ID {
+		t.Fatalf("the output pane shows %+v, want the run %s", r, req.ID)
+	}
+}

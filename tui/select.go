@@ -1,6 +1,10 @@
 package tui
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/sluice-dev/sluice/queue"
+)
 
 // visible is the queue as filtered.
 func (m *Model) visible() []*item {
@@ -56,13 +60,20 @@ func (m *Model) selectedRun() *run {
 
 // shownRun is the run whose output the output pane shows: the history's
 // selection when the history or output has focus, else the newest run
-// (running ones first).
+// (running ones first). A run's question about a host (a connect
+// request) has no output of its own: the pane stays on the run that asked,
+// or the newest one that has output.
 func (m *Model) shownRun() *run {
 	if m.focus != focusQueue {
 		return m.selectedRun()
 	}
 	for i := len(m.history) - 1; i >= 0; i-- {
 		if m.history[i].running() {
+			return m.history[i]
+		}
+	}
+	for i := len(m.history) - 1; i >= 0; i-- {
+		if m.history[i].req.Kind != queue.KindConnect {
 			return m.history[i]
 		}
 	}
