@@ -485,6 +485,11 @@ func (h *Hub) decide(ctx context.Context, ch hub.Choice) error {
 		return ErrGone
 	}
 	ch.Box, ch.ID = box, id
+	if !h.cl.NC.IsConnected() {
+		// A request would wait for the hub to be back: the person is
+		// told now, and the request still waits on its box.
+		return errors.New("the hub cannot be reached now; the request still waits on its box: try again once the hub is back")
+	}
 	d, err := h.cl.Decide(ctx, ch)
 	var lost *hub.ErrDecided
 	switch {

@@ -316,6 +316,9 @@ func TestHubSourceAfterHubRestart(t *testing.T) {
 	if q := f.queue(phone); len(q) != 2 {
 		t.Fatalf("while the hub is down the page shows what waited: %v", q)
 	}
+	if code, out := f.approve(phone, k1); code != http.StatusConflict || !strings.Contains(fmt.Sprint(out["error"]), "hub cannot be reached") {
+		t.Fatalf("approving while the hub is down: %d %v", code, out)
+	}
 	h2, err := hub.StartHub(hub.HubOptions{Listen: f.addr, Store: f.st})
 	if err != nil {
 		t.Fatal(err)
@@ -337,6 +340,10 @@ func TestHubSourceAfterHubRestart(t *testing.T) {
 	}
 	_, id, _ := hub.SplitKey(k2)
 	until(t, "b2 runs it", func() bool { return f.boxes["b2"].runs(id) == 1 })
+	_, id1, _ := hub.SplitKey(k1)
+	if n := f.boxes["b1"].runs(id1); n != 0 {
+		t.Fatalf("what was refused while the hub was down ran %d times", n)
+	}
 }
 
 func sortedKeys(m map[string]itemView) []string {
@@ -361,4 +368,20 @@ func text(s Shown) string {
 		}
 	}
 	return b.String()
+}
+
+// A box's credentials decide nothing: the page refuses them before it
+// connects.
+func TestConnectHubWantsAConsole(t *testing.T) {
+	st, err := hub.Open(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := st.Add("b1", hub.RoleBox, "nats://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ConnectHub(context.Background(), "", c, HubOptions{}); err == nil || !strings.Contains(err.Error(), "add-console") {
+		t.Fatalf("a box's credentials: %v", err)
+	}
 }
