@@ -355,7 +355,6 @@ func sortedKeys(m map[string]itemView) []string {
 	return out
 }
 
-
 // text is a Shown as plain text, its lines joined by \n.
 func text(s Shown) string {
 	var b strings.Builder
