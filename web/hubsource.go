@@ -429,7 +429,7 @@ func (h *Hub) Winner(id string) (string, string, bool) {
 	if ok {
 		return w[0], w[1], true
 	}
-	if _, _, ok := hub.SplitKey(id); !ok {
+	if _, _, ok := hub.SplitKey(id); !ok || !h.cl.NC.IsConnected() {
 		return "", "", false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -97,6 +97,13 @@ type fleet struct {
 
 func newFleet(t *testing.T) *fleet {
 	t.Helper()
+	return newFleetWith(t, nil)
+}
+
+// newFleetWith is newFleet with the server on clock now (nil: the test's
+// settable clock).
+func newFleetWith(t *testing.T, now func() time.Time) *fleet {
+	t.Helper()
 	st, err := hub.Open(filepath.Join(t.TempDir(), "hub"))
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +160,10 @@ func newFleet(t *testing.T) *fleet {
 		t.Fatal(err)
 	}
 	f.rig = rig{t: t, store: store, clk: &clock{t: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}}
-	f.srv, err = NewServer(f.src, store, Options{Person: "alice", Now: f.clk.now, Loopback: true})
+	if now == nil {
+		now = f.clk.now
+	}
+	f.srv, err = NewServer(f.src, store, Options{Person: "alice", Now: now, Loopback: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,11 +329,9 @@ func TestHubSourceAfterHubRestart(t *testing.T) {
 	if code, out := f.approve(phone, k1); code != http.StatusConflict || !strings.Contains(fmt.Sprint(out["error"]), "hub cannot be reached") {
 		t.Fatalf("approving while the hub is down: %d %v", code, out)
 	}
-	h2, err := hub.StartHub(hub.HubOptions{Listen: f.addr, Store: f.st})
-	if err != nil {
+	if _, err := newHubAt(f); err != nil {
 		t.Fatal(err)
 	}
-	f.h = h2
 	back := time.Now()
 	until(t, "the hub's queue listed anew", func() bool {
 		up, n := f.src.Connected()
@@ -383,4 +391,14 @@ func TestConnectHubWantsAConsole(t *testing.T) {
 	if _, err := ConnectHub(context.Background(), "", c, HubOptions{}); err == nil || !strings.Contains(err.Error(), "add-console") {
 		t.Fatalf("a box's credentials: %v", err)
 	}
+}
+
+// newHubAt starts the fleet's hub again, on its address and store.
+func newHubAt(f *fleet) (*hub.Hub, error) {
+	h, err := hub.StartHub(hub.HubOptions{Listen: f.addr, Store: f.st})
+	if err != nil {
+		return nil, err
+	}
+	f.h = h
+	return h, nil
 }
