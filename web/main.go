@@ -440,7 +440,7 @@ func (c *cli) connectHub(ctx context.Context, f serveFlags, logf func(string, ..
 	}
 	creds, err := hub.ReadCreds(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w (a console's credentials: 'sluice hub add-console NAME' on the hub, then --hub-creds FILE)", err)
+		return nil, err // it says how to make them
 	}
 	url := f.hubURL
 	if url == "-" {
