@@ -334,7 +334,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, dev *Device) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	switch err := s.src.Approve(ctx, id, in.Digest, s.by(dev)); {
+	switch err := s.src.Approve(ctx, id, in.Digest, diff, s.by(dev)); {
 	case errors.Is(err, ErrChanged):
 		writeErr(w, http.StatusConflict, "refused: the request changed after it was shown; it was answered denied")
 	case err != nil:

@@ -78,7 +78,7 @@ func (f *fakeSource) Output(string, int64, int) ([]byte, int64, bool, error) {
 	return nil, 0, true, nil
 }
 
-func (f *fakeSource) Approve(_ context.Context, id, digest, by string) error {
+func (f *fakeSource) Approve(_ context.Context, id, digest, _, by string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.approveErr != nil {

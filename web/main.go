@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/audit"
+	"github.com/sluice-dev/sluice/hub"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -31,6 +32,7 @@ what it showed that device, and the box's own 'sluice approve --digest --as'
 carries it out, confined and audited as "PERSON@DEVICE (via web)").
 
   sluice web [--listen ADDR] [flags]   serve the page (default 127.0.0.1:8787)
+  sluice web --hub URL [flags]         serve every box of the fleet, through the hub
   sluice web pair NAME                 print a pairing code (and a QR code)
   sluice web devices                   list the paired devices
   sluice web revoke NAME               unpair a device (effective within a second)
@@ -57,6 +59,8 @@ func Main(args []string, stdout, stderr io.Writer, roots func(cwd string) []stri
 	fs.StringVar(&c.state, "state", "", "the web approver's state `DIR` (devices, pairing code; default $XDG_STATE_HOME/sluice/web)")
 	fs.StringVar(&c.url, "url", "", "the address people open (config web_url), for links and the pairing QR code")
 	var f serveFlags
+	fs.StringVar(&f.hubURL, "hub", "", "serve: every box of the fleet, from the hub at `URL` (nats://HOST:PORT; \"-\" for the one the credentials name), deciding as its console")
+	fs.StringVar(&f.hubCreds, "hub-creds", "", "serve: the console's credentials `FILE` for --hub (default ~/.config/sluice/hub.creds, as 'sluice hub' uses)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8787", "serve: listen on `ADDR`; beyond loopback only with --tls-cert and --tls-key")
 	fs.StringVar(&f.cert, "tls-cert", "", "serve: TLS with this certificate `FILE` (from your own CA)")
 	fs.StringVar(&f.key, "tls-key", "", "serve: the certificate's key `FILE`")
@@ -104,6 +108,9 @@ func Main(args []string, stdout, stderr io.Writer, roots func(cwd string) []stri
 		}
 		if f.grace < 200*time.Millisecond || f.grace > time.Minute {
 			return c.usage("--grace %s: must be between 200ms and 1m", f.grace)
+		}
+		if f.hubCreds != "" && f.hubURL == "" {
+			return c.usage("--hub-creds goes with --hub URL (or --hub - for the credentials' own hub)")
 		}
 		if f.ttl < time.Minute {
 			return c.usage("--session-ttl %s: must be at least 1m", f.ttl)
@@ -221,6 +228,7 @@ func sluiceBeside() (string, error) {
 // serveFlags are the flags of 'sluice web' itself.
 type serveFlags struct {
 	listen, cert, key, notifyURL string
+	hubURL, hubCreds             string
 	perMin                       int
 	grace, ttl                   time.Duration
 	passkey                      bool
@@ -258,22 +266,42 @@ func (c *cli) serve(f serveFlags, roots func(string) []string) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	sp, err := c.openSpool()
-	if err != nil {
-		return c.fail(err)
-	}
-	auditFile, err := c.auditPath(sp)
-	if err != nil {
-		return c.fail(err)
-	}
-	sluice, err := sluiceBeside()
-	if err != nil {
-		return c.fail(err)
-	}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(c.stderr, "sluice web: %s\n", Plain(fmt.Sprintf(format, args...), 2000))
 	}
-	src := NewSpool(sp, SpoolOptions{Sluice: sluice, Audit: auditFile, Roots: roots, Logf: logf})
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var src interface {
+		Source
+		Run(context.Context) error
+	}
+	var auditFile, what string
+	if f.hubURL != "" {
+		// The fleet: the audit log here records pairings only; the
+		// decisions are in each box's.
+		if auditFile, err = c.auditPath(nil); err != nil {
+			return c.fail(err)
+		}
+		h, err := c.connectHub(ctx, f, logf)
+		if err != nil {
+			return c.fail(err)
+		}
+		defer h.Close()
+		src, what = h, "the fleet through the hub as console "+h.cl.Creds.Name
+	} else {
+		sp, err := c.openSpool()
+		if err != nil {
+			return c.fail(err)
+		}
+		if auditFile, err = c.auditPath(sp); err != nil {
+			return c.fail(err)
+		}
+		sluice, err := sluiceBeside()
+		if err != nil {
+			return c.fail(err)
+		}
+		src, what = spoolRunner{NewSpool(sp, SpoolOptions{Sluice: sluice, Audit: auditFile, Roots: roots, Logf: logf})}, sp.Dir()
+	}
 	rpID, origins := relyingParty(c.url, listen, cert != "", loopback)
 	srv, err := NewServer(src, store, Options{Person: audit.Login(), Grace: f.grace, SessionTTL: f.ttl,
 		Secure: cert != "" || strings.HasPrefix(c.url, "https://"), URL: c.url, Loopback: loopback && cert == "",
@@ -282,13 +310,15 @@ func (c *cli) serve(f serveFlags, roots func(string) []string) int {
 	if err != nil {
 		return c.usage("%v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return c.fail(err)
 	}
-	go src.Run(ctx)
+	go func() {
+		if err := src.Run(ctx); err != nil {
+			logf("%v", err)
+		}
+	}()
 	if f.notifyURL != "" {
 		n := &Notifier{URL: f.notifyURL, Link: c.url, PerMinute: f.perMin, Logf: logf}
 		go n.Run(ctx, src)
@@ -299,7 +329,7 @@ func (c *cli) serve(f serveFlags, roots func(string) []string) int {
 		scheme = "https"
 	}
 	fmt.Fprintf(c.stderr, "sluice web: serving %s on %s://%s (audit log %s); pair a device with 'sluice web pair NAME'\n",
-		sp.Dir(), scheme, ln.Addr(), auditFile)
+		what, scheme, ln.Addr(), auditFile)
 	errc := make(chan error, 1)
 	go func() {
 		if cert != "" {
@@ -394,4 +424,29 @@ func (c *cli) revoke(name string) int {
 	}
 	fmt.Fprintf(c.stdout, "revoked %s; its open pages lose access within a second\n", name)
 	return 0
+}
+
+// spoolRunner is a Spool with the Run the server expects of a source.
+type spoolRunner struct{ *Spool }
+
+func (s spoolRunner) Run(ctx context.Context) error { s.Spool.Run(ctx); return nil }
+
+// connectHub connects to the hub of --hub with the console's credentials
+// of --hub-creds.
+func (c *cli) connectHub(ctx context.Context, f serveFlags, logf func(string, ...any)) (*Hub, error) {
+	path := f.hubCreds
+	if path == "" {
+		path = hub.DefaultCreds()
+	}
+	creds, err := hub.ReadCreds(path)
+	if err != nil {
+		return nil, err // it says how to make them
+	}
+	url := f.hubURL
+	if url == "-" {
+		url = ""
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return ConnectHub(cctx, url, creds, HubOptions{Logf: logf})
 }

@@ -41,6 +41,8 @@ func TestMainArguments(t *testing.T) {
 		{[]string{"--listen", "0.0.0.0:8787", "--state", state}, 2, "ssh -L"},
 		{[]string{"--tls-cert", "c.pem", "--state", state}, 2, "go together"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"--hub-creds", "x.creds", "--state", state}, 2, "goes with --hub"},
+		{[]string{"--hub", "nats://127.0.0.1:1", "--hub-creds", filepath.Join(dir, "none.creds"), "--state", state}, 1, "add-console"},
 	} {
 		code, _, errs := run(c.args...)
 		if code != c.code || !strings.Contains(errs, c.says) {

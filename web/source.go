@@ -9,8 +9,8 @@ import (
 )
 
 // Source is where the page's queue comes from and where its decisions go:
-// Spool for one box; a hub's would list every box's and decide through
-// the hub. Implementations are safe for concurrent use.
+// Spool for one box; Hub for every box of a fleet, decided through the
+// hub. Implementations are safe for concurrent use.
 type Source interface {
 	// Queue returns the requests waiting and running now, oldest first.
 	Queue() []Item
@@ -27,10 +27,12 @@ type Source interface {
 	// it wrote was returned.
 	Output(id string, offset int64, max int) (data []byte, next int64, done bool, err error)
 	// Approve claims request id for by and has it carried out, if its
-	// file still has digest. It returns once the request is claimed (the
-	// run goes on), or with why it was not: ErrChanged when the file is
-	// not the one with digest, another error (already decided...) else.
-	Approve(ctx context.Context, id, digest, by string) error
+	// file still has digest (and a file request's diff diffDigest, the
+	// SHA-256 of diff NUL error, "" without one, where the source can
+	// tell). It returns once the request is claimed (the run goes on), or
+	// with why it was not: ErrChanged when the file is not the one with
+	// digest, another error (already decided...) else.
+	Approve(ctx context.Context, id, digest, diffDigest, by string) error
 	// Deny answers request id denied with reason, recorded as by's.
 	Deny(ctx context.Context, id, by, reason string) error
 	// Winner says who decided request id and how, once the audit log has

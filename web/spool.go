@@ -272,7 +272,7 @@ func (s *Spool) Output(id string, offset int64, max int) ([]byte, int64, bool, e
 // Approve implements Source: 'sluice approve --yes --as BY --digest D ID',
 // left running (in a process group of its own, so that a ^C meant for the
 // server does not kill the run) once it has claimed the request.
-func (s *Spool) Approve(ctx context.Context, id, digest, by string) error {
+func (s *Spool) Approve(ctx context.Context, id, digest, _, by string) error {
 	if !queue.ValidID(id) {
 		return ErrGone
 	}

@@ -115,7 +115,7 @@ const outputChunk = 32 << 10
 // escapes dropped, hidden characters escaped (outFilter).
 func (s *Server) output(w http.ResponseWriter, r *http.Request, _ *Device) {
 	id := r.PathValue("id")
-	if !queue.ValidID(id) {
+	if !validRef(id) {
 		writeErr(w, http.StatusNotFound, "no such request")
 		return
 	}
