@@ -219,15 +219,10 @@ func (c *Client) Outcome(ctx context.Context, box, id string) (*Outcome, error) 
 			cancel()
 		},
 		failed: func(e error) {
-			// A first watch that cannot be made is the answer (no right
-			// to read outcomes, no such bucket), unless the hub went
-			// away meanwhile: then it is made again once the link is back,
-			// as any later one is.
-			if watched || err != nil || linkTrouble(c, e) {
-				return
+			if !watched && err == nil {
+				err = e
+				cancel()
 			}
-			err = e
-			cancel()
 		}}
 	w.run(ctx, c)
 	switch {
@@ -237,12 +232,4 @@ func (c *Client) Outcome(ctx context.Context, box, id string) (*Outcome, error) 
 		return nil, err
 	}
 	return nil, ctx.Err()
-}
-
-// linkTrouble reports whether e came of the link to the hub going down
-// (a context ended by the reconnection, a connection not up), not of the
-// hub's answer.
-func linkTrouble(c *Client, e error) bool {
-	return !c.NC.IsConnected() || errors.Is(e, context.Canceled) || errors.Is(e, context.DeadlineExceeded) ||
-		errors.Is(e, nats.ErrConnectionClosed) || errors.Is(e, nats.ErrDisconnected) || errors.Is(e, nats.ErrTimeout)
 }
