@@ -111,6 +111,18 @@ func DefaultDir() (string, error) {
 	return filepath.Join(state, "spool"), nil
 }
 
+// DirFrom is the spool a program was told of: flagValue (its --spool),
+// else $SLUICE_SPOOL, else DefaultDir.
+func DirFrom(flagValue string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	if env := os.Getenv("SLUICE_SPOOL"); env != "" {
+		return env, nil
+	}
+	return DefaultDir()
+}
+
 // StateDir returns the directory where sluice keeps what it owns between
 // runs (the audit log; the spool where there is no runtime directory):
 // $XDG_STATE_HOME/sluice when that is absolute, else

@@ -153,30 +153,19 @@ func (c *cli) fail(err error) int {
 func (c *cli) openStore() (*Store, error) {
 	dir := c.state
 	if dir == "" {
-		base := os.Getenv("XDG_STATE_HOME")
-		if base == "" || !filepath.IsAbs(base) {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return nil, fmt.Errorf("no state directory: give --state or set HOME: %w", err)
-			}
-			base = filepath.Join(home, ".local", "state")
+		base, err := queue.StateDir()
+		if err != nil {
+			return nil, fmt.Errorf("no state directory: give --state or set HOME: %w", err)
 		}
-		dir = filepath.Join(base, "sluice", "web")
+		dir = filepath.Join(base, "web")
 	}
 	return OpenStore(dir)
 }
 
 func (c *cli) openSpool() (*queue.Spool, error) {
-	dir := c.spool
-	if dir == "" {
-		dir = os.Getenv("SLUICE_SPOOL")
-	}
-	if dir == "" {
-		d, err := queue.DefaultDir()
-		if err != nil {
-			return nil, err
-		}
-		dir = d
+	dir, err := queue.DirFrom(c.spool)
+	if err != nil {
+		return nil, err
 	}
 	return queue.Open(dir)
 }

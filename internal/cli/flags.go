@@ -39,16 +39,9 @@ func (g *Globals) Register(fs *flag.FlagSet) {
 
 // OpenSpool opens the spool from --spool, SLUICE_SPOOL or the default.
 func (g *Globals) OpenSpool() (*queue.Spool, error) {
-	dir := g.Spool
-	if dir == "" {
-		dir = os.Getenv("SLUICE_SPOOL")
-	}
-	if dir == "" {
-		d, err := queue.DefaultDir()
-		if err != nil {
-			return nil, err
-		}
-		dir = d
+	dir, err := queue.DirFrom(g.Spool)
+	if err != nil {
+		return nil, err
 	}
 	sp, err := queue.Open(dir)
 	if err != nil {
