@@ -39,6 +39,11 @@ func TestMain(m *testing.M) {
 			fmt.Println("sluice-console", strings.Join(os.Args[1:], " "))
 			os.Exit(0)
 		},
+		// cmd/sluice-web, likewise.
+		"sluice-web": func() {
+			fmt.Println("sluice-web", strings.Join(os.Args[1:], " "))
+			os.Exit(0)
+		},
 	}
 	if self, err := os.Executable(); err == nil {
 		_ = os.Symlink(self, filepath.Join(filepath.Dir(self), "sluice-box"))
