@@ -6,7 +6,7 @@ import (
 )
 
 // The result JSON's "network" array and the audit finished line carry
-// Contacts as they marshal (SPEC section 9).
+// Contacts as they marshal (the result's `network`, docs/protocol.md: Result).
 func TestContactJSON(t *testing.T) {
 	t.Parallel()
 	b, err := json.Marshal([]Contact{
