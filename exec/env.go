@@ -107,25 +107,37 @@ func BuildEnv(env, allow, patterns []string, extra map[string]string, id string)
 // a malformed one matching only the identical name. A nil patterns means
 // DefaultSecretPatterns; an empty, non-nil slice strips nothing.
 func InheritEnv(env, allow, patterns []string) []string {
-	return inheritEnv(env, allow, patterns, loginShells())
+	return inheritEnv(env, allow, patterns, loginShells)
 }
 
-// inheritEnv is InheritEnv with the login shells given.
-func inheritEnv(env, allow, patterns []string, shells map[string]bool) []string {
+// inheritEnv is InheritEnv with the login shells read by shells, when a
+// SHELL is to be judged. A name nothing admits is passed over before the
+// secret patterns are tried: an agent's environment holds dozens of names
+// and few of them are admitted.
+func inheritEnv(env, allow, patterns []string, shells func() map[string]bool) []string {
 	secret := secretMatcher(patterns)
+	var known map[string]bool
 	out := make([]string, 0, 32)
 	for _, kv := range env {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || !validName(name) || name == RequestIDVar {
 			continue
 		}
-		switch {
-		case exactlyAllowed(name, allow):
-		case secret(name):
+		if exactlyAllowed(name, allow) {
+			out = append(out, kv)
 			continue
-		case allowed(name, allow):
-		case !allowed(name, DefaultEnvAllow) || !defaultValueOK(name, value, shells):
+		}
+		byAllow := allowed(name, allow)
+		if !byAllow && !allowed(name, DefaultEnvAllow) || secret(name) {
 			continue
+		}
+		if !byAllow {
+			if name == "SHELL" && known == nil {
+				known = shells()
+			}
+			if !defaultValueOK(name, value, known) {
+				continue
+			}
 		}
 		out = append(out, kv)
 	}
@@ -228,26 +240,61 @@ func secretMatcher(patterns []string) func(string) bool {
 	if patterns == nil {
 		patterns = DefaultSecretPatterns
 	}
-	upper := make([]string, len(patterns))
+	globs := make([]glob, len(patterns))
 	for i, p := range patterns {
-		upper[i] = strings.ToUpper(p)
+		globs[i] = compileGlob(strings.ToUpper(p))
 	}
-	return func(name string) bool { return secretName(name, upper) }
+	return func(name string) bool { return secretName(name, globs) }
 }
 
-// secretName reports whether name matches one of the upper-cased patterns.
-func secretName(name string, upper []string) bool {
+// secretName reports whether name matches one of the upper-cased globs.
+func secretName(name string, globs []glob) bool {
 	n := strings.ToUpper(name)
-	for _, p := range upper {
-		ok, err := path.Match(p, n)
-		if err != nil {
-			ok = p == n
-		}
-		if ok {
+	for _, g := range globs {
+		if g.match(n) {
 			return true
 		}
 	}
 	return false
+}
+
+// A glob is a path.Match pattern made ready: one of '*' and literal
+// characters only (the secret patterns are all such) is matched as its
+// literal parts in order, without path.Match's backtracking; any other is
+// left to path.Match. A malformed pattern matches only the identical name.
+type glob struct {
+	pattern string
+	parts   []string // split at '*'; nil: path.Match
+}
+
+func compileGlob(p string) glob {
+	if strings.ContainsAny(p, `?[\/`) || !strings.Contains(p, "*") {
+		return glob{pattern: p}
+	}
+	return glob{pattern: p, parts: strings.Split(p, "*")}
+}
+
+func (g glob) match(name string) bool {
+	if g.parts == nil || strings.Contains(name, "/") {
+		ok, err := path.Match(g.pattern, name)
+		if err != nil {
+			return g.pattern == name
+		}
+		return ok
+	}
+	first, last := g.parts[0], g.parts[len(g.parts)-1]
+	if len(name) < len(first)+len(last) || !strings.HasPrefix(name, first) || !strings.HasSuffix(name, last) {
+		return false
+	}
+	rest := name[len(first) : len(name)-len(last)]
+	for _, part := range g.parts[1 : len(g.parts)-1] {
+		i := strings.Index(rest, part)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(part):]
+	}
+	return true
 }
 
 // CheckPatterns reports the first malformed pattern, for a config loader to

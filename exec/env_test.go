@@ -4,6 +4,7 @@ package exec
 
 import (
 	"bytes"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ func TestInheritEnv(t *testing.T) {
 			[]string{"GITHUB_TOKEN=g", "HOME=/h"}},
 		{"a malformed pattern is a literal", []string{"X[=1", "XY=2"}, []string{"X*"}, []string{"X["}, []string{"XY=2"}},
 	} {
-		if got := inheritEnv(tc.env, tc.allow, tc.patterns, shells); !slices.Equal(got, tc.want) {
+		if got := inheritEnv(tc.env, tc.allow, tc.patterns, func() map[string]bool { return shells }); !slices.Equal(got, tc.want) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
@@ -147,4 +148,27 @@ func TestRunSecretsNeverReachChild(t *testing.T) {
 	if o.res.Status != queue.StatusDone {
 		t.Errorf("status %s", o.res.Status)
 	}
+}
+
+// FuzzSecretGlob: the secret patterns' own matcher says what path.Match
+// says, for any pattern and name (a malformed pattern: the identical name
+// only).
+func FuzzSecretGlob(f *testing.F) {
+	for _, p := range DefaultSecretPatterns {
+		f.Add(p, "MY_"+p)
+	}
+	f.Add("*_TOKEN_*", "A_TOKEN_TOKEN_B")
+	f.Add("**", "")
+	f.Add("A*A", "A")
+	f.Add("*_KEY*", "X/_KEY")
+	f.Add("X[", "X[")
+	f.Fuzz(func(t *testing.T, pattern, name string) {
+		want, err := path.Match(pattern, name)
+		if err != nil {
+			want = pattern == name
+		}
+		if got := compileGlob(pattern).match(name); got != want {
+			t.Fatalf("glob %q on %q: %v, path.Match says %v", pattern, name, got, want)
+		}
+	})
 }
