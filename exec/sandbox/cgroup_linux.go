@@ -1,13 +1,13 @@
 package sandbox
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,25 +69,23 @@ func hasWord(list, w string) bool {
 }
 
 // cgroupMounts finds the cgroup2 mount and the v1 mount of the pids
-// controller in /proc/self/mountinfo.
+// controller in /proc/self/mountinfo. Every sluice process that confines
+// reads it once: lines that are no cgroup mount are passed over before
+// they are split.
 func cgroupMounts() (v2, v1pids string) {
-	f, err := os.Open("/proc/self/mountinfo")
+	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return "", ""
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts
-		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, x := range fields {
-			if x == "-" {
-				sep = i
-				break
-			}
+		_, after, ok := strings.Cut(line, " - cgroup")
+		if !ok || after != "" && after[0] != ' ' && after[0] != '2' {
+			continue
 		}
-		if sep < 5 || sep+3 >= len(fields)+1 || len(fields) < sep+3 {
+		fields := strings.Fields(line)
+		sep := slices.Index(fields, "-")
+		if sep < 5 || sep+2 >= len(fields) {
 			continue
 		}
 		mnt, fstype, super := fields[4], fields[sep+1], ""
