@@ -370,7 +370,9 @@ func within(dir, p string) bool {
 	if dir == "/" {
 		return true
 	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
+	// Without building dir+"/": a cached plan's check calls this some
+	// ten thousand times.
+	return strings.HasPrefix(p, dir) && (len(p) == len(dir) || p[len(dir)] == '/')
 }
 
 // resolveAll makes each path absolute and resolves its symlinks, dropping
