@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -330,5 +331,55 @@ func saveBase(dir string, bs BaseSpec, watch []stamp, grants []cachedGrant) {
 	_, err = f.WriteString(out.String())
 	if cerr := f.Close(); err != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
 		_ = os.Remove(f.Name())
+	}
+	prunePlans(dir, path, time.Now())
+}
+
+// A plan not written for planIdle, or beyond the maxPlans most recently
+// written, is removed when another is kept: each project's roots make a
+// plan of their own, and projects come and go. A plan still in use is
+// only read, not written, so it goes after planIdle too and is made again
+// once, by the next command that needs it.
+const (
+	planIdle = 30 * 24 * time.Hour
+	maxPlans = 64
+)
+
+// prunePlans removes from dir the plans (and the temporary files of
+// writers that died) that are idle or too many, keeping keep.
+func prunePlans(dir, keep string, now time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type plan struct {
+		path string
+		mod  time.Time
+	}
+	var plans []plan
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(dir, name)
+		if !e.Type().IsRegular() || path == keep || !strings.HasSuffix(name, ".plan") && !strings.HasPrefix(name, ".plan-") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		idle := now.Sub(fi.ModTime())
+		switch {
+		case strings.HasPrefix(name, ".plan-") && idle > time.Hour, idle > planIdle:
+			_ = os.Remove(path)
+		case strings.HasSuffix(name, ".plan"):
+			plans = append(plans, plan{path, fi.ModTime()})
+		}
+	}
+	if len(plans) < maxPlans {
+		return
+	}
+	slices.SortFunc(plans, func(a, b plan) int { return b.mod.Compare(a.mod) })
+	for _, p := range plans[maxPlans-1:] {
+		_ = os.Remove(p.path)
 	}
 }

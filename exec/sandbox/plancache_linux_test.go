@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -393,4 +394,57 @@ func FuzzParsePlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPrunePlans: keeping a plan removes the plans idle for planIdle, the
+// oldest beyond maxPlans, and dead writers' temporary files, and nothing
+// else in the directory.
+func TestPrunePlans(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	write := func(name string, age time.Duration) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	var fresh []string
+	for i := range maxPlans + 5 {
+		fresh = append(fresh, write(fmt.Sprintf("%032d.plan", i), time.Duration(i)*time.Minute))
+	}
+	keep := write("kept.plan", 40*24*time.Hour) // the one just written (its clock aside)
+	idle := write("idle.plan", planIdle+time.Hour)
+	deadTmp := write(".plan-123", 2*time.Hour)
+	liveTmp := write(".plan-456", time.Minute)
+	other := write("notes.txt", planIdle+time.Hour)
+
+	prunePlans(dir, keep, now)
+
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	for _, p := range []string{keep, liveTmp, other} {
+		if !exists(p) {
+			t.Errorf("%s removed", filepath.Base(p))
+		}
+	}
+	for _, p := range []string{idle, deadTmp} {
+		if exists(p) {
+			t.Errorf("%s kept", filepath.Base(p))
+		}
+	}
+	kept := 0
+	for i, p := range fresh {
+		if exists(p) {
+			kept++
+			if i >= maxPlans-1 {
+				t.Errorf("%s kept, newer ones removed", filepath.Base(p))
+			}
+		}
+	}
+	if kept != maxPlans-1 {
+		t.Errorf("%d of the %d recent plans kept, want %d (and the one kept)", kept, len(fresh), maxPlans-1)
+	}
 }
