@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -62,8 +63,15 @@ type itemView struct {
 	Verdict   *verdictView `json:"verdict,omitempty"`
 	Error     string       `json:"error,omitempty"`
 	// Digest tells the page that a request it shows changed (not what
-	// an approval names: that is detailView's).
+	// an approval names: that is detailView's, or Approve's).
 	Digest string `json:"digest,omitempty"`
+	// Connect is a connect request's question.
+	Connect *connectView `json:"connect,omitempty"`
+	// Approve is what approving the row straight from the queue takes;
+	// nil when the row cannot show the whole request (Review instead).
+	// Where is then the command's working directory.
+	Approve *listApproval `json:"approve,omitempty"`
+	Where   *Shown        `json:"where,omitempty"`
 }
 
 // summaryMax bounds the queue row's summary (the detail shows all).
@@ -86,6 +94,9 @@ func viewItem(it Item) itemView {
 	v.Flagged = full.Hidden || full.Folded
 	v.Summary = ShapeLine(clipRunes(sum, summaryMax))
 	v.Verdict = viewVerdict(it.Verdict, r.Kind)
+	if r.Kind == queue.KindConnect {
+		v.Connect = viewConnect(r, connectCommandMax)
+	}
 	return v
 }
 
@@ -96,15 +107,28 @@ func clipRunes(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-func (s *Server) queueJSON(w http.ResponseWriter, r *http.Request, _ *Device) {
-	writeJSON(w, http.StatusOK, s.queueView())
+func (s *Server) queueJSON(w http.ResponseWriter, r *http.Request, dev *Device) {
+	writeJSON(w, http.StatusOK, s.queueView(dev))
 }
 
-func (s *Server) queueView() []itemView {
+// queueView is the queue as served to dev: a row that shows its whole
+// request carries what approving it from the list takes, recorded as
+// served to dev exactly as a detail is (serve).
+func (s *Server) queueView(dev *Device) []itemView {
 	items := s.src.Queue()
 	out := make([]itemView, 0, len(items))
-	for _, it := range items {
-		out = append(out, viewItem(it))
+	runScope := s.src.RunScope()
+	for i := range items {
+		v := viewItem(items[i])
+		if v.Connect != nil {
+			v.Connect.ForRun = runScope
+		}
+		v.Approve = s.listApproval(dev, &items[i])
+		if v.Approve != nil && v.Kind == queue.KindExec {
+			w := ShapeLine(items[i].Request.Cwd)
+			v.Where = &w
+		}
+		out = append(out, v)
 	}
 	return out
 }
@@ -206,6 +230,11 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request, dev *Device) {
 	case queue.KindTool:
 		v.Tool = v.shape(req.Tool, false)
 		v.Input = v.shape(string(req.Input), true)
+	case queue.KindConnect:
+		v.Connect = viewConnect(req, -1)
+		v.Connect.ForRun = s.src.RunScope()
+		v.shape(req.Command, true)
+		v.shape(req.Target(), false)
 	default:
 		v.Path = v.shape(req.Path, false)
 	}
@@ -220,9 +249,9 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request, dev *Device) {
 		}
 	}
 	if it.State == queue.StatePending && it.Digest != "" {
-		sv := s.serve(dev, id, it.Digest, diffSum)
+		sv := s.serve(dev, id, req.Kind, it.Digest, diffSum)
 		v.Digest, v.View = sv.digest, sv.view
-		v.WaitMS = max(0, (s.opt.Grace - s.opt.Now().Sub(sv.at)).Milliseconds())
+		v.WaitMS = s.waitMS(sv)
 		v.Passkey = s.needsPasskey(it)
 	}
 	writeJSON(w, http.StatusOK, v)
@@ -236,7 +265,7 @@ const maxServed = 1000
 // not restart the grace, nor hand out a second token. A showing whose
 // token was spent on a decision that did not take is replaced by a new
 // one, with its own grace.
-func (s *Server) serve(dev *Device, id, digest, diff string) served {
+func (s *Server) serve(dev *Device, id string, kind queue.Kind, digest, diff string) served {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.served[dev.ID]
@@ -252,7 +281,7 @@ func (s *Server) serve(dev *Device, id, digest, diff string) served {
 	}
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	sv := &served{digest: digest, diff: diff, view: hex.EncodeToString(b), at: s.opt.Now()}
+	sv := &served{kind: kind, digest: digest, diff: diff, view: hex.EncodeToString(b), at: s.opt.Now()}
 	m[id] = sv
 	return *sv
 }
@@ -262,6 +291,7 @@ type decisionIn struct {
 	Digest    string          `json:"digest"`
 	View      string          `json:"view"`
 	Reason    string          `json:"reason"`
+	Scope     queue.Scope     `json:"scope,omitempty"`     // a connect request's allow: once (default) or run
 	Assertion json.RawMessage `json:"assertion,omitempty"` // a passkey's, where the approval needs one
 }
 
@@ -272,13 +302,19 @@ func readDecision(r *http.Request) (decisionIn, bool) {
 }
 
 // approve takes an approval only as the rules of issue 33 say: the
-// digest and view this device was served, at least the grace period
-// ago, the view not used before, the request unchanged since.
+// digest and view this device was served (in the queue or the request's
+// detail: the same showing), at least the grace period ago, the view not
+// used before, the request unchanged since. A connect request asks about
+// a host, not something to read: having been served it is enough.
 func (s *Server) approve(w http.ResponseWriter, r *http.Request, dev *Device) {
 	id := r.PathValue("id")
 	in, ok := readDecision(r)
-	if !ok {
+	if !ok || (in.Scope != "" && in.Scope != queue.ScopeOnce && in.Scope != queue.ScopeRun) {
 		writeErr(w, http.StatusBadRequest, "bad request")
+		return
+	}
+	if in.Scope == queue.ScopeRun && !s.src.RunScope() {
+		writeErr(w, http.StatusConflict, "refused: "+errHubOnce.Error())
 		return
 	}
 	now := s.opt.Now()
@@ -293,7 +329,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, dev *Device) {
 		problem = "refused: the approval does not name the request as it was shown"
 	case sv.used:
 		problem = "refused: this showing of the request was already used for a decision"
-	case now.Sub(sv.at) < s.opt.Grace:
+	case sv.kind != queue.KindConnect && now.Sub(sv.at) < s.opt.Grace:
 		problem, code = "refused: too soon after the request was shown; read it first", http.StatusTooEarly
 	default:
 		sv.used = true
@@ -334,13 +370,17 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, dev *Device) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	switch err := s.src.Approve(ctx, id, in.Digest, diff, s.by(dev)); {
+	scope := queue.Scope("")
+	if it.Request.Kind == queue.KindConnect {
+		scope = cmp.Or(in.Scope, queue.ScopeOnce)
+	}
+	switch err := s.src.Approve(ctx, id, in.Digest, diff, s.by(dev), scope); {
 	case errors.Is(err, ErrChanged):
 		writeErr(w, http.StatusConflict, "refused: the request changed after it was shown; it was answered denied")
 	case err != nil:
 		s.decidedElsewhere(w, r, id, err)
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "by": s.by(dev)})
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "by": s.by(dev), "scope": scope})
 	}
 }
 

@@ -10,6 +10,9 @@
 // same-origin, carrying the digest of the request as it was served to
 // that device at least the grace period before; a request that changed
 // since is refused, and the spool's claim makes the first decision win.
+// A queue row is such a showing only when it shows its whole request (a
+// short one-line command, a connect request's host); any other request is
+// approved from its detail, read to its end.
 //
 // The package refuses to listen beyond loopback without TLS, never runs
 // a request itself (the box's sluice does, confined and audited), and

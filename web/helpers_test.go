@@ -20,7 +20,8 @@ type fakeSource struct {
 	mu         sync.Mutex
 	items      map[string]*Item
 	order      []string
-	approvals  []string // "id digest by"
+	approvals  []string // "id digest by", then " scope" when one was given
+	noRunScope bool     // as over the hub: a connection is allowed once only
 	denials    []string // "id by reason"
 	approveErr error
 	winners    map[string][2]string
@@ -78,7 +79,7 @@ func (f *fakeSource) Output(string, int64, int) ([]byte, int64, bool, error) {
 	return nil, 0, true, nil
 }
 
-func (f *fakeSource) Approve(_ context.Context, id, digest, _, by string) error {
+func (f *fakeSource) Approve(_ context.Context, id, digest, _, by string, scope queue.Scope) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.approveErr != nil {
@@ -87,11 +88,20 @@ func (f *fakeSource) Approve(_ context.Context, id, digest, _, by string) error 
 	if _, ok := f.items[id]; !ok {
 		return ErrGone
 	}
-	f.approvals = append(f.approvals, id+" "+digest+" "+by)
+	if scope == queue.ScopeRun && f.noRunScope {
+		return errHubOnce
+	}
+	a := id + " " + digest + " " + by
+	if scope != "" {
+		a += " " + string(scope)
+	}
+	f.approvals = append(f.approvals, a)
 	delete(f.items, id)
 	f.winners[id] = [2]string{"approved", by}
 	return nil
 }
+
+func (f *fakeSource) RunScope() bool { return !f.noRunScope }
 
 func (f *fakeSource) Deny(_ context.Context, id, by, reason string) error {
 	f.mu.Lock()
@@ -248,5 +258,45 @@ func (r *rig) show(d device, id string) detailView {
 
 func approveBody(v detailView) string {
 	b, _ := json.Marshal(decisionIn{Digest: v.Digest, View: v.View})
+	return string(b)
+}
+
+// putConnect queues a run's question about host:port, as its proxy would.
+func (f *fakeSource) putConnect(id, host string, port int, digest string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.items[id]; !ok {
+		f.order = append(f.order, id)
+	}
+	f.items[id] = &Item{ID: id, State: queue.StatePending, Since: time.Now(), Digest: digest,
+		Request: &queue.Request{Version: 1, ID: id, Kind: queue.KindConnect, Host: host, Port: port,
+			RunID: "01JDH7D3RRW0000000HQ1DER5X", Command: "npm install", Cwd: "/p", Agent: "claude"},
+		Verdict: &queue.Verdict{Action: queue.ActionAsk, Category: "networked"}}
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// list fetches the queue as d sees it, by id.
+func (r *rig) list(d device) map[string]itemView {
+	r.t.Helper()
+	w := r.as(d, "GET", "/api/queue", "")
+	if w.Code != http.StatusOK {
+		r.t.Fatalf("GET queue: %d %s", w.Code, w.Body)
+	}
+	var rows []itemView
+	if err := json.Unmarshal(w.Body.Bytes(), &rows); err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[string]itemView{}
+	for _, v := range rows {
+		out[v.ID] = v
+	}
+	return out
+}
+
+// rowApproval is the body approving a queue row as served (scope for a
+// connect request).
+func rowApproval(v itemView, scope queue.Scope) string {
+	b, _ := json.Marshal(decisionIn{Digest: v.Approve.Digest, View: v.Approve.View, Scope: scope})
 	return string(b)
 }

@@ -402,3 +402,42 @@ func newHubAt(f *fleet) (*hub.Hub, error) {
 	f.h = h
 	return h, nil
 }
+
+// A run's question about a host, over the hub: the row says so, and, as
+// the hub's decisions carry no scope, it is allowed once (the box answers
+// the proxy with scope once) and never for the whole run.
+func TestHubSourceConnectOnceOnly(t *testing.T) {
+	f := newFleet(t)
+	phone := f.pair("phone")
+	b := f.boxes["b1"]
+	req := &queue.Request{Kind: queue.KindConnect, Host: "registry.example", Port: 443, RunID: queue.NewID(),
+		Command: "npm install", Cwd: "/home/dev/app", Agent: "claude-code"}
+	if err := b.spool.Submit(req); err != nil {
+		t.Fatal(err)
+	}
+	ev := queue.NewEvent(queue.EventQueued, req)
+	ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "networked", Risk: "medium"}
+	if err := b.log.Record(ev); err != nil {
+		t.Fatal(err)
+	}
+	key := hub.Key("b1", req.ID)
+	row := f.waitQueued(phone, key)[key]
+	if row.Connect == nil || row.Connect.ForRun || text(row.Connect.Target) != "registry.example:443" || row.Approve == nil {
+		t.Fatalf("the row: %+v %+v", row.Connect, row.Approve)
+	}
+	if w := f.as(phone, "POST", "/api/request/"+key+"/approve", rowApproval(row, queue.ScopeRun)); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "once") {
+		t.Fatalf("for the run over the hub: %d %s", w.Code, w.Body)
+	}
+	if w := f.as(phone, "POST", "/api/request/"+key+"/approve", rowApproval(row, queue.ScopeOnce)); w.Code != http.StatusOK {
+		t.Fatalf("once over the hub: %d %s", w.Code, w.Body)
+	}
+	var res *queue.Result
+	until(t, "the box answers the proxy", func() bool {
+		r, err := b.spool.ReadResult(req.ID)
+		res = r
+		return err == nil
+	})
+	if res.Decision != queue.Allow || res.Scope != queue.ScopeOnce {
+		t.Fatalf("the proxy's answer: %+v", res)
+	}
+}

@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -459,4 +460,204 @@ func TestPasskeyRequiredForDestructive(t *testing.T) {
 	if got := r.src.approvals; len(got) != 1 || !strings.HasPrefix(got[0], "touch ") {
 		t.Fatalf("approvals: %v", got)
 	}
+}
+
+// Approving straight from the queue is held to the detail's rules: the
+// row's digest and token as served to this device, at least the grace
+// period before, one showing shared with the detail; a row that cannot
+// show its whole request offers none.
+func TestListApprovalNeedsServedDigestAfterGrace(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	d := r.pair("phone")
+	other := r.pair("laptop")
+	r.src.put("short", "make test", digestA)
+	r.src.put("long", "echo "+strings.Repeat("x", listWholeMax), digestB)
+	r.src.put("lines", "make\nmake install", digestB)
+
+	// Never listed for this device: refused, even with the digest.
+	if w := r.as(d, "POST", "/api/request/short/approve", `{"digest":"`+digestA+`","view":"00"}`); w.Code != http.StatusForbidden {
+		t.Fatalf("approval of a row never served: %d %s", w.Code, w.Body)
+	}
+	rows := r.list(d)
+	row := rows["short"]
+	if row.Approve == nil || row.Approve.Digest != digestA || row.Approve.View == "" || row.Approve.WaitMS != DefaultGrace.Milliseconds() {
+		t.Fatalf("the short row's approval: %+v", row.Approve)
+	}
+	if row.Where == nil || len(row.Where.Lines) != 1 || row.Where.Lines[0][0].T != "/p" {
+		t.Errorf("the short row's working directory: %+v", row.Where)
+	}
+	for _, id := range []string{"long", "lines"} {
+		if rows[id].Approve != nil {
+			t.Errorf("row %s (not shown whole) offers an approval: %+v", id, rows[id].Approve)
+		}
+	}
+	// The detail is the same showing: same token, the grace running on.
+	r.clk.add(500 * time.Millisecond)
+	if v := r.show(d, "short"); v.View != row.Approve.View || v.WaitMS != (DefaultGrace-500*time.Millisecond).Milliseconds() {
+		t.Fatalf("the detail after the list: view %s (row's %s), wait %d", v.View, row.Approve.View, v.WaitMS)
+	}
+	// Listing again neither restarts the grace nor mints a token.
+	if again := r.list(d)["short"]; again.Approve.View != row.Approve.View || again.Approve.WaitMS != 1000 {
+		t.Fatalf("listed again: %+v", again.Approve)
+	}
+	// Before the grace period.
+	if w := r.as(d, "POST", "/api/request/short/approve", rowApproval(row, "")); w.Code != http.StatusTooEarly {
+		t.Fatalf("list approval before the grace: %d %s, want 425", w.Code, w.Body)
+	}
+	r.clk.add(time.Minute)
+	// Without the digest, or with the long row's: refused.
+	for _, body := range []string{`{"view":"` + row.Approve.View + `"}`, `{"digest":"` + digestB + `","view":"` + row.Approve.View + `"}`} {
+		if w := r.as(d, "POST", "/api/request/short/approve", body); w.Code != http.StatusConflict {
+			t.Fatalf("list approval %s: %d %s, want 409", body, w.Code, w.Body)
+		}
+	}
+	// Another device with this device's showing: refused.
+	if w := r.as(other, "POST", "/api/request/short/approve", rowApproval(row, "")); w.Code != http.StatusForbidden {
+		t.Fatalf("list approval with another device's showing: %d %s", w.Code, w.Body)
+	}
+	// The long row's request, approved with a token it was never served:
+	// refused, whatever digest it names.
+	if w := r.as(d, "POST", "/api/request/long/approve", `{"digest":"`+digestB+`","view":"`+row.Approve.View+`"}`); w.Code != http.StatusForbidden {
+		t.Fatalf("approval of a row served without one: %d %s", w.Code, w.Body)
+	}
+	if w := r.as(d, "POST", "/api/request/short/approve", rowApproval(row, "")); w.Code != http.StatusOK {
+		t.Fatalf("list approval after the grace: %d %s", w.Code, w.Body)
+	}
+	if got := r.src.approvals; len(got) != 1 || got[0] != "short "+digestA+" alice@phone (via web)" {
+		t.Fatalf("approvals: %v", got)
+	}
+}
+
+// The queue's rows are what the events stream sends too: a row's
+// showing, sent there, is recorded as served like the list's.
+func TestEventsServeListApprovals(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	d := r.pair("phone")
+	r.src.put("r1", "go test ./...", digestA)
+	hs := httptest.NewServer(r.srv)
+	defer hs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+"/api/events", nil)
+	req.Host = "localhost:8787"
+	req.Header.Set("Cookie", sessionCookie+"="+d.cookie)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var rows []itemView
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(data, `"id":"r1"`) {
+			if err := json.Unmarshal([]byte(data), &rows); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if len(rows) != 1 || rows[0].Approve == nil {
+		t.Fatalf("the queue event: %+v (%v)", rows, sc.Err())
+	}
+	if w := r.as(d, "POST", "/api/request/r1/approve", rowApproval(rows[0], "")); w.Code != http.StatusTooEarly {
+		t.Fatalf("approval before the grace: %d %s", w.Code, w.Body)
+	}
+	r.clk.add(DefaultGrace)
+	if w := r.as(d, "POST", "/api/request/r1/approve", rowApproval(rows[0], "")); w.Code != http.StatusOK {
+		t.Fatalf("approval with the event's showing: %d %s", w.Code, w.Body)
+	}
+}
+
+// A connect request is answered from its row once it was served to the
+// device, with no grace (it asks about a host, nothing to read): once, for
+// the rest of the run where the source can, or refused.
+func TestConnectFromList(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	d := r.pair("phone")
+	r.src.putConnect("c1", "<img>evil.example", 443, digestA)
+	r.src.putConnect("c2", "a.example", 80, digestB)
+	r.src.put("r1", "make", digestA)
+	if w := r.as(d, "POST", "/api/request/c1/approve", `{"digest":"`+digestA+`","view":"00"}`); w.Code != http.StatusForbidden {
+		t.Fatalf("a connection allowed before it was shown: %d %s", w.Code, w.Body)
+	}
+	rows := r.list(d)
+	c1 := rows["c1"]
+	if c1.Connect == nil || c1.Approve == nil || c1.Approve.WaitMS != 0 || !c1.Connect.ForRun {
+		t.Fatalf("the connect row: %+v %+v", c1.Connect, c1.Approve)
+	}
+	if c1.Connect.Run != "HQ1DER5X" || plainOf(c1.Connect.Target) != "<img>evil.example:443" || plainOf(c1.Connect.Command) != "npm install" {
+		t.Errorf("the question: run %q target %q command %q", c1.Connect.Run, plainOf(c1.Connect.Target), plainOf(c1.Connect.Command))
+	}
+	if w := r.as(d, "POST", "/api/request/c1/approve", rowApproval(c1, "forever")); w.Code != http.StatusBadRequest {
+		t.Fatalf("a scope that is not once or run: %d %s", w.Code, w.Body)
+	}
+	if w := r.as(d, "POST", "/api/request/c1/approve", rowApproval(c1, queue.ScopeRun)); w.Code != http.StatusOK {
+		t.Fatalf("allow for the run, at once: %d %s", w.Code, w.Body)
+	}
+	if w := r.as(d, "POST", "/api/request/c2/approve", rowApproval(rows["c2"], "")); w.Code != http.StatusOK {
+		t.Fatalf("allow once: %d %s", w.Code, w.Body)
+	}
+	// A command's row still waits out the grace.
+	if w := r.as(d, "POST", "/api/request/r1/approve", rowApproval(rows["r1"], queue.ScopeRun)); w.Code != http.StatusTooEarly {
+		t.Fatalf("a command right after it was listed: %d %s", w.Code, w.Body)
+	}
+	want := []string{"c1 " + digestA + " alice@phone (via web) run", "c2 " + digestB + " alice@phone (via web) once"}
+	if got := r.src.approvals; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("approvals: %q, want %q", got, want)
+	}
+	// Over the hub there is no scope to carry: once, or refused.
+	r.src.mu.Lock()
+	r.src.noRunScope = true
+	r.src.mu.Unlock()
+	r.src.putConnect("c3", "b.example", 443, digestB)
+	c3 := r.list(d)["c3"]
+	if c3.Connect.ForRun {
+		t.Fatal("the row offers the whole run where the source cannot")
+	}
+	if w := r.as(d, "POST", "/api/request/c3/approve", rowApproval(c3, queue.ScopeRun)); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "once") {
+		t.Fatalf("allow for the run over the hub: %d %s", w.Code, w.Body)
+	}
+	if w := r.as(d, "POST", "/api/request/c3/deny", `{}`); w.Code != http.StatusOK {
+		t.Fatalf("refuse: %d %s", w.Code, w.Body)
+	}
+}
+
+// A row whose approval needs the device's passkey, a file change and a
+// tool's call are approved from their detail only.
+func TestListApprovalNotForPasskeyOrFiles(t *testing.T) {
+	t.Parallel()
+	r := newRigWith(t, true)
+	d := r.pair("phone")
+	r.src.put("wipe", "rm -rf build", digestA)
+	r.src.put("touch", "touch x", digestB)
+	r.src.put("edit", "", digestA)
+	r.src.put("tool", "", digestA)
+	r.src.mu.Lock()
+	r.src.items["wipe"].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: "destructive"}
+	r.src.items["touch"].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: "mutating"}
+	r.src.items["edit"].Request.Kind, r.src.items["edit"].Request.Path = queue.KindEdit, "/p/x"
+	r.src.items["edit"].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: "mutating"}
+	r.src.items["tool"].Request.Kind, r.src.items["tool"].Request.Tool = queue.KindTool, "WebFetch"
+	r.src.items["tool"].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: "mutating"}
+	r.src.mu.Unlock()
+	rows := r.list(d)
+	for id, want := range map[string]bool{"wipe": false, "touch": true, "edit": false, "tool": false} {
+		if got := rows[id].Approve != nil; got != want {
+			t.Errorf("row %s offers an approval: %v, want %v", id, got, want)
+		}
+	}
+}
+
+func plainOf(sh Shown) string {
+	var b strings.Builder
+	for _, l := range sh.Lines {
+		for _, s := range l {
+			b.WriteString(s.T)
+		}
+	}
+	return b.String()
 }

@@ -87,6 +87,7 @@ type Server struct {
 // served is a request as it was sent to one device: what an approval from
 // that device must name.
 type served struct {
+	kind   queue.Kind
 	digest string // the request file's
 	diff   string // SHA-256 of the diff shown (file requests), or of its error
 	view   string // a random token the approval carries, good once

@@ -29,10 +29,15 @@ type Source interface {
 	// Approve claims request id for by and has it carried out, if its
 	// file still has digest (and a file request's diff diffDigest, the
 	// SHA-256 of diff NUL error, "" without one, where the source can
-	// tell). It returns once the request is claimed (the run goes on), or
-	// with why it was not: ErrChanged when the file is not the one with
-	// digest, another error (already decided...) else.
-	Approve(ctx context.Context, id, digest, diffDigest, by string) error
+	// tell). scope is how far the allow of a connect request reaches
+	// (queue.ScopeOnce, or queue.ScopeRun where RunScope says so; other
+	// kinds ignore it). It returns once the request is claimed (the run
+	// goes on), or with why it was not: ErrChanged when the file is not
+	// the one with digest, another error (already decided...) else.
+	Approve(ctx context.Context, id, digest, diffDigest, by string, scope queue.Scope) error
+	// RunScope reports whether Approve can allow a connect request for
+	// the rest of its run (queue.ScopeRun), not only once.
+	RunScope() bool
 	// Deny answers request id denied with reason, recorded as by's.
 	Deny(ctx context.Context, id, by, reason string) error
 	// Winner says who decided request id and how, once the audit log has

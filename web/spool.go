@@ -269,14 +269,17 @@ func (s *Spool) Output(id string, offset int64, max int) ([]byte, int64, bool, e
 	return buf[:n], next, done, nil
 }
 
-// Approve implements Source: 'sluice approve --yes --as BY --digest D ID',
-// left running (in a process group of its own, so that a ^C meant for the
+// Approve implements Source: 'sluice approve --yes --as BY --digest D
+// [--run] ID', left running (in a process group of its own, so that a ^C meant for the
 // server does not kill the run) once it has claimed the request.
-func (s *Spool) Approve(ctx context.Context, id, digest, _, by string) error {
+func (s *Spool) Approve(ctx context.Context, id, digest, _, by string, scope queue.Scope) error {
 	if !queue.ValidID(id) {
 		return ErrGone
 	}
 	args := append(s.flags(), "approve", "--yes", "--as="+by, "--digest="+digest)
+	if scope == queue.ScopeRun {
+		args = append(args, "--run") // a connect request's; other kinds ignore it
+	}
 	args = append(append(args, s.auditFlag()...), "--", id)
 	cmd := osexec.Command(s.argv[0], args...)
 	cmd.Stdin, cmd.Stdout = nil, io.Discard // the output reaches out/<id>.log
@@ -330,6 +333,9 @@ func (s *Spool) Approve(ctx context.Context, id, digest, _, by string) error {
 		return ctx.Err() // it goes on; the queue will say how it ended
 	}
 }
+
+// RunScope implements Source: the box's own approve takes --run.
+func (s *Spool) RunScope() bool { return true }
 
 // Deny implements Source: 'sluice deny --as BY --reason R ID'.
 func (s *Spool) Deny(ctx context.Context, id, by, reason string) error {

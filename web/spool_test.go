@@ -113,7 +113,7 @@ func TestSpoolSourceFollowsTheBox(t *testing.T) {
 		t.Fatalf("Item of a request that ended: %v, want ErrGone", err)
 	}
 	// Approve and Deny go through sluice; a missing one says so.
-	if err := src.Approve(ctx, req.ID, "00", "", "alice@x (via web)"); err == nil {
+	if err := src.Approve(ctx, req.ID, "00", "", "alice@x (via web)", ""); err == nil {
 		t.Fatal("Approve without a sluice program: no error")
 	}
 }

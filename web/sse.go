@@ -76,7 +76,7 @@ func (s *Server) stillPaired(r *http.Request) bool {
 
 // events streams the queue and History: both at once, then again after
 // each change.
-func (s *Server) events(w http.ResponseWriter, r *http.Request, _ *Device) {
+func (s *Server) events(w http.ResponseWriter, r *http.Request, dev *Device) {
 	st, ok := startSSE(w)
 	if !ok {
 		return
@@ -86,7 +86,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ *Device) {
 	pings := 0
 	for {
 		changed := s.src.Changed()
-		if st.send("queue", s.queueView()) != nil || st.send("history", s.historyView()) != nil {
+		if st.send("queue", s.queueView(dev)) != nil || st.send("history", s.historyView()) != nil {
 			return
 		}
 		for waiting := true; waiting; {

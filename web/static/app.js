@@ -19,7 +19,18 @@ const st = {
   out: null,       // the output stream
   seen: new Set(), // pending ids already notified
   notes: [],       // times of the page's own notifications
+  ready: new Map(), // a row's showing (view token) → performance.now() when the server takes its approval
+  quietUntil: 0,   // the list's buttons are inert until then after its rows moved
+  listBusy: new Set(), // ids whose decision from the list is under way
 };
+
+// QUIET_MS: after rows came, went or moved, the list's approve buttons
+// wait this long (the console's quiet grace), so that a tap meant for one
+// row never lands on another that slid under the finger.
+const QUIET_MS = 450;
+// CONNECT_SETTLE_MS: a connect request needs no reading beyond its host,
+// but its row must have been on screen this long before it is answered.
+const CONNECT_SETTLE_MS = 450;
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -251,8 +262,12 @@ function renderQueue() {
   // a row that was just replaced.
   const old = new Map();
   ul.querySelectorAll(":scope > li").forEach((li) => old.set(li.dataset.id, li));
+  const before = [...old.keys()].join(" ");
+  const now = performance.now();
   const rows = st.queue.map((it) => {
-    const sig = JSON.stringify(it);
+    // wait_ms counts down at each push; the row's showing is its token.
+    const sig = JSON.stringify(Object.assign({}, it, { approve: it.approve ? { digest: it.approve.digest, view: it.approve.view } : null }));
+    if (it.approve && !st.ready.has(it.approve.view)) st.ready.set(it.approve.view, now + (it.approve.wait_ms || 0));
     let li = old.get(it.id);
     if (!li || li.dataset.sig !== sig) li = queueRow(it, sig);
     li.classList.toggle("sel", it.id === st.sel);
@@ -260,48 +275,211 @@ function renderQueue() {
   });
   rows.forEach((li, i) => { if (ul.children[i] !== li) ul.insertBefore(li, ul.children[i] || null); });
   while (ul.children.length > rows.length) ul.removeChild(ul.lastChild);
+  old.forEach((li) => { if (!li.isConnected) rowObserver().unobserve(li); });
+  if (rows.map((li) => li.dataset.id).join(" ") !== before) st.quietUntil = now + QUIET_MS;
+  const views = new Set(st.queue.filter((it) => it.approve).map((it) => it.approve.view));
+  st.ready.forEach((_, v) => { if (!views.has(v)) st.ready.delete(v); });
+  tickList();
 }
 
 function queueRow(it, sig) {
   const li = el("li", "item");
   li.dataset.id = it.id;
   li.dataset.sig = sig;
+  const pending = it.state === "pending";
+  const conn = it.connect;
   const r1 = el("div", "row1");
-  if (it.state !== "pending") r1.appendChild(badge(it.state, "running"));
+  if (!pending) r1.appendChild(badge(it.state, "running"));
+  else if (conn) r1.appendChild(badge("connect", "connect")).title = "a networked run asks to reach a host outside its set";
   else if (it.verdict) r1.appendChild(badge(it.verdict.action));
   else r1.appendChild(badge("ask"));
-  if (it.flagged) r1.appendChild(el("span", "flag", "!")).title = "hidden characters or folded runs: open it";
+  const hidden = it.flagged || (it.where && it.where.hidden);
+  if (hidden) r1.appendChild(el("span", "flag", it.approve ? "⚠ hidden characters" : "!")).title = "hidden characters (shown escaped and marked) or folded runs";
   r1.appendChild(line(it.agent, "agent-name"));
   if (it.box) r1.appendChild(el("span", "box", it.box));
   r1.appendChild(el("span", "age", age(it.since)));
-  if (it.expires_at && it.state === "pending") r1.appendChild(el("span", "left", left(it.expires_at)));
+  if (it.expires_at && pending) r1.appendChild(el("span", "left", left(it.expires_at)));
   li.appendChild(r1);
-  const sum = el("div", "sum");
-  sum.appendChild(line(it.summary));
+  const sum = el("div", "sum" + (it.approve ? " whole" : ""));
+  if (conn) {
+    sum.appendChild(el("span", "run mono", conn.run)).title = "the run that asks: " + conn.run_id;
+    sum.appendChild(document.createTextNode("'s "));
+    sum.appendChild(line(conn.command, "cmd"));
+    sum.appendChild(document.createTextNode(" wants "));
+    sum.appendChild(line(conn.target, "target"));
+  } else {
+    sum.appendChild(line(it.summary));
+  }
   li.appendChild(sum);
+  if (it.where) {
+    const w = el("div", "where", "in ");
+    w.appendChild(line(it.where));
+    li.appendChild(w);
+  }
   if (it.error) li.appendChild(el("div", "msg bad", it.error));
   const btns = el("div", "btns");
-  const open = el("button", "open", it.state === "pending" ? "Review" : "Watch");
-  open.type = "button";
-  open.addEventListener("click", () => select(it.id));
-  btns.appendChild(open);
-  if (it.state === "pending") {
-    const d = el("button", "deny", "Deny");
-    d.type = "button";
-    d.addEventListener("click", () => denyFromList(it.id, d));
-    btns.appendChild(d);
+  const button = (cls, text, fn) => {
+    const b = el("button", cls, text);
+    b.type = "button";
+    b.addEventListener("click", fn);
+    btns.appendChild(b);
+    return b;
+  };
+  if (pending && it.approve && conn) {
+    listApproveButton(button("approve list-approve", "Allow once", () => approveFromList(it, "once")), it);
+    if (conn.for_run) listApproveButton(button("approve list-approve run", "Allow for this run", () => approveFromList(it, "run")), it);
+    button("deny", "Refuse", (ev) => denyFromList(it.id, ev.currentTarget, ""));
+    button("open small", "Details", () => select(it.id));
+    if (!conn.for_run) li.appendChild(el("div", "note", "Over the hub a connection is allowed once or refused; to allow it for the whole run, answer on " + (it.box || "its box") + "."));
+  } else if (pending && it.approve) {
+    listApproveButton(button("approve list-approve", "Approve", () => approveFromList(it, "")), it);
+    button("deny", "Deny", () => denyPrompt(li, it.id));
+    button("open", "Review", () => select(it.id));
+  } else {
+    button("open", pending ? "Review" : "Watch", () => select(it.id));
+    if (pending) button("deny", conn ? "Refuse" : "Deny", (ev) => conn ? denyFromList(it.id, ev.currentTarget, "") : denyPrompt(li, it.id));
   }
   li.appendChild(btns);
+  if (it.approve) rowObserver().observe(li);
   return li;
 }
 
-async function denyFromList(id, btn) {
-  btn.disabled = true;
-  const r = await api("POST", "/api/request/" + encodeURIComponent(id) + "/deny", { reason: "" });
-  if (!r.ok) {
-    btn.disabled = false;
-    alertMsg(r);
+// listApproveButton makes b a list approval of it: inert until tickList
+// finds the row whole, on screen long enough, and the server ready.
+function listApproveButton(b, it) {
+  b.disabled = true;
+  b.dataset.label = b.textContent;
+  b.dataset.view = it.approve.view;
+}
+
+// The rows that offer an approval are watched: seen.get(li) is when the
+// whole row came on screen (0: it is not on screen now).
+const seen = new WeakMap();
+let rowObs = null;
+
+function rowObserver() {
+  if (rowObs) return rowObs;
+  const top = $("top").getBoundingClientRect().height;
+  rowObs = new IntersectionObserver((entries) => {
+    const now = performance.now();
+    entries.forEach((e) => {
+      const whole = e.isIntersecting && e.intersectionRatio >= 0.99;
+      if (!whole) { seen.set(e.target, 0); delete e.target.dataset.visibleSince; }
+      else if (!seen.get(e.target)) { seen.set(e.target, now); e.target.dataset.visibleSince = String(now); }
+    });
+    tickList();
+  }, { threshold: [0, 0.5, 0.99, 1], rootMargin: "-" + Math.ceil(top) + "px 0px 0px 0px" }); // the sticky header covers what is under it
+  return rowObs;
+}
+
+// A page in the background is not being looked at: every row is seen
+// anew when it comes back.
+document.addEventListener("visibilitychange", () => {
+  if (!rowObs) return;
+  document.querySelectorAll("#items > li").forEach((li) => {
+    seen.set(li, 0);
+    delete li.dataset.visibleSince;
+    if (!document.hidden && li.querySelector(".list-approve")) { rowObs.unobserve(li); rowObs.observe(li); }
+  });
+  tickList();
+});
+
+// tickList enables a row's approval once the row shows its request whole
+// (its text not cut), has been on screen for the grace period (a connect
+// request's for a moment), the server takes it, and the list has been
+// still; the button says what it waits for.
+function tickList() {
+  const now = performance.now();
+  const grace = st.session ? st.session.grace_ms || 0 : 0;
+  document.querySelectorAll("#items > li").forEach((li) => {
+    const bs = li.querySelectorAll("button.list-approve");
+    if (!bs.length) return;
+    const it = st.queue.find((x) => x.id === li.dataset.id);
+    const sum = li.querySelector(".sum");
+    const cut = sum.scrollWidth > sum.clientWidth + 1 || sum.scrollHeight > sum.clientHeight + 1;
+    const since = seen.get(li) || 0;
+    const need = it && it.connect ? CONNECT_SETTLE_MS : grace;
+    bs.forEach((b) => {
+      let wait = "";
+      if (cut) {
+        // Not shown whole after all (a narrow screen): read it in full.
+        b.hidden = true;
+        return;
+      }
+      const ready = st.ready.get(b.dataset.view) || 0;
+      if (!it || st.listBusy.has(it.id)) wait = "…";
+      else if (!since) wait = "scroll to it";
+      else {
+        const left = Math.max(since + need, ready, st.quietUntil) - now;
+        if (left > 0) wait = (left / 1000).toFixed(1) + " s";
+      }
+      const text = wait ? b.dataset.label + " (" + wait + ")" : b.dataset.label;
+      if (b.textContent !== text) b.textContent = text;
+      b.disabled = wait !== "";
+      if (!wait && !b.dataset.enabledAt) b.dataset.enabledAt = String(now);
+      if (wait) delete b.dataset.enabledAt;
+    });
+    const review = li.querySelector("button.open");
+    if (cut && review) review.classList.add("primary");
+  });
+}
+setInterval(tickList, 100);
+
+async function approveFromList(it, scope) {
+  const li = document.querySelector("#items > li[data-id='" + CSS.escape(it.id) + "']");
+  const b = li && li.querySelector("button.list-approve");
+  if (!it.approve || !b || b.disabled || st.listBusy.has(it.id)) return;
+  st.listBusy.add(it.id);
+  tickList();
+  try {
+    const r = await api("POST", "/api/request/" + encodeURIComponent(it.id) + "/approve",
+      { digest: it.approve.digest, view: it.approve.view, scope: scope || undefined });
+    if (r.ok) {
+      const what = it.connect ? (scope === "run" ? "Allowed for the rest of its run" : "Allowed once") : "Approved";
+      setMsg($("q-msg"), what + " as " + r.body.by + ": " + plain(it.connect ? it.connect.target : it.summary), "good");
+    } else {
+      alertMsg(r);
+    }
+  } finally {
+    st.listBusy.delete(it.id);
+    tickList();
   }
+}
+
+// denyPrompt opens the row's small reason prompt: Deny sends it (a reason
+// may be left empty), Cancel or Escape closes it.
+function denyPrompt(li, id) {
+  let f = li.querySelector("form.deny-inline");
+  if (f) { f.querySelector("input").focus(); return; }
+  f = el("form", "deny-inline");
+  const input = el("input");
+  input.type = "text";
+  input.maxLength = 500;
+  input.placeholder = "reason (the agent sees it)";
+  input.setAttribute("aria-label", "reason for denying");
+  const go = el("button", "deny", "Deny");
+  go.type = "submit";
+  const cancel = el("button", "small", "Cancel");
+  cancel.type = "button";
+  const close = () => f.remove();
+  cancel.addEventListener("click", close);
+  input.addEventListener("keydown", (ev) => { if (ev.key === "Escape") close(); });
+  f.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    if (await denyFromList(id, go, input.value)) close();
+  });
+  f.append(input, go, cancel);
+  li.appendChild(f);
+  input.focus();
+}
+
+async function denyFromList(id, btn, reason) {
+  btn.disabled = true;
+  const r = await api("POST", "/api/request/" + encodeURIComponent(id) + "/deny", { reason: reason || "" });
+  btn.disabled = false;
+  if (!r.ok) { alertMsg(r); return false; }
+  setMsg($("q-msg"), "Denied as " + r.body.by + ".", "good");
+  return true;
 }
 
 function alertMsg(r) {
@@ -406,7 +584,8 @@ async function select(id, note) {
 function renderDetail(d) {
   const head = $("d-head");
   head.replaceChildren();
-  if (d.verdict) head.appendChild(badge(d.verdict.action));
+  if (d.connect) head.appendChild(badge("connect", "connect"));
+  else if (d.verdict) head.appendChild(badge(d.verdict.action));
   head.appendChild(el("span", "kind", d.kind || ""));
   if (d.state && d.state !== "pending") head.appendChild(badge(d.state, "running"));
   if (d.passkey) head.appendChild(badge("passkey", "ask")).title = "approving it needs this device's passkey";
@@ -430,6 +609,20 @@ function renderDetail(d) {
   }
   const body = $("d-body");
   body.replaceChildren();
+  if (d.connect) {
+    const q = el("div", "question");
+    q.appendChild(el("span", "", "Run "));
+    q.appendChild(el("span", "run mono", d.connect.run)).title = d.connect.run_id;
+    q.appendChild(el("span", "", " wants to reach"));
+    body.appendChild(q);
+    const t = el("div", "target-big mono");
+    t.appendChild(line(d.connect.target, "target"));
+    body.appendChild(t);
+    if (plain(d.connect.command)) {
+      body.appendChild(el("div", "sandbox", "The run's command (not what is asked):"));
+      body.appendChild(block(d.connect.command));
+    }
+  }
   if (d.command) body.appendChild(block(d.command));
   if (d.path) { const p = el("div", "mono"); p.appendChild(line(d.path)); body.appendChild(p); }
   if (d.tool) { const p = el("div", "mono", "tool "); p.appendChild(line(d.tool)); body.appendChild(p); }
@@ -451,21 +644,31 @@ function renderDetail(d) {
   row("note", d.note);
   if (d.since) { meta.appendChild(el("dt", "", "age")); meta.appendChild(el("dd", "", age(d.since) + (d.expires_at ? " · " + left(d.expires_at) : ""))); }
   $("d-actions").hidden = d.state !== "pending" || !d.digest;
+  const conn = d.connect;
+  $("approve").dataset.label = conn ? "Allow once" : "Approve";
+  $("approve-run").hidden = !(conn && conn.for_run);
+  $("reason").hidden = !!conn; // a connection is refused without a reason, as at the console
+  $("deny").textContent = conn ? "Refuse" : "Deny";
+  $("d-note").hidden = !(conn && !conn.for_run);
+  $("d-note").textContent = conn && !conn.for_run ? "Over the hub a connection is allowed once or refused; to allow it for the whole run, answer on " + (d.box || "its box") + "." : "";
   tickApprove();
 }
 
 // tickApprove enables approve once the end of the request has been on
 // screen and the grace period has passed; it says which is missing.
 function tickApprove() {
-  const b = $("approve");
   const d = st.detail;
-  if (!d || !d.digest || st.decided) { b.disabled = true; b.textContent = "Approve"; return; }
-  const wait = st.readyAt - performance.now();
-  if (st.busy) { b.disabled = true; return; }
-  if (!st.endSeen) { b.disabled = true; b.textContent = "Approve (read to the end first)"; return; }
-  if (wait > 0) { b.disabled = true; b.textContent = "Approve in " + (wait / 1000).toFixed(1) + " s"; return; }
-  b.disabled = false;
-  b.textContent = "Approve";
+  ["approve", "approve-run"].forEach((bid) => {
+    const b = $(bid);
+    const label = bid === "approve" ? (b.dataset.label || "Approve") : "Allow for this run";
+    if (!d || !d.digest || st.decided) { b.disabled = true; b.textContent = label; return; }
+    const wait = st.readyAt - performance.now();
+    if (st.busy) { b.disabled = true; return; }
+    if (!st.endSeen) { b.disabled = true; b.textContent = label + " (read to the end first)"; return; }
+    if (wait > 0) { b.disabled = true; b.textContent = label + " in " + (wait / 1000).toFixed(1) + " s"; return; }
+    b.disabled = false;
+    b.textContent = label;
+  });
 }
 setInterval(tickApprove, 100);
 setInterval(() => { if (st.queue.length) renderQueueAges(); }, 1000);
@@ -479,14 +682,18 @@ function renderQueueAges() {
   });
 }
 
-$("approve").addEventListener("click", async () => {
+$("approve").addEventListener("click", () => approveDetail("approve", ""));
+$("approve-run").addEventListener("click", () => approveDetail("approve-run", "run"));
+
+async function approveDetail(bid, scope) {
   const d = st.detail;
-  if (!d || $("approve").disabled) return;
+  if (!d || $(bid).disabled) return;
   st.busy = true;
   tickApprove();
   setMsg($("d-msg"), "Approving…", "");
   try {
     const body = { digest: d.digest, view: d.view };
+    if (d.connect) body.scope = scope || "once";
     if (d.passkey) {
       setMsg($("d-msg"), "Confirm with your passkey…", "");
       try {
@@ -500,8 +707,12 @@ $("approve").addEventListener("click", async () => {
     if (r.ok) {
       st.decided = true;
       $("d-actions").hidden = true;
-      setMsg($("d-msg"), "Approved as " + r.body.by + ".", "good");
-      watchOutput(d.id);
+      if (d.connect) {
+        setMsg($("d-msg"), (scope === "run" ? "Allowed for the rest of its run" : "Allowed once") + " as " + r.body.by + ".", "good");
+      } else {
+        setMsg($("d-msg"), "Approved as " + r.body.by + ".", "good");
+        watchOutput(d.id);
+      }
       $("d-msg").scrollIntoView({ block: "start" });
     } else {
       setMsg($("d-msg"), (r.body.error || "refused") + whoWon(r.body.decided), "bad");
@@ -510,7 +721,7 @@ $("approve").addEventListener("click", async () => {
   } finally {
     st.busy = false;
   }
-});
+}
 
 $("deny").addEventListener("click", async () => {
   const d = st.detail;
@@ -521,7 +732,7 @@ $("deny").addEventListener("click", async () => {
     if (r.ok) {
       st.decided = true;
       $("d-actions").hidden = true;
-      setMsg($("d-msg"), "Denied as " + r.body.by + ".", "good");
+      setMsg($("d-msg"), (d.connect ? "Refused" : "Denied") + " as " + r.body.by + ".", "good");
     } else {
       setMsg($("d-msg"), (r.body.error || "refused") + whoWon(r.body.decided), "bad");
     }
