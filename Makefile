@@ -14,15 +14,15 @@ PREFIX      ?= $(HOME)/.local
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/...
 
-# The six programs into $(PREFIX)/bin (default ~/.local/bin), side by
-# side: sluice runs sluice-box, sluice-console, sluice-mcp, sluice-hub and
-# sluice-web from the
+# The seven programs into $(PREFIX)/bin (default ~/.local/bin), side by
+# side: sluice runs sluice-engine, sluice-box, sluice-console, sluice-mcp,
+# sluice-hub and sluice-web from the
 # directory it is in, and 'sluice install' writes that sluice's path into
 # the agents' hooks. install(1) replaces each file rather than writing
 # into it, so a sluice that is running meanwhile is not disturbed.
 install: build
 	install -d "$(PREFIX)/bin"
-	install -m 0755 bin/sluice bin/sluice-box bin/sluice-console bin/sluice-mcp bin/sluice-hub bin/sluice-web "$(PREFIX)/bin/"
+	install -m 0755 bin/sluice bin/sluice-engine bin/sluice-box bin/sluice-console bin/sluice-mcp bin/sluice-hub bin/sluice-web "$(PREFIX)/bin/"
 	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on your PATH; add it (export PATH=\"$(PREFIX)/bin:\$$PATH\")";; esac
 
 # go test runs the crash harnesses' quick forms too (internal/e2e:

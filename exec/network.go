@@ -4,14 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
-	"github.com/sluice-dev/sluice/netproxy"
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -37,11 +39,36 @@ type Connect struct {
 // AskFunc asks a person whether a run may reach a host outside its set.
 // It returns when ctx ends (the proxy's network_ask_timeout), with an
 // error.
-type AskFunc func(ctx context.Context, q Connect) (netproxy.Answer, error)
+type AskFunc func(ctx context.Context, q Connect) (netrule.Answer, error)
+
+// A ProxyServer is a run's proxy: package netproxy's Proxy.
+type ProxyServer interface {
+	// Serve serves the run's connections on l until Close.
+	Serve(l net.Listener) error
+	// Close stops it and every connection it holds.
+	Close() error
+	// Record is what the run contacted, as its result holds it.
+	Record() []queue.Contact
+}
+
+// NewProxyServer makes a run's proxy for cfg. It is nil in a program that
+// starts no networked run: package netproxy links net/http, which would
+// cost every agent process's start about 0.3 ms, so only the programs
+// that run commands (sluice-engine, the console, the MCP server) link it,
+// by importing exec/proxyhost, which sets this.
+var NewProxyServer func(cfg netrule.Config) (ProxyServer, error)
+
+// ErrNoProxyHost is what a networked run started in a program that hosts
+// no proxy fails with.
+var ErrNoProxyHost = errors.New("exec: this program hosts no network proxy (it does not link exec/proxyhost)")
+
+// HostsProxy reports whether this program can host a networked run's
+// proxy.
+func HostsProxy() bool { return NewProxyServer != nil }
 
 // runProxy is one run's proxy while it runs.
 type runProxy struct {
-	p      *netproxy.Proxy
+	p      ProxyServer
 	url    string // as the run's environment names it, with the token
 	served chan error
 	once   sync.Once
@@ -105,7 +132,7 @@ func serveProxy(box *sandbox.Confinement, q Connect, hosts HostSet, c *Confine, 
 		return nil, err
 	}
 	if ask != nil {
-		cfg.Ask = func(ctx context.Context, host string, port int) (netproxy.Answer, error) {
+		cfg.Ask = func(ctx context.Context, host string, port int) (netrule.Answer, error) {
 			q := q
 			q.Host, q.Port = host, port
 			return ask(ctx, q)
@@ -123,7 +150,10 @@ func serveProxy(box *sandbox.Confinement, q Connect, hosts HostSet, c *Confine, 
 		u.User = url.UserPassword("sluice", cfg.Token)
 		proxyURL = u.String()
 	}
-	p, err := netproxy.New(cfg)
+	if NewProxyServer == nil {
+		return nil, ErrNoProxyHost
+	}
+	p, err := NewProxyServer(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -135,28 +165,28 @@ func serveProxy(box *sandbox.Confinement, q Connect, hosts HostSet, c *Confine, 
 // proxyConfig is the run's host set and refusals: the verdict's hosts
 // (a host the policy named that does not read as a rule is left out: it
 // only narrows), network_allow and network_deny (which must read).
-func proxyConfig(hosts HostSet, c *Confine) (netproxy.Config, error) {
-	var cfg netproxy.Config
+func proxyConfig(hosts HostSet, c *Confine) (netrule.Config, error) {
+	var cfg netrule.Config
 	for _, h := range hosts.Allow {
 		by := hosts.By[h]
 		if by == "" {
 			by = "verdict"
 		}
-		if r, err := netproxy.ParseRules(by, h); err == nil {
+		if r, err := netrule.ParseRules(by, h); err == nil {
 			cfg.Allow = append(cfg.Allow, r...)
 		}
 	}
 	for _, h := range hosts.Deny {
-		if r, err := netproxy.ParseRules("network_deny", h); err == nil {
+		if r, err := netrule.ParseRules("network_deny", h); err == nil {
 			cfg.Deny = append(cfg.Deny, r...)
 		}
 	}
 	if c != nil {
-		allow, err := netproxy.ParseRules("network_allow", c.NetAllow...)
+		allow, err := netrule.ParseRules("network_allow", c.NetAllow...)
 		if err != nil {
 			return cfg, fmt.Errorf("network_allow: %w", err)
 		}
-		deny, err := netproxy.ParseRules("network_deny", c.NetDeny...)
+		deny, err := netrule.ParseRules("network_deny", c.NetDeny...)
 		if err != nil {
 			return cfg, fmt.Errorf("network_deny: %w", err)
 		}
@@ -183,7 +213,7 @@ func (rp *runProxy) close() []queue.Contact {
 	rp.once.Do(func() {
 		_ = rp.p.Close()
 		<-rp.served
-		rp.got = netproxy.Queue(rp.p.Contacts())
+		rp.got = rp.p.Record()
 	})
 	return rp.got
 }
@@ -226,7 +256,7 @@ func refusals(cs []queue.Contact) string {
 // request is withdrawn when ctx ends (nobody answered in time), and
 // soon when nothing serves the spool.
 func SpoolAsk(sp *queue.Spool, v queue.Verifier, actor func() string) AskFunc {
-	return func(ctx context.Context, q Connect) (netproxy.Answer, error) {
+	return func(ctx context.Context, q Connect) (netrule.Answer, error) {
 		now := time.Now().UTC()
 		req := &queue.Request{Version: queue.Version, ID: queue.NewID(), Kind: queue.KindConnect,
 			Host: q.Host, Port: q.Port, RunID: q.RunID, Command: q.Command, Cwd: q.Cwd,
@@ -235,18 +265,18 @@ func SpoolAsk(sp *queue.Spool, v queue.Verifier, actor func() string) AskFunc {
 			req.ExpiresAt = d.UTC()
 		}
 		if err := req.Validate(); err != nil {
-			return netproxy.AnswerDeny, err
+			return netrule.AnswerDeny, err
 		}
 		res, err := sp.Send(ctx, req, queue.SendOptions{Verify: v, Actor: actor, Unserved: time.Second,
 			Why: func(error) string { return "nobody answered in time: the connection was refused" }})
 		switch {
 		case err != nil:
-			return netproxy.AnswerDeny, err
+			return netrule.AnswerDeny, err
 		case res.Decision != queue.Allow:
-			return netproxy.AnswerDeny, nil
+			return netrule.AnswerDeny, nil
 		case res.Scope == queue.ScopeRun:
-			return netproxy.AnswerRun, nil
+			return netrule.AnswerRun, nil
 		}
-		return netproxy.AnswerOnce, nil
+		return netrule.AnswerOnce, nil
 	}
 }

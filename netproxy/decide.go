@@ -28,7 +28,7 @@ func refuse(format string, a ...any) verdict {
 // resolved until the person has allowed it: a DNS query can carry data.
 func (p *Proxy) decide(ctx context.Context, t target) verdict {
 	for _, r := range p.cfg.Deny {
-		if t.literal() && r.matchAddr(t.addr, t.port) || !t.literal() && r.matchName(t.host, t.port) {
+		if t.literal() && r.MatchAddr(t.addr, t.port) || !t.literal() && r.MatchName(t.host, t.port) {
 			return refuse("denied by rule %s", r)
 		}
 	}
@@ -68,8 +68,8 @@ func (p *Proxy) decide(ctx context.Context, t target) verdict {
 // gave for the run, or the person now.
 func (p *Proxy) admit(ctx context.Context, t target) verdict {
 	for _, r := range p.cfg.Allow {
-		if t.literal() && r.matchAddr(t.addr, t.port) || !t.literal() && r.matchName(t.host, t.port) {
-			return verdict{by: r.by()}
+		if t.literal() && r.MatchAddr(t.addr, t.port) || !t.literal() && r.MatchName(t.host, t.port) {
+			return verdict{by: r.Label()}
 		}
 	}
 	return p.ask(ctx, t)
@@ -85,7 +85,7 @@ func (p *Proxy) checkAddr(ap netip.AddrPort, name string) verdict {
 		what = "it resolves to " + what + ", which"
 	}
 	for _, r := range p.cfg.Deny {
-		if r.matchAddr(a, port) {
+		if r.MatchAddr(a, port) {
 			return refuse("%s is denied by rule %s", what, r)
 		}
 	}
@@ -96,7 +96,7 @@ func (p *Proxy) checkAddr(ap netip.AddrPort, name string) verdict {
 	// Only a rule inside the host range names it: 0.0.0.0/0, meant as
 	// "the internet", does not open the host's loopback.
 	for _, r := range p.cfg.Allow {
-		if r.matchAddr(a, port) && r.Prefix.Bits() >= hr.prefix.Bits() {
+		if r.MatchAddr(a, port) && r.Prefix.Bits() >= hr.prefix.Bits() {
 			return verdict{}
 		}
 	}
@@ -107,7 +107,7 @@ func (p *Proxy) checkAddr(ap netip.AddrPort, name string) verdict {
 // explicitly.
 func (p *Proxy) namesPort(t target) bool {
 	for _, r := range p.cfg.Allow {
-		if r.Port == t.port && (t.literal() && r.matchAddr(t.addr, t.port) || !t.literal() && r.matchName(t.host, t.port)) {
+		if r.Port == t.port && (t.literal() && r.MatchAddr(t.addr, t.port) || !t.literal() && r.MatchName(t.host, t.port)) {
 			return true
 		}
 	}

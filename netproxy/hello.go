@@ -1,6 +1,8 @@
 package netproxy
 
 import (
+	"github.com/sluice-dev/sluice/netproxy/netrule"
+
 	"errors"
 	"io"
 	"net/netip"
@@ -173,7 +175,7 @@ func parseServerName(data []byte) (string, error) {
 			name = a.Unmap().String()
 			continue
 		}
-		n, err := normalName(string(host))
+		n, err := netrule.NormalName(string(host))
 		if err != nil {
 			return "", errNotHello
 		}

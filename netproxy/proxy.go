@@ -1,88 +1,49 @@
 package netproxy
 
 import (
+	"github.com/sluice-dev/sluice/queue"
+
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 	"net"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 )
 
-// DefaultAskTimeout is how long a connection to a host outside the run's
-// set waits for the person when Config.AskTimeout is 0 (pip gives up after
-// 15 s).
-const DefaultAskTimeout = 10 * time.Second
+// The proxy's configuration and host rules live in package netrule, which
+// links no net/http: sluice's own command line reads and checks them, and
+// only the programs that host a run's proxy link this package.
 
-// Config is what one run's proxy lets through.
-type Config struct {
-	// Allow is the run's host set: the hosts its verdict names and the
-	// person's own rules (network_allow), each labelled with its By.
-	Allow []Rule
-	// Deny refuses what it matches even where Allow admits it: names by
-	// name rule, IP literals and resolved addresses by address rule.
-	Deny []Rule
-	// Ask is asked about a host outside the run's set; the connection
-	// holds meanwhile. Connections to the same host and port that arrive
-	// while one question is open wait for its answer rather than asking
-	// again. Ask must return when its context ends; an error refuses. Nil
-	// refuses every host outside the set.
-	Ask func(ctx context.Context, host string, port int) (Answer, error)
-	// AskTimeout bounds the wait for an answer: nobody answering within it
-	// refuses the connection (not remembered: the next one asks again).
-	// 0 means DefaultAskTimeout.
-	AskTimeout time.Duration
-	// Upstream, if set, is an HTTP proxy (http://[user:pass@]host:port or
-	// host:port) every allowed connection goes through
-	// (network_upstream_proxy). Names are then resolved by the upstream,
-	// not here: only IP literals are checked against the host-service
-	// ranges and Deny's address rules.
-	Upstream string
-	// Resolve, if set, replaces DNS (tests only: it maps registries' names
-	// to local servers, ports included). Its answers are checked like
-	// DNS's: an answer in a host-service range (127.0.0.1) is refused
-	// unless an Allow address rule names it, so a test that maps a name to
-	// a local server also allows that server's address ("127.0.0.1:PORT").
-	Resolve func(ctx context.Context, host string, port int) ([]netip.AddrPort, error)
-	// DialTimeout bounds each dial; 0 means 30 s.
-	DialTimeout time.Duration
-	// Token, if set, is the password every client must give (HTTP:
-	// Proxy-Authorization basic credentials, any user name; SOCKS5: its
-	// username/password method): a proxy on a port other processes of
-	// the host can reach serves its run alone. A client without it is
-	// answered 407 (SOCKS5: no acceptable method) and not recorded.
-	Token string
-}
+// DefaultAskTimeout is netrule.DefaultAskTimeout.
+const DefaultAskTimeout = netrule.DefaultAskTimeout
+
+// Config is what one run's proxy lets through (netrule.Config).
+type Config = netrule.Config
 
 // Answer is the person's answer about a host outside the run's set.
-type Answer int
+type Answer = netrule.Answer
 
-// The answers. The zero Answer refuses.
+// The answers (netrule's).
 const (
-	// AnswerDeny refuses the connection and the rest of the run's
-	// connections to that host and port.
-	AnswerDeny Answer = iota
-	// AnswerOnce admits the connection (and those waiting on the same
-	// question); the next one asks again.
-	AnswerOnce
-	// AnswerRun admits the host and port for the rest of the run.
-	AnswerRun
+	AnswerDeny = netrule.AnswerDeny
+	AnswerOnce = netrule.AnswerOnce
+	AnswerRun  = netrule.AnswerRun
 )
 
-// String names the answer as the contacts record it.
-func (a Answer) String() string {
-	switch a {
-	case AnswerOnce:
-		return "asked-once"
-	case AnswerRun:
-		return "asked-run"
-	default:
-		return "asked-deny"
-	}
+// Rule is a host rule (netrule.Rule).
+type Rule = netrule.Rule
+
+// ParseRule is netrule.ParseRule.
+func ParseRule(s string) (Rule, error) { return netrule.ParseRule(s) }
+
+// ParseRules is netrule.ParseRules.
+func ParseRules(by string, patterns ...string) ([]Rule, error) {
+	return netrule.ParseRules(by, patterns...)
 }
 
 // Proxy is one run's proxy. Its methods are safe for concurrent use.
@@ -251,3 +212,7 @@ func (p *Proxy) serveConn(c net.Conn) {
 	}
 	p.serveHTTP(c, lr, br)
 }
+
+// Record is what the run contacted, as its result holds it (Queue of
+// Contacts).
+func (p *Proxy) Record() []queue.Contact { return Queue(p.Contacts()) }

@@ -1,6 +1,8 @@
 package netproxy
 
 import (
+	"github.com/sluice-dev/sluice/netproxy/netrule"
+
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -63,7 +65,7 @@ func parseTarget(s string, defPort int) (target, error) {
 	}
 	port := defPort
 	if portText != "" || defPort == 0 {
-		p, err := parsePort(portText)
+		p, err := netrule.ParsePort(portText)
 		if err != nil {
 			return target{}, fmt.Errorf("bad target %q: %w", s, err)
 		}
@@ -82,7 +84,7 @@ func makeTarget(host string, port int) (target, error) {
 		a = a.Unmap()
 		return target{host: a.String(), addr: a, port: port}, nil
 	}
-	name, err := normalName(host)
+	name, err := netrule.NormalName(host)
 	if err != nil {
 		return target{}, fmt.Errorf("bad target %q: %w", host, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluice-dev/sluice/netproxy"
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 )
 
 // netConfig is what the person's configuration says about the network,
@@ -34,7 +34,7 @@ func (p *Policy) loadNetwork(opts Options) error {
 		specs []string
 		to    *[]hostGrant
 	}{{"network_allow", opts.NetworkAllow, &p.net.allow}, {"network_deny", opts.NetworkDeny, &p.net.deny}} {
-		rules, err := netproxy.ParseRules("", l.specs...)
+		rules, err := netrule.ParseRules("", l.specs...)
 		if err != nil {
 			return fmt.Errorf("policy: config %s: %s", l.key, strings.TrimPrefix(err.Error(), "netproxy: "))
 		}
@@ -58,7 +58,7 @@ func (p *Policy) layerNetwork(allow, deny []string, src, origin, file string) er
 			continue
 		}
 		line := lineOf(src, l.key)
-		rules, err := netproxy.ParseRules("", l.specs...)
+		rules, err := netrule.ParseRules("", l.specs...)
 		if err != nil {
 			return &LoadError{File: file, Line: line, Msg: l.key + ": " + strings.TrimPrefix(err.Error(), "netproxy: ") +
 				" (want a host, *.domain, host:port, an IP address or a CIDR range)"}
@@ -98,9 +98,9 @@ func (p *Policy) network(v *Verdict) {
 	for _, h := range p.net.allow {
 		s.add(h.host, h.by)
 	}
-	var deny []netproxy.Rule
+	var deny []netrule.Rule
 	for _, d := range p.net.deny {
-		if r, err := netproxy.ParseRule(d.host); err == nil {
+		if r, err := netrule.ParseRule(d.host); err == nil {
 			deny = append(deny, r)
 			v.HostsDenied = append(v.HostsDenied, d.host)
 			if v.HostsDeniedBy == nil {
@@ -112,11 +112,11 @@ func (p *Policy) network(v *Verdict) {
 		}
 	}
 	for _, g := range s.list {
-		a, err := netproxy.ParseRule(g.host)
+		a, err := netrule.ParseRule(g.host)
 		if err != nil {
 			continue
 		}
-		if i := slices.IndexFunc(deny, func(d netproxy.Rule) bool { return covers(d, a) }); i >= 0 {
+		if i := slices.IndexFunc(deny, func(d netrule.Rule) bool { return covers(d, a) }); i >= 0 {
 			why := fmt.Sprintf("%s (%s) is refused by network_deny %s (%s)", g.host, g.by, deny[i], v.HostsDeniedBy[deny[i].String()])
 			if !slices.Contains(v.Reasons, why) {
 				v.Reasons = append(v.Reasons, why)
@@ -133,7 +133,7 @@ func (p *Policy) network(v *Verdict) {
 
 // covers reports whether deny rule d refuses everything allow rule a
 // admits (a port-limited deny covers only an allow for that port).
-func covers(d, a netproxy.Rule) bool {
+func covers(d, a netrule.Rule) bool {
 	if d.Port != 0 && d.Port != a.Port {
 		return false
 	}

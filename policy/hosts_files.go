@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sluice-dev/sluice/netproxy"
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 )
 
 // The files this reads to learn which hosts a run reaches are the
@@ -85,7 +85,7 @@ func urlHost(raw string) (string, bool) {
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	r, err := netproxy.ParseRule(host + ":" + port)
+	r, err := netrule.ParseRule(host + ":" + port)
 	if err != nil || r.Wildcard {
 		return "", false
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluice-dev/sluice/netproxy"
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 )
 
 // FuzzGitRemotes: any .git/config is read without panicking, the same
@@ -75,7 +75,7 @@ func FuzzNpmrc(f *testing.F) {
 func checkHost(t *testing.T, u string) {
 	t.Helper()
 	if h, ok := urlHost(u); ok {
-		if r, err := netproxy.ParseRule(h); err != nil || r.String() != h || r.Port == 0 {
+		if r, err := netrule.ParseRule(h); err != nil || r.String() != h || r.Port == 0 {
 			t.Fatalf("host %q of %q is not a rule with a port in its own form (%v)", h, u, err)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluice-dev/sluice/netproxy"
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 )
 
 // hostGrant is one host (a netproxy rule) a run may reach without asking,
@@ -20,7 +20,7 @@ type hostSet struct {
 // add adds host (a netproxy rule) unless it is not a valid one or is
 // there already.
 func (s *hostSet) add(host, by string) {
-	r, err := netproxy.ParseRule(host)
+	r, err := netrule.ParseRule(host)
 	if err != nil {
 		return
 	}
@@ -33,12 +33,12 @@ func (s *hostSet) add(host, by string) {
 // admits reports whether the set admits all that host (a netproxy
 // rule) does: registry.npmjs.org admits registry.npmjs.org:443.
 func (s *hostSet) admits(host string) bool {
-	a, err := netproxy.ParseRule(host)
+	a, err := netrule.ParseRule(host)
 	if err != nil {
 		return false
 	}
 	return slices.ContainsFunc(s.list, func(g hostGrant) bool {
-		r, err := netproxy.ParseRule(g.host)
+		r, err := netrule.ParseRule(g.host)
 		return err == nil && covers(r, a)
 	})
 }
@@ -288,7 +288,7 @@ func imageRegistry(ops []word) (string, bool) {
 		if first == "docker.io" || first == "index.docker.io" || first == "registry-1.docker.io" {
 			return "", false
 		}
-		if _, err := netproxy.ParseRule(first); err != nil {
+		if _, err := netrule.ParseRule(first); err != nil {
 			return "", false
 		}
 		if !strings.Contains(first, ":") {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/sluice-dev/sluice/netproxy"
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 )
 
 //go:embed knowledge.toml
@@ -263,7 +263,7 @@ func (t *Tool) check(path string, hosts []string) error {
 	if t.Category == 0 {
 		return fmt.Errorf("command %s: no category", path)
 	}
-	if _, err := netproxy.ParseRules("", t.Hosts...); err != nil {
+	if _, err := netrule.ParseRules("", t.Hosts...); err != nil {
 		return fmt.Errorf("command %s: hosts: %s", path, strings.TrimPrefix(err.Error(), "netproxy: "))
 	}
 	if len(t.Hosts) > 0 {

@@ -22,7 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 [ -n "${KEEP:-}" ] && trap - EXIT
-CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/sluice ./cmd/sluice-console ./cmd/sluice-hub
+CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/sluice ./cmd/sluice-engine ./cmd/sluice-console ./cmd/sluice-hub
 sluice="$work/bin/sluice"
 port=0 # the first start picks a free one; restarts take the same
 store="$work/store"

@@ -9,7 +9,7 @@ command -v tmux >/dev/null || { echo "e2e: tmux is not installed (apt-get instal
 work=$(mktemp -d)
 sock="$work/tmux.sock"
 trap 'tmux -S "$sock" kill-server 2>/dev/null || true; rm -rf "$work"' EXIT
-CGO_ENABLED=0 go build -o "$work/" ./cmd/sluice ./cmd/sluice-console
+CGO_ENABLED=0 go build -o "$work/" ./cmd/sluice ./cmd/sluice-engine ./cmd/sluice-console
 export SLUICE_SPOOL="$work/spool" SLUICE_AUDIT="$work/audit.jsonl" HOME="$work/home"
 export XDG_CONFIG_HOME="$work/config" XDG_RUNTIME_DIR="" SLUICE_CONFIG="" SLUICE_POLICY="$work/policy.toml"
 mkdir -p "$HOME" "$work/project"

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 
+	_ "github.com/sluice-dev/sluice/exec/proxyhost"
 	"github.com/sluice-dev/sluice/internal/cli"
 )
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/sluice-dev/sluice/internal/engcmd"
+
 	"errors"
 	"flag"
 	"fmt"
@@ -134,4 +136,19 @@ func run(args []string, std cli.Stdio) int {
 // the Charm stack, which every agent-side command would pay for at start.
 func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 	return cli.Handover(std, "console", cli.ConsoleProgram, append(g.Args(), append([]string{"console"}, args...)...))
+}
+
+// serve and approve run commands, a networked one through a proxy this
+// process hosts: sluice-engine does (package engcmd); sandbox hands over a
+// networked profile only.
+func cmdServe(args []string, std cli.Stdio, g *cli.Globals) int {
+	return engcmd.Run("serve", args, std, g)
+}
+
+func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
+	return engcmd.Run("approve", args, std, g)
+}
+
+func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
+	return engcmd.CmdSandbox(args, std, g)
 }

@@ -1,7 +1,8 @@
 package main
 
 import (
-	"errors"
+	"github.com/sluice-dev/sluice/internal/engcmd"
+
 	"fmt"
 
 	"github.com/sluice-dev/sluice/audit"
@@ -65,8 +66,8 @@ func cmdDeny(args []string, std cli.Stdio, g *cli.Globals) int {
 	for _, arg := range ids {
 		id, err := cli.ResolveID(sp, arg)
 		if err == nil {
-			if _, err = eng.Deny(id, actorName(*as), why); err != nil {
-				err = explainClaim(sp, id, err)
+			if _, err = eng.Deny(id, engcmd.ActorName(*as), why); err != nil {
+				err = engcmd.ExplainClaim(sp, id, err)
 			}
 		}
 		if err != nil {
@@ -77,44 +78,4 @@ func cmdDeny(args []string, std cli.Stdio, g *cli.Globals) int {
 		fmt.Fprintf(std.Out, "denied %s\n", id)
 	}
 	return status
-}
-
-// loginName is the person acting, as the audit log records them.
-func loginName() string { return audit.Login() }
-
-// actorName is as, shown safely, when given (someone deciding elsewhere,
-// named by the hub bridge), else the login name.
-func actorName(as string) string {
-	if as == "" {
-		return loginName()
-	}
-	return cli.Show(as)
-}
-
-// explainClaim turns a failed claim into a message that says what happened
-// to the request and what to do.
-func explainClaim(sp *queue.Spool, id string, err error) error {
-	var inv *queue.InvalidError
-	switch {
-	case errors.Is(err, queue.ErrResulted):
-		if res, rerr := sp.ReadResult(id); rerr == nil {
-			return fmt.Errorf("%s was already answered: %s", id, res.Status)
-		}
-		return fmt.Errorf("%s was already answered", id)
-	case errors.Is(err, queue.ErrClaimed):
-		return fmt.Errorf("%s was already claimed: it is running, or its actor died and a console will answer it interrupted; see 'sluice ls'", id)
-	case errors.Is(err, queue.ErrBusy):
-		return fmt.Errorf("another sluice process is acting on %s right now; see 'sluice ls'", id)
-	case errors.Is(err, queue.ErrWriterGone):
-		return fmt.Errorf("%s was not run: the process that submitted it stopped waiting (exited or was killed); it was withdrawn (answered expired)", id)
-	case errors.Is(err, queue.ErrExpired):
-		return fmt.Errorf("%s had expired; it was answered expired", id)
-	case errors.Is(err, queue.ErrExists):
-		return fmt.Errorf("%s reuses an id already answered; it was moved to bad/", id)
-	case errors.As(err, &inv):
-		return fmt.Errorf("%s is invalid (%s); it was moved to bad/ and answered invalid", id, cli.Show(inv.Reason))
-	case errors.Is(err, queue.ErrNotFound):
-		return fmt.Errorf("no request %s in %s; see 'sluice ls'", cli.Show(id), sp.Dir())
-	}
-	return err
 }

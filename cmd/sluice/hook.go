@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/sluice-dev/sluice/internal/engcmd"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -88,7 +90,7 @@ func runHook(a *hook.Agent, args []string, std cli.Stdio, g *cli.Globals) int {
 		a.Write(std.Out, hook.Answer{Decision: hook.Deny, Reason: "sluice: " + err.Error()})
 		return cli.ExitOK
 	}
-	opt := hook.Options{Wait: *wait, Fallback: fb, Actor: loginName}
+	opt := hook.Options{Wait: *wait, Fallback: fb, Actor: engcmd.LoginName}
 	var sp *queue.Spool
 	if sp, err = g.OpenSpool(); err != nil {
 		ans := hook.Answer{Decision: fb, Reason: "sluice: " + err.Error()}

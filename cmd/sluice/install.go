@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/sluice-dev/sluice/internal/engcmd"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -121,12 +123,12 @@ func runInstall(name string, args []string, std cli.Stdio, g *cli.Globals) int {
 	}
 	if !*yes {
 		for _, a := range plan.Asks {
-			if !confirm(std, a.Question+" [y/N] ") {
+			if !engcmd.Confirm(std, a.Question+" [y/N] ") {
 				fmt.Fprintf(std.Err, "nothing written: while %s sets %s, %s\n", a.File, a.Setting, a.Why)
 				return cli.ExitFail
 			}
 		}
-		if !confirm(std, fmt.Sprintf("Write %s? [y/N] ", changedFiles(plan))) {
+		if !engcmd.Confirm(std, fmt.Sprintf("Write %s? [y/N] ", changedFiles(plan))) {
 			fmt.Fprintln(std.Err, "nothing written")
 			return cli.ExitFail
 		}
@@ -206,26 +208,4 @@ func printNotes(std cli.Stdio, p *setup.Plan) {
 	for _, n := range p.Notes {
 		fmt.Fprintf(std.Out, "note: %s\n", n)
 	}
-}
-
-// confirm asks a yes/no question on stdin.
-func confirm(std cli.Stdio, question string) bool {
-	fmt.Fprint(std.Err, question)
-	// One line, a byte at a time: a second question reads the next.
-	var b []byte
-	var c [1]byte
-	for len(b) < 64 {
-		n, err := std.In.Read(c[:])
-		if n == 1 {
-			if c[0] == '\n' {
-				break
-			}
-			b = append(b, c[0])
-		}
-		if err != nil {
-			break
-		}
-	}
-	a := strings.ToLower(strings.TrimSpace(string(b)))
-	return a == "y" || a == "yes"
 }

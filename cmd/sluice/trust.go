@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/sluice-dev/sluice/internal/engcmd"
+
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -95,7 +97,7 @@ func cmdTrust(args []string, std cli.Stdio, g *cli.Globals) int {
 			return cli.ExitFail
 		}
 		defer log.Close()
-		ended, err := revokeTrust(ts, log, args[1], loginName())
+		ended, err := revokeTrust(ts, log, args[1], engcmd.LoginName())
 		if err != nil {
 			fmt.Fprintf(std.Err, "sluice trust: %s\n", cli.Show(err.Error()))
 			return cli.ExitFail

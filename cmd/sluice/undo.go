@@ -1,9 +1,10 @@
 package main
 
 import (
+	"github.com/sluice-dev/sluice/internal/engcmd"
+
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/sluice-dev/sluice/audit"
@@ -87,8 +88,8 @@ func cmdUndo(args []string, std cli.Stdio, g *cli.Globals) int {
 		for _, c := range plan.Shared {
 			fmt.Fprintf(std.Err, "  %s\n", cli.Show(c))
 		}
-		printDiff(std.Err, plan.SharedDiff)
-		include := *force || (!*yes && confirm(std, fmt.Sprintf("Restore these too, undoing what %s did to them? [y/N] ", with)))
+		engcmd.PrintDiff(std.Err, plan.SharedDiff)
+		include := *force || (!*yes && engcmd.Confirm(std, fmt.Sprintf("Restore these too, undoing what %s did to them? [y/N] ", with)))
 		if !include {
 			plan = plan.Without()
 			fmt.Fprintf(std.Err, "sluice undo: those are left as they are (answer y, or --force, to restore them too)\n")
@@ -103,14 +104,14 @@ func cmdUndo(args []string, std cli.Stdio, g *cli.Globals) int {
 		for _, c := range plan.Conflicts {
 			fmt.Fprintf(std.Err, "  %s\n", cli.Show(c))
 		}
-		printDiff(std.Err, plan.Since)
+		engcmd.PrintDiff(std.Err, plan.Since)
 		if !*force {
 			fmt.Fprintln(std.Err, "sluice undo: refused; --force restores them too, losing those changes")
 			return cli.ExitFail
 		}
 	}
-	printDiff(std.Out, plan.Diff)
-	if !*yes && !confirm(std, fmt.Sprintf("Restore %d file(s) to before %s? [y/N] ", len(plan.Paths), ev.ID)) {
+	engcmd.PrintDiff(std.Out, plan.Diff)
+	if !*yes && !engcmd.Confirm(std, fmt.Sprintf("Restore %d file(s) to before %s? [y/N] ", len(plan.Paths), ev.ID)) {
 		fmt.Fprintln(std.Err, "nothing restored")
 		return cli.ExitFail
 	}
@@ -120,22 +121,11 @@ func cmdUndo(args []string, std cli.Stdio, g *cli.Globals) int {
 		return cli.ExitFail
 	}
 	defer log.Close()
-	changed, err := app.ApplyUndo(ctx, st, log, plan, undoID, loginName())
+	changed, err := app.ApplyUndo(ctx, st, log, plan, undoID, engcmd.LoginName())
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice undo: %s\n", cli.Show(err.Error()))
 		return cli.ExitFail
 	}
 	fmt.Fprintf(std.Out, "undone: %d file(s) restored to before %s (undo it with 'sluice undo %s')\n", len(changed), ev.ID, undoID)
 	return cli.ExitOK
-}
-
-// printDiff writes a diff of files an agent wrote, line by line, as
-// text: what a terminal would act on is shown escaped.
-func printDiff(w io.Writer, diff string) {
-	if diff == "" {
-		return
-	}
-	for _, l := range strings.Split(strings.TrimRight(diff, "\n"), "\n") {
-		fmt.Fprintln(w, cli.Show(strings.ReplaceAll(l, "\t", "    ")))
-	}
 }

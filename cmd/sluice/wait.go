@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/sluice-dev/sluice/internal/engcmd"
+
 	"context"
 	"fmt"
 	"io"
@@ -23,5 +25,5 @@ func submitAndWait(ctx context.Context, sp *queue.Spool, req *queue.Request, log
 			fmt.Fprintf(errw, "sluice %s: still waiting: %s\n", name, cli.Show(text))
 		}
 	}
-	return sp.Send(ctx, req, queue.SendOptions{Output: logTo, Actor: loginName, Verify: verifier("", sp), Notice: notice})
+	return sp.Send(ctx, req, queue.SendOptions{Output: logTo, Actor: engcmd.LoginName, Verify: verifier("", sp), Notice: notice})
 }

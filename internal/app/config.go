@@ -16,7 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/sluice-dev/sluice/exec"
-	"github.com/sluice-dev/sluice/netproxy"
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 )
 
 // Config is config.toml: how the engine runs things and how the console
@@ -128,7 +128,7 @@ func (c *Config) AskTimeout() time.Duration {
 	if c.NetworkAskTimeout > 0 {
 		return c.NetworkAskTimeout
 	}
-	return netproxy.DefaultAskTimeout
+	return netrule.DefaultAskTimeout
 }
 
 // Limits a config must stay within.
@@ -305,7 +305,7 @@ func checkNetwork(c *Config, data []byte) error {
 		specs []string
 	}{{"network_allow", c.NetworkAllow}, {"network_deny", c.NetworkDeny}} {
 		for _, s := range l.specs {
-			if _, err := netproxy.ParseRule(s); err != nil {
+			if _, err := netrule.ParseRule(s); err != nil {
 				return fmt.Errorf("%s%s: %s (want a host, *.domain, host:port, an IP address or a CIDR range)",
 					lineOfKey(data, l.key), l.key, strings.TrimPrefix(err.Error(), "netproxy: "))
 			}

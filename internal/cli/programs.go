@@ -13,8 +13,11 @@ import (
 // command links nothing it does not use: the console's Charm stack, the
 // MCP SDK, NATS and net/http each cost every process that links them a
 // fraction of a millisecond or more to start. 'sluice console', 'sluice
-// mcp', 'sluice hub' and 'sluice web' run the program beside sluice.
+// mcp', 'sluice hub' and 'sluice web' run the program beside sluice, and
+// so do 'sluice serve', 'sluice approve' and a networked 'sluice sandbox',
+// which host networked runs' proxies (net/http).
 const (
+	EngineProgram  = "sluice-engine"
 	ConsoleProgram = "sluice-console"
 	MCPProgram     = "sluice-mcp"
 	HubProgram     = "sluice-hub"
@@ -23,6 +26,7 @@ const (
 
 // what each program is, for the message that says it is missing.
 var programWhat = map[string]string{
+	EngineProgram:  "the engine (serve, approve, a networked sandbox)",
 	ConsoleProgram: "the console",
 	MCPProgram:     "the MCP server",
 	HubProgram:     "the fleet hub",

@@ -256,9 +256,10 @@ func TestFaultBridgeKilled(t *testing.T) {
 	if len(bridges) != 1 {
 		t.Fatalf("serve %d has %d sluice-hub children, want its bridge", serve.Pid(), len(bridges))
 	}
-	approves := Children(bridges[0], "sluice")
+	// 'sluice approve' is sluice-engine by now: sluice hands it over.
+	approves := Children(bridges[0], "sluice-engine")
 	if len(approves) != 1 {
-		t.Fatalf("the bridge %d has %d sluice children, want the 'sluice approve' running b1/%s", bridges[0], len(approves), id)
+		t.Fatalf("the bridge %d has %d sluice-engine children, want the 'sluice approve' running b1/%s", bridges[0], len(approves), id)
 	}
 	before := b.AuditLines()
 

@@ -1,4 +1,4 @@
-package main
+package engcmd
 
 import (
 	"context"
@@ -34,7 +34,7 @@ used; 2 for bad flags, a configuration or policy file that does not load,
 or an unsafe path.
 `
 
-func cmdServe(args []string, std cli.Stdio, g *cli.Globals) int {
+func CmdServe(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("serve", "[--policy FILE] [--audit FILE] [--max-auto N] [--hub URL [--hub-creds FILE]]", serveHelp, std, g)
 	a := app.New(g)
 	a.RegisterEngine(fs)

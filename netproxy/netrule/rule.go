@@ -1,10 +1,17 @@
-package netproxy
+// Package netrule holds what a networked run's proxy is told: its host
+// rules (ParseRule: host, *.domain, host:port, IP, CIDR), its Config and
+// the person's Answers. It links no net/http, so the programs that only
+// read and check rules (sluice's agent path: the policy, config.toml)
+// start without it; package netproxy serves the proxy itself.
+package netrule
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Rule is one entry of a run's host set (Config.Allow) or of its refusals
@@ -61,7 +68,7 @@ func ParseRule(s string) (Rule, error) {
 		r.Wildcard = true
 		host = rest
 	}
-	name, err := normalName(host)
+	name, err := NormalName(host)
 	if err != nil {
 		return Rule{}, fmt.Errorf("netproxy: rule %q: %w", s, err)
 	}
@@ -107,17 +114,17 @@ func (r Rule) String() string {
 	return host
 }
 
-// by is the label a connection the rule admits is recorded with.
-func (r Rule) by() string {
+// Label is the label a connection the rule admits is recorded with.
+func (r Rule) Label() string {
 	if r.By == "" {
 		return "rule"
 	}
 	return r.By
 }
 
-// matchName reports whether the rule admits (or refuses) the host name at
+// MatchName reports whether the rule admits (or refuses) the host name at
 // port. Address rules never match a name.
-func (r Rule) matchName(name string, port int) bool {
+func (r Rule) MatchName(name string, port int) bool {
 	if r.Prefix.IsValid() || (r.Port != 0 && r.Port != port) {
 		return false
 	}
@@ -128,9 +135,9 @@ func (r Rule) matchName(name string, port int) bool {
 	return name == r.Name
 }
 
-// matchAddr reports whether the rule covers the address at port. Name
+// MatchAddr reports whether the rule covers the address at port. Name
 // rules never match an address.
-func (r Rule) matchAddr(a netip.Addr, port int) bool {
+func (r Rule) MatchAddr(a netip.Addr, port int) bool {
 	if !r.Prefix.IsValid() || (r.Port != 0 && r.Port != port) {
 		return false
 	}
@@ -154,7 +161,7 @@ func splitRule(s string) (host string, port int, err error) {
 		if !ok {
 			return "", 0, fmt.Errorf("text after ]")
 		}
-		port, err := parsePort(p)
+		port, err := ParsePort(p)
 		return inner, port, err
 	}
 	switch strings.Count(s, ":") {
@@ -162,7 +169,7 @@ func splitRule(s string) (host string, port int, err error) {
 		return s, 0, nil
 	case 1:
 		h, p, _ := strings.Cut(s, ":")
-		port, err := parsePort(p)
+		port, err := ParsePort(p)
 		return h, port, err
 	default:
 		// A bare IPv6 address or range: a port needs the brackets.
@@ -170,8 +177,8 @@ func splitRule(s string) (host string, port int, err error) {
 	}
 }
 
-// parsePort reads a decimal port 1-65535.
-func parsePort(s string) (int, error) {
+// ParsePort reads a decimal port 1-65535.
+func ParsePort(s string) (int, error) {
 	if s == "" || len(s) > 5 {
 		return 0, fmt.Errorf("bad port %q", s)
 	}
@@ -188,11 +195,11 @@ func parsePort(s string) (int, error) {
 	return n, nil
 }
 
-// normalName checks a DNS host name and gives it in lower case without a
+// NormalName checks a DNS host name and gives it in lower case without a
 // trailing dot. It refuses what is not a plain name: empty labels, bytes
 // outside letters, digits, '-' and '_', and a last label of digits only
 // (127.1 and 0x7f.1 are addresses to some resolvers, never names).
-func normalName(s string) (string, error) {
+func NormalName(s string) (string, error) {
 	s = strings.TrimSuffix(s, ".")
 	if s == "" || len(s) > 253 {
 		return "", fmt.Errorf("not a host name")
@@ -237,4 +244,76 @@ func unmapPrefix(p netip.Prefix) netip.Prefix {
 		bits = 0
 	}
 	return netip.PrefixFrom(a.Unmap(), bits)
+}
+
+// DefaultAskTimeout is how long a connection to a host outside the run's
+// set waits for the person when Config.AskTimeout is 0 (pip gives up after
+// 15 s).
+const DefaultAskTimeout = 10 * time.Second
+
+// Config is what one run's proxy lets through.
+type Config struct {
+	// Allow is the run's host set: the hosts its verdict names and the
+	// person's own rules (network_allow), each labelled with its By.
+	Allow []Rule
+	// Deny refuses what it matches even where Allow admits it: names by
+	// name rule, IP literals and resolved addresses by address rule.
+	Deny []Rule
+	// Ask is asked about a host outside the run's set; the connection
+	// holds meanwhile. Connections to the same host and port that arrive
+	// while one question is open wait for its answer rather than asking
+	// again. Ask must return when its context ends; an error refuses. Nil
+	// refuses every host outside the set.
+	Ask func(ctx context.Context, host string, port int) (Answer, error)
+	// AskTimeout bounds the wait for an answer: nobody answering within it
+	// refuses the connection (not remembered: the next one asks again).
+	// 0 means DefaultAskTimeout.
+	AskTimeout time.Duration
+	// Upstream, if set, is an HTTP proxy (http://[user:pass@]host:port or
+	// host:port) every allowed connection goes through
+	// (network_upstream_proxy). Names are then resolved by the upstream,
+	// not here: only IP literals are checked against the host-service
+	// ranges and Deny's address rules.
+	Upstream string
+	// Resolve, if set, replaces DNS (tests only: it maps registries' names
+	// to local servers, ports included). Its answers are checked like
+	// DNS's: an answer in a host-service range (127.0.0.1) is refused
+	// unless an Allow address rule names it, so a test that maps a name to
+	// a local server also allows that server's address ("127.0.0.1:PORT").
+	Resolve func(ctx context.Context, host string, port int) ([]netip.AddrPort, error)
+	// DialTimeout bounds each dial; 0 means 30 s.
+	DialTimeout time.Duration
+	// Token, if set, is the password every client must give (HTTP:
+	// Proxy-Authorization basic credentials, any user name; SOCKS5: its
+	// username/password method): a proxy on a port other processes of
+	// the host can reach serves its run alone. A client without it is
+	// answered 407 (SOCKS5: no acceptable method) and not recorded.
+	Token string
+}
+
+// Answer is the person's answer about a host outside the run's set.
+type Answer int
+
+// The answers. The zero Answer refuses.
+const (
+	// AnswerDeny refuses the connection and the rest of the run's
+	// connections to that host and port.
+	AnswerDeny Answer = iota
+	// AnswerOnce admits the connection (and those waiting on the same
+	// question); the next one asks again.
+	AnswerOnce
+	// AnswerRun admits the host and port for the rest of the run.
+	AnswerRun
+)
+
+// String names the answer as the contacts record it.
+func (a Answer) String() string {
+	switch a {
+	case AnswerOnce:
+		return "asked-once"
+	case AnswerRun:
+		return "asked-run"
+	default:
+		return "asked-deny"
+	}
 }

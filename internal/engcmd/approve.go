@@ -1,4 +1,4 @@
-package main
+package engcmd
 
 import (
 	"context"
@@ -52,7 +52,7 @@ Exit status: the command's own; 126 the policy denies it; 124 timeout; 125
 not run; 1 no such request or not confirmed; 2 usage; 130/143 interrupted.
 `
 
-func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
+func CmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("approve", "[--policy FILE] [--audit FILE] [--unconfined] [--yes] [--run] [--digest SHA256] [--as NAME] ID", approveHelp, std, g)
 	a := app.New(g)
 	a.RegisterEngine(fs)
@@ -108,7 +108,7 @@ func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
 	}
 	// The output goes to a person's terminal: text only.
 	out := io.Writer(&queue.TermSafe{W: std.Out})
-	res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actorName(*as), Claimed: started, ShownDigest: *digest,
+	res, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: ActorName(*as), Claimed: started, ShownDigest: *digest,
 		Output: func(p []byte) { out.Write(p) }, Unconfined: *unconfined, Scope: scopeFlag(*forRun)})
 	if err != nil {
 		if errors.Is(err, queue.ErrPolicyDenies) {
@@ -119,7 +119,7 @@ func cmdApprove(args []string, std cli.Stdio, g *cli.Globals) int {
 			fmt.Fprintf(std.Err, "sluice approve: %s: the request file is not the one with digest %s: it changed since it was shown, so it was refused (answered denied)\n", id, cli.Show(*digest))
 			return cli.ExitFail
 		}
-		fmt.Fprintf(std.Err, "sluice approve: %s\n", cli.Show(explainClaim(sp, id, err).Error()))
+		fmt.Fprintf(std.Err, "sluice approve: %s\n", cli.Show(ExplainClaim(sp, id, err).Error()))
 		return cli.ExitFail
 	}
 	if res.Status == queue.StatusDecided && res.Scope != "" {
@@ -155,8 +155,8 @@ func confirmFileChange(std cli.Stdio, sp *queue.Spool, id string) bool {
 			fmt.Fprintf(std.Err, "sluice approve: %s: %s\n", id, cli.Show(err.Error()))
 			return true // ApproveAs refuses it the same way, and answers the agent
 		}
-		printDiff(std.Out, diff)
-		return confirm(std, fmt.Sprintf("Apply this %s to %s? [y/N] ", req.Kind, cli.Show(req.Path)))
+		PrintDiff(std.Out, diff)
+		return Confirm(std, fmt.Sprintf("Apply this %s to %s? [y/N] ", req.Kind, cli.Show(req.Path)))
 	}
 	return true
 }

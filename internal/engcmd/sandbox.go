@@ -1,4 +1,4 @@
-package main
+package engcmd
 
 import (
 	"errors"
@@ -63,7 +63,7 @@ Exit status: the command's own; 125 if sluice could not run it; 126 if it
 is not executable; 127 if it is not found; 2 on a usage error.
 `
 
-func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
+func CmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	fs := cli.NewFlags("sandbox", "--profile read_only|mutating|networked [--root DIR]... -- COMMAND [ARG]...", sandboxHelp, std, g)
 	prof := fs.String("profile", "", "the confinement: read_only, mutating or networked (required)")
 	var roots cli.RootsFlag
@@ -83,6 +83,10 @@ func cmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	}
 	if len(words) == 0 {
 		return cli.UsageErr(std, "sandbox", "no command given (sluice sandbox --profile %s -- COMMAND...)", profile)
+	}
+	if profile.Network() && !exec.HostsProxy() {
+		// The command's proxy lives in this process: sluice-engine's.
+		return Handover(std, g, "sandbox", args)
 	}
 	cfg, err := app.LoadConfig(g.Config)
 	if err != nil {
