@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +125,30 @@ func (o *onceApplier) Approve(ctx context.Context, id, digest, actor string, out
 
 func (o *onceApplier) Deny(ctx context.Context, id, actor, reason string) error {
 	return o.a.Deny(ctx, id, actor, reason)
+}
+
+// The box's own sluice is told the scope: --run for an allow for the run,
+// nothing for once, always before the id.
+func TestExecApplierScope(t *testing.T) {
+	dir := t.TempDir()
+	script := dir + "/sluice"
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" > \""+dir+"/args\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := &ExecApplier{Sluice: script, Args: []string{"--spool", "/s"}}
+	for _, tc := range []struct {
+		scope queue.Scope
+		want  string
+	}{
+		{queue.ScopeRun, "--spool /s approve --yes --as=alice@c1 (via the hub) --digest=d1 --run -- ID1"},
+		{"", "--spool /s approve --yes --as=alice@c1 (via the hub) --digest=d1 -- ID1"},
+	} {
+		if err := a.ApproveScoped(ctxT(t), "ID1", "d1", "alice@c1 (via the hub)", tc.scope, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(dir + "/args")
+		if s := strings.ReplaceAll(strings.TrimSpace(string(got)), "\n", " "); s != tc.want {
+			t.Errorf("scope %q: sluice %s, want %s", tc.scope, s, tc.want)
+		}
+	}
 }

@@ -105,7 +105,7 @@ func TestConnectRuleDialog(t *testing.T) {
 	if res := f.result(req.ID); res.Decision != queue.Allow || res.Scope != queue.ScopeRun {
 		t.Errorf("result %+v, want allowed for the rest of the run", res)
 	}
-	if !strings.Contains(f.m.status, `network_allow "registry.evil.example" added to ~/policy.toml`) {
+	if !strings.Contains(f.m.status, `network_allow "registry.evil.example" added to ~/policy.toml`) || !strings.HasSuffix(f.m.status, "the run's connection goes ahead") {
 		t.Errorf("status %q does not say where the rule went", f.m.status)
 	}
 	ev := rec.approved(req.ID)

@@ -586,6 +586,8 @@ func (m *Model) afterAct(msg actedMsg) tea.Cmd {
 func outcomeText(verb, id string, kind queue.Kind, res queue.Result) string {
 	file := kind == queue.KindWrite || kind == queue.KindEdit || kind == queue.KindPatch
 	switch {
+	case res.Status == queue.StatusDecided && res.Decision == queue.Allow && kind == queue.KindConnect:
+		return verb + " " + id + ": the run's connection goes ahead"
 	case res.Status == queue.StatusDecided && res.Decision == queue.Allow && file:
 		return verb + " " + id + ": the agent makes the change"
 	case res.Status == queue.StatusDecided && res.Decision == queue.Allow:
