@@ -10,11 +10,13 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/sluice-dev/sluice/queue"
 )
 
 // ExecApplier applies decisions by running the box's sluice: 'sluice
-// approve --yes --digest D --as WHO ID' and 'sluice deny --as WHO --reason
-// R ID', with the spool and audit log the box serves.
+// approve --yes --digest D --as WHO [--run] ID' and 'sluice deny --as WHO
+// --reason R ID', with the spool and audit log the box serves.
 type ExecApplier struct {
 	Sluice string   // the sluice binary
 	Args   []string // global flags before the command (--spool DIR)
@@ -23,9 +25,17 @@ type ExecApplier struct {
 
 // Approve implements Applier.
 func (a *ExecApplier) Approve(ctx context.Context, id, digest, actor string, out io.Writer) error {
+	return a.ApproveScoped(ctx, id, digest, actor, "", out)
+}
+
+// ApproveScoped implements ScopedApplier: queue.ScopeRun adds --run.
+func (a *ExecApplier) ApproveScoped(ctx context.Context, id, digest, actor string, scope queue.Scope, out io.Writer) error {
 	// Values as --flag=VALUE: what the hub carries (a person's name) can
 	// never be taken for a flag of its own.
 	args := append(append([]string{}, a.Args...), "approve", "--yes", "--as="+actor, "--digest="+digest)
+	if scope == queue.ScopeRun {
+		args = append(args, "--run")
+	}
 	if a.Audit != "" {
 		args = append(args, "--audit="+a.Audit)
 	}

@@ -28,6 +28,16 @@ type Applier interface {
 	Deny(ctx context.Context, id, actor, reason string) error
 }
 
+// ScopedApplier is an Applier that can allow a connect request for the
+// rest of its run (ExecApplier is one). An Applier that is not one
+// carries such a decision out as an allow once: narrower than asked,
+// never wider.
+type ScopedApplier interface {
+	// ApproveScoped is Approve with the allow's reach (queue.ScopeRun
+	// for the rest of the run).
+	ApproveScoped(ctx context.Context, id, digest, actor string, scope queue.Scope, out io.Writer) error
+}
+
 // Box bridges one box's spool to the hub.
 type Box struct {
 	Name      string
@@ -453,7 +463,7 @@ func (b *Box) lateOutcome(ctx context.Context, id string, d Decision) {
 		return
 	}
 	o := Outcome{Status: res.Status, Decision: d.Decision, By: d.By, ExitCode: res.ExitCode, Reason: res.Reason, At: time.Now().UTC(),
-		DecidedBy: string(res.DecidedBy), DurationMS: res.DurationMS}
+		DecidedBy: string(res.DecidedBy), DurationMS: res.DurationMS, Scope: res.Scope}
 	if ev, err := audit.Decision(b.AuditPath, id, d.At.Add(-time.Hour)); err == nil && ev.Actor == d.By+" (via the hub)" {
 		o.Applied = true
 	} else {
@@ -501,7 +511,16 @@ func (b *Box) apply(ctx context.Context, id string, d Decision) (Outcome, bool) 
 	if d.Decision == Approve {
 		b.logf("%s approved by %s at the hub: running it", id, d.By)
 		pub := &publisher{c: b.Client, box: b.Name, id: id}
-		err = b.Apply.Approve(ctx, id, d.Digest, actor, pub)
+		sa, scoped := b.Apply.(ScopedApplier)
+		switch {
+		case d.Scope == wire.ScopeRun && scoped:
+			err = sa.ApproveScoped(ctx, id, d.Digest, actor, queue.ScopeRun, pub)
+		case d.Scope == wire.ScopeRun:
+			b.logf("%s: allowed once, not for the run: this bridge's applier cannot carry a scope", id)
+			fallthrough
+		default:
+			err = b.Apply.Approve(ctx, id, d.Digest, actor, pub)
+		}
 		o.OutputBytes = pub.n
 	} else {
 		b.logf("%s denied by %s at the hub", id, d.By)
@@ -510,6 +529,7 @@ func (b *Box) apply(ctx context.Context, id string, d Decision) (Outcome, bool) 
 	o.At = now()
 	if res, rerr := b.Spool.ReadResult(id); rerr == nil && res != nil {
 		o.Status, o.ExitCode, o.Reason, o.DecidedBy, o.DurationMS = res.Status, res.ExitCode, res.Reason, string(res.DecidedBy), res.DurationMS
+		o.Scope = res.Scope
 	} else if err != nil {
 		o.Applied, o.Reason = false, err.Error()
 	}

@@ -86,8 +86,12 @@ type spoolApplier struct {
 }
 
 func (a *spoolApplier) Approve(ctx context.Context, id, digest, actor string, out io.Writer) error {
+	return a.ApproveScoped(ctx, id, digest, actor, "", out)
+}
+
+func (a *spoolApplier) ApproveScoped(ctx context.Context, id, digest, actor string, scope queue.Scope, out io.Writer) error {
 	eng := &queue.Engine{Spool: a.spool, Recorder: a.log, AuditPath: a.log.Path(), Judge: askJudge{}, Runner: &echoRunner{a: a}}
-	_, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actor, ShownDigest: digest, Output: func(p []byte) { out.Write(p) }})
+	_, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actor, ShownDigest: digest, Output: func(p []byte) { out.Write(p) }, Scope: scope})
 	a.mu.Lock()
 	answered := a.answered
 	a.mu.Unlock()

@@ -122,6 +122,10 @@ type Choice struct {
 	// published diff) that is not that one any more is refused
 	// (ErrChanged).
 	Digest, DiffDigest string
+	// Scope is wire.ScopeRun to allow a connect request for the rest of
+	// its run; "" once. A hub of an earlier version records the allow
+	// without it (once): the decision returned says which.
+	Scope string
 }
 
 // Decide asks the hub's decision service to record ch as this console's,
@@ -140,7 +144,7 @@ func (c *Client) Decide(ctx context.Context, ch Choice) (*Decision, error) {
 		return nil, fmt.Errorf("as %q: at most %d letters, digits, spaces and ._-+()/:, (wire.AsName makes one)", ch.As, wire.MaxAs)
 	}
 	data, _ := json.Marshal(wire.DecideRequest{Box: ch.Box, ID: ch.ID, Decision: ch.Decision, As: ch.As, Reason: ch.Reason,
-		Digest: ch.Digest, DiffDigest: ch.DiffDigest})
+		Digest: ch.Digest, DiffDigest: ch.DiffDigest, Scope: ch.Scope})
 	// Nobody got a request that had no responders: it is sent again for
 	// a while, as a service that lost the hub with this client may not
 	// be back yet.

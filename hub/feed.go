@@ -140,9 +140,15 @@ func (f *Feed) decide(ctx context.Context, c FeedCommand) FeedEvent {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if _, err := f.Client.Decide(cctx, Choice{Box: c.Box, ID: c.ID, Decision: c.Op, As: f.As, Reason: c.Reason,
-		Digest: c.Digest, DiffDigest: c.DiffDigest}); err != nil {
+	d, err := f.Client.Decide(cctx, Choice{Box: c.Box, ID: c.ID, Decision: c.Op, As: f.As, Reason: c.Reason,
+		Digest: c.Digest, DiffDigest: c.DiffDigest, Scope: c.Scope})
+	switch {
+	case err != nil:
 		ev.Error = err.Error()
+	case c.Scope == wire.ScopeRun && d.Scope != wire.ScopeRun:
+		// A hub of an earlier version recorded the allow without its
+		// scope: the box allows it once. The decision stands.
+		ev.Text = "the hub recorded it as allowed once (its service is of an earlier version)"
 	}
 	return ev
 }

@@ -540,11 +540,20 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 	if decision == Deny {
 		help = "Deny a request waiting on a box: its agent gets the reason. Refused if another\nconsole decided first."
 	}
-	fs := flags(name, "BOX/ID[@DIGEST] [--yes] [--reason TEXT] [--no-wait] [--hub URL] [--hub-creds FILE]", help, stdout, stderr)
+	usage := "BOX/ID[@DIGEST] [--yes] [--reason TEXT] [--no-wait] [--hub URL] [--hub-creds FILE]"
+	if decision == Approve {
+		usage = "BOX/ID[@DIGEST] [--yes] [--run] [--no-wait] [--hub URL] [--hub-creds FILE]"
+		help += "\nA connect request (a run on the box asks to reach a host outside its set)\nis allowed for the connections waiting on it; --run allows that host\nand port for the rest of the run (a rule for every run is made on the\nbox: network_allow in its policy file)."
+	}
+	fs := flags(name, usage, help, stdout, stderr)
 	url, credsPath := clientFlags(fs)
 	reason := fs.String("reason", "", "tell the agent why (deny)")
 	noWait := fs.Bool("no-wait", false, "do not wait for the box to act")
 	yes := fs.Bool("yes", false, "approve without showing the request and asking")
+	forRun := new(bool)
+	if decision == Approve {
+		forRun = fs.Bool("run", false, "a connect request: allow the host for the rest of its run, not once")
+	}
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -628,7 +637,11 @@ func cmdDecide(decision string, args []string, stdin io.Reader, stdout, stderr i
 		}
 		shown, shownDiff = p.Digest, wire.DiffDigest(p.Diff, p.DiffErr)
 	}
-	d, err := cl.Decide(ctx, Choice{Box: box, ID: id, Decision: decision, As: as, Reason: *reason, Digest: shown, DiffDigest: shownDiff})
+	scope := ""
+	if *forRun {
+		scope = wire.ScopeRun
+	}
+	d, err := cl.Decide(ctx, Choice{Box: box, ID: id, Decision: decision, As: as, Reason: *reason, Digest: shown, DiffDigest: shownDiff, Scope: scope})
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice hub %s: %s/%s: %s\n", name, box, id, safe(err.Error()))
 		return exitFail
@@ -687,6 +700,10 @@ func outcomeLine(box string, o *Outcome) (string, bool) {
 		return fmt.Sprintf("%s: %s, exit status %d", box, safe(string(o.Status)), *o.ExitCode), true
 	case o.Reason != "":
 		return fmt.Sprintf("%s: %s (%s)", box, safe(string(o.Status)), safe(o.Reason)), true
+	case o.Scope == queue.ScopeRun:
+		return fmt.Sprintf("%s: %s (the connection, for the rest of its run)", box, safe(string(o.Status))), true
+	case o.Scope == queue.ScopeOnce:
+		return fmt.Sprintf("%s: %s (the connection, this once)", box, safe(string(o.Status))), true
 	default:
 		return fmt.Sprintf("%s: %s", box, safe(string(o.Status))), true
 	}

@@ -181,6 +181,10 @@ func (s *Service) decide(ctx context.Context, console string, data []byte) wire.
 		return refuse(wire.CodeRefused, "an approval needs the digest of the request as shown")
 	case r.DiffDigest != "" && !validDigest(r.DiffDigest):
 		return refuse(wire.CodeRefused, "diff digest %q: give 64 lower-case hex digits", safe(r.DiffDigest))
+	case r.Scope != "" && r.Scope != string(queue.ScopeOnce) && r.Scope != wire.ScopeRun:
+		return refuse(wire.CodeRefused, "scope %q: once or run", safe(r.Scope))
+	case r.Scope == wire.ScopeRun && r.Decision != Approve:
+		return refuse(wire.CodeRefused, "a scope goes with an approval of a connect request, not a deny")
 	}
 	key := Key(r.Box, r.ID)
 	e, err := s.cl.Pending.Get(ctx, key)
@@ -201,11 +205,23 @@ func (s *Service) decide(ctx context.Context, console string, data []byte) wire.
 	if (r.Digest != "" && !strings.HasPrefix(p.Digest, r.Digest)) || (r.DiffDigest != "" && r.DiffDigest != held) {
 		return refuse(wire.CodeChanged, "%s/%s: %s", r.Box, r.ID, ErrChanged)
 	}
+	if r.Scope == wire.ScopeRun {
+		var shown struct {
+			Kind queue.Kind `json:"kind"`
+		}
+		if json.Unmarshal(p.Request, &shown) != nil || shown.Kind != queue.KindConnect {
+			return refuse(wire.CodeRefused, "%s/%s: only a connect request is allowed for the rest of its run", r.Box, r.ID)
+		}
+	}
 	by := console
 	if r.As != "" {
 		by = r.As + "@" + console
 	}
-	d := Decision{Decision: r.Decision, By: by, Reason: r.Reason, Digest: p.Digest, DiffDigest: held, At: time.Now().UTC()}
+	d := Decision{Decision: r.Decision, By: by, Reason: r.Reason, Digest: p.Digest, DiffDigest: held, At: time.Now().UTC(),
+		Scope: r.Scope}
+	if d.Scope != wire.ScopeRun {
+		d.Scope = "" // once is what an absent scope means
+	}
 	value, _ := json.Marshal(d)
 	if _, err := s.cl.Decisions.Create(ctx, key, value); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
@@ -215,7 +231,11 @@ func (s *Service) decide(ctx context.Context, console string, data []byte) wire.
 		}
 		return wire.DecideReply{Error: "the hub's buckets: " + err.Error()}
 	}
-	s.logf("%s/%s: %s by %s", r.Box, r.ID, r.Decision, by)
+	if d.Scope != "" {
+		s.logf("%s/%s: %s (for the run) by %s", r.Box, r.ID, r.Decision, by)
+	} else {
+		s.logf("%s/%s: %s by %s", r.Box, r.ID, r.Decision, by)
+	}
 	return wire.DecideReply{Decision: &d}
 }
 

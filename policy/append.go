@@ -369,9 +369,7 @@ func RemoveRule(file string, line int) (string, error) {
 // sameRulesBut reports whether after holds exactly the rules of before
 // but the one whose origin is gone (origins' line numbers aside).
 func sameRulesBut(before, after []*Rule, gone string) bool {
-	key := func(r *Rule) string {
-		return fmt.Sprintf("%v|%q|%q|%q|%q|%q|%q|%q", r.Action, r.Command, r.Path, r.Access, r.Reason, r.Project, r.Match, r.NotMatch)
-	}
+	key := ruleKey
 	want := map[string]int{}
 	found := false
 	for _, r := range before {
@@ -393,4 +391,9 @@ func sameRulesBut(before, after []*Rule, gone string) bool {
 		}
 	}
 	return true
+}
+
+// ruleKey is what makes rule r the rule it is, its origin aside.
+func ruleKey(r *Rule) string {
+	return fmt.Sprintf("%v|%q|%q|%q|%q|%q|%q|%q", r.Action, r.Command, r.Path, r.Access, r.Reason, r.Project, r.Match, r.NotMatch)
 }

@@ -882,6 +882,10 @@ type Approval struct {
 	// for the rest of the asking run; empty or ScopeOnce for the
 	// connections waiting on the question. Other kinds ignore it.
 	Scope Scope
+	// Rule, when not empty, names a rule the person kept with the
+	// approval ("network_allow \"host\" added to FILE"): the approved
+	// line records it as its reason.
+	Rule string
 }
 
 // Unconfined is the sandbox of a run a person chose to run without
@@ -942,7 +946,7 @@ func (e *Engine) ApproveAs(ctx context.Context, id string, a Approval) (Result, 
 		}
 	}
 	if err := e.record(EventApproved, c.Request, actor, func(x *Event) {
-		x.Verdict, x.EditedFrom, x.Scope = &v, editedFrom, scope
+		x.Verdict, x.EditedFrom, x.Scope, x.Reason = &v, editedFrom, scope, a.Rule
 		if a.Unconfined && c.Request.Kind == KindExec {
 			x.Sandbox = Unconfined
 		}

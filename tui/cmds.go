@@ -95,9 +95,9 @@ func (m *Model) approveAs(id string, a queue.Approval, verb string) tea.Cmd {
 	it := m.find(id)
 	if f := m.d.opt.Fleet; f != nil && it != nil {
 		it.busy = true
-		shown, ctx := it.req, m.d.opt.Ctx
+		shown, ctx, scope := it.req, m.d.opt.Ctx, a.Scope
 		return func() tea.Msg {
-			return actedMsg{id: id, verb: verb, err: f.Approve(ctx, shown), fleet: true}
+			return actedMsg{id: id, verb: verb, err: f.Approve(ctx, shown, scope), fleet: true}
 		}
 	}
 	if it == nil || m.d.opt.Engine == nil {
@@ -193,7 +193,7 @@ func (m *Model) addRuleCmd(req *queue.Request, pattern string, scope RuleScope) 
 	rules := m.d.opt.Rules
 	return func() tea.Msg {
 		where, err := rules.AddRule(req, pattern, scope)
-		return ruleAddedMsg{id: req.ID, where: where, err: err}
+		return ruleAddedMsg{id: req.ID, where: where, pattern: pattern, scope: scope, err: err}
 	}
 }
 

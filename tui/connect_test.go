@@ -39,7 +39,7 @@ func TestConnectKeys(t *testing.T) {
 	f := newFixture(t)
 	forRun := f.submitConnect("registry.evil.example", 443)
 	screen := ansi.Strip(f.m.render())
-	if !strings.Contains(screen, "npm install wants registry.evil.example:443 — y once · r this run · n") {
+	if !strings.Contains(screen, "wants registry.evil.example:443 — y once · r this run · A rule · n") {
 		t.Fatalf("the question is not shown:\n%s", screen)
 	}
 	if cmd := f.press(f.m.keys.ApproveRun); cmd != nil {

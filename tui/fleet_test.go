@@ -18,20 +18,24 @@ import (
 // ones it is told to.
 type testFleet struct {
 	mu      sync.Mutex
-	sent    []string         // "approve b1/ID", "deny b2/ID: reason"
+	sent    []string         // "approve b1/ID", "approve b1/ID for the run", "deny b2/ID: reason"
 	shown   []*queue.Request // the values the decisions were made on
 	refuse  error
 	linkOK  bool
 	linkTxt string
 }
 
-func (f *testFleet) Approve(_ context.Context, shown *queue.Request) error {
+func (f *testFleet) Approve(_ context.Context, shown *queue.Request, scope queue.Scope) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.refuse != nil {
 		return f.refuse
 	}
-	f.sent, f.shown = append(f.sent, "approve "+shown.ID), append(f.shown, shown)
+	what := "approve " + shown.ID
+	if scope != "" && scope != queue.ScopeOnce {
+		what += " for the " + string(scope)
+	}
+	f.sent, f.shown = append(f.sent, what), append(f.shown, shown)
 	return nil
 }
 

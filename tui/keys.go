@@ -28,7 +28,7 @@ func DefaultKeyMap() KeyMap {
 		Deny:        key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "deny")),
 		Edit:        key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit+approve")),
 		ApproveRule: key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "approve+rule")),
-		ApproveRun:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "allow a host for the rest of its run")),
+		ApproveRun:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "a host for its run")),
 		Kill:        key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "kill")),
 		GoAhead:     key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "let a waiting run go ahead")),
 		Undo:        key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "undo a run's changes")),
@@ -70,7 +70,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 // FullHelp is what ? shows.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.Trust, k.Mark, k.Kill, k.GoAhead, k.ApproveUnconfined, k.Undo},
+		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.ApproveRun, k.Trust, k.Mark, k.Kill, k.GoAhead, k.ApproveUnconfined, k.Undo},
 		{k.Up, k.Down, k.Tab, k.Filter},
 		{k.ScrollUp, k.ScrollDown, k.Top, k.Bottom, k.Follow, k.NextHunk, k.PrevHunk},
 		{k.Help, k.Quit},

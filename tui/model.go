@@ -172,9 +172,12 @@ func New(opt Options) *Model {
 	m.helpKeys = m.keys
 	if opt.Fleet != nil {
 		h := &m.helpKeys
-		for _, b := range []*key.Binding{&h.Edit, &h.ApproveRule, &h.Trust, &h.ApproveUnconfined, &h.Kill, &h.Undo} {
+		for _, b := range []*key.Binding{&h.Edit, &h.Trust, &h.ApproveUnconfined, &h.Kill, &h.Undo} {
 			b.SetEnabled(false)
 		}
+		// Rules are each box's own: over the hub A only allows a
+		// connection for the rest of its run.
+		h.ApproveRule.SetHelp(h.ApproveRule.Help().Key, "a host for its run (rules: on the box)")
 		h.Filter.SetHelp(h.Filter.Help().Key, h.Filter.Help().Desc+" (@box: one box)")
 	}
 	m.feed = newFeed(d)

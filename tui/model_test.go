@@ -214,7 +214,7 @@ func (f *fixture) run(cmd tea.Cmd) {
 		for _, c := range msg {
 			f.run(c)
 		}
-	case recheckedMsg, ruleAddedMsg, trustedMsg:
+	case recheckedMsg, ruleAddedMsg, trustedMsg, hostRuleAddedMsg:
 		// These lead on to the approval itself.
 		f.drain()
 		f.run(f.update(msg))

@@ -77,7 +77,8 @@ type actedMsg struct {
 	verb  string
 	res   queue.Result
 	err   error
-	fleet bool // sent to the hub: res is empty, the box acts on it
+	fleet bool   // sent to the hub: res is empty, the box acts on it
+	note  string // said after the outcome, when not empty
 }
 
 // trustsReadMsg carries the trusts in force, read off the UI goroutine;
@@ -118,11 +119,30 @@ type trustedMsg struct {
 	err  error
 }
 
+// hostProposedMsg carries the network_allow entries proposed for a
+// connect request, and what each would make of the policy file.
+type hostProposedMsg struct {
+	id      string
+	entries []string // narrowest first
+	texts   []string // the network_allow statement with each
+	choice  int      // the one chosen (← narrower, → wider)
+	err     error
+}
+
+// hostRuleAddedMsg reports a network_allow entry was kept (or why not),
+// before the approval.
+type hostRuleAddedMsg struct {
+	id, entry, where string
+	err              error
+}
+
 // ruleAddedMsg reports the rule was written to the policy file.
 type ruleAddedMsg struct {
-	id    string
-	where string
-	err   error
+	id      string
+	where   string
+	pattern string    // the rule's command pattern
+	scope   RuleScope // where it applies
+	err     error
 }
 
 // logLoadedMsg carries the tail of a finished run's log, for runs whose

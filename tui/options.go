@@ -100,6 +100,17 @@ type Rules interface {
 	// now (the last good policy stays in force); "" when they do. View
 	// calls it: it must not do I/O.
 	PolicyProblem() string
+	// ProposeHostRule gives the network_allow entries a person may
+	// choose for a connection to host at port, narrowest first, and the
+	// one to offer first (none: no entry can name the host).
+	ProposeHostRule(host string, port int) (entries []string, def int)
+	// HostRuleText is what AddHostRule would write for entry, as the
+	// file will read. It may read the file: the console calls it off the
+	// UI goroutine.
+	HostRuleText(req *queue.Request, entry string) (string, error)
+	// AddHostRule adds entry to the person's network_allow, where every
+	// later networked run reads it, and says where it went.
+	AddHostRule(req *queue.Request, entry string) (where string, err error)
 }
 
 // Trusts are the trusts T grants: a pattern that runs without asking for
@@ -131,8 +142,9 @@ type Fleet interface {
 	// shown (the very value the console got); they return once the hub
 	// holds it or refused it (another console decided first, the request
 	// changed). The box carries it out: its output and outcome come
-	// through the Observer.
-	Approve(ctx context.Context, shown *queue.Request) error
+	// through the Observer. scope is a connect request's allow's reach
+	// (queue.ScopeRun: the rest of the run); empty for other kinds.
+	Approve(ctx context.Context, shown *queue.Request, scope queue.Scope) error
 	Deny(ctx context.Context, shown *queue.Request, reason string) error
 	// Link is the hub as the header shows it: its address, or why it
 	// cannot be reached (ok false).
@@ -160,6 +172,11 @@ type RuleFuncs struct {
 	Text    func(req *queue.Request, pattern string, scope RuleScope) string
 	Add     func(req *queue.Request, pattern string, scope RuleScope) (string, error)
 	Problem func() string
+	// ProposeHost, HostText and AddHost are the host rules of A on a
+	// connect request (network_allow).
+	ProposeHost func(host string, port int) ([]string, int)
+	HostText    func(req *queue.Request, entry string) (string, error)
+	AddHost     func(req *queue.Request, entry string) (string, error)
 }
 
 // ProposeRule implements Rules.
@@ -200,6 +217,30 @@ func (r RuleFuncs) PolicyProblem() string {
 		return ""
 	}
 	return r.Problem()
+}
+
+// ProposeHostRule implements Rules.
+func (r RuleFuncs) ProposeHostRule(host string, port int) ([]string, int) {
+	if r.ProposeHost == nil {
+		return nil, 0
+	}
+	return r.ProposeHost(host, port)
+}
+
+// HostRuleText implements Rules.
+func (r RuleFuncs) HostRuleText(req *queue.Request, entry string) (string, error) {
+	if r.HostText == nil {
+		return "network_allow += " + entry, nil
+	}
+	return r.HostText(req, entry)
+}
+
+// AddHostRule implements Rules.
+func (r RuleFuncs) AddHostRule(req *queue.Request, entry string) (string, error) {
+	if r.AddHost == nil {
+		return "", errors.New("host rules cannot be added here")
+	}
+	return r.AddHost(req, entry)
 }
 
 // TrustFuncs are functions as Trusts.

@@ -80,6 +80,10 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.afterAct(msg)
 	case ruleProposedMsg:
 		return m, m.afterPropose(msg)
+	case hostProposedMsg:
+		return m, m.afterHostPropose(msg)
+	case hostRuleAddedMsg:
+		return m, m.afterHostRule(msg)
 	case trustsReadMsg:
 		m.trusts = msg.trusts
 		if msg.again {
@@ -100,11 +104,15 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setErr(fmt.Errorf("rule not added: %w", msg.err))
 			return m, nil
 		}
-		verb := "approved, rule added"
+		verb, rule := "approved, rule added", ""
 		if msg.where != "" {
 			verb = "approved, rule added to " + plainText(msg.where) + ","
 		}
-		return m, m.approveAs(msg.id, queue.Approval{}, verb)
+		if msg.where != "" && msg.scope != ScopeSession {
+			// A session's trust has its own audit line (trusted).
+			rule = fmt.Sprintf("rule allow %q (%s) added to %s", msg.pattern, msg.scope, msg.where)
+		}
+		return m, m.approveAs(msg.id, queue.Approval{Rule: rule}, verb)
 	case logLoadedMsg:
 		if r := m.byID[msg.id]; r != nil && msg.err == nil {
 			r.screen = newLogScreen(msg.data, m.d)
@@ -545,6 +553,9 @@ func (m *Model) afterAct(msg actedMsg) tea.Cmd {
 			it.busy, it.sent = true, msg.verb
 		}
 		m.setStatus(fmt.Sprintf("%s %s %s at the hub: %s carries it out", msg.verb, host, shortID(msg.id), host))
+		if msg.note != "" {
+			m.setStatus(m.status + "; " + msg.note)
+		}
 		return nil
 	}
 	switch {
@@ -575,6 +586,8 @@ func (m *Model) afterAct(msg actedMsg) tea.Cmd {
 func outcomeText(verb, id string, kind queue.Kind, res queue.Result) string {
 	file := kind == queue.KindWrite || kind == queue.KindEdit || kind == queue.KindPatch
 	switch {
+	case res.Status == queue.StatusDecided && res.Decision == queue.Allow && kind == queue.KindConnect:
+		return verb + " " + id + ": the run's connection goes ahead"
 	case res.Status == queue.StatusDecided && res.Decision == queue.Allow && file:
 		return verb + " " + id + ": the agent makes the change"
 	case res.Status == queue.StatusDecided && res.Decision == queue.Allow:

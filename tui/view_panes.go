@@ -382,7 +382,7 @@ func (m *Model) detail(w int) (out []string, cmdEnd int) {
 	case queue.KindExec, queue.KindTool:
 		// Shown above, before the verdict's breakdown.
 	case queue.KindConnect:
-		field("wants", req.Target()+" · y once · r for the rest of the run · n refuses; its connection waits")
+		field("wants", req.Target()+" · y once · r for the rest of the run · A that and a rule for every run (network_allow) · n refuses; its connection waits")
 		field("run", strings.TrimSpace(req.RunID+" "+req.Command))
 	default:
 		pathAt := len(out)

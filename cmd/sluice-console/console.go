@@ -34,7 +34,12 @@ Keys:
   a              approve the selected request
   d              deny it (with an optional reason)
   e              edit the command, then approve it (the edit is judged again)
-  A              approve and keep a rule (a dialog shows the rule first)
+  A              approve and keep a rule (a dialog shows the rule first); on a
+                 run's connection to a host outside its set: allow it for the
+                 rest of the run and add the host to network_allow in your
+                 policy file, for every later run
+  r              on a run's connection: allow that host for the rest of the run
+                 (y allows it once, n refuses)
   T              approve and trust the command for the agent session, for a
                  while (a dialog shows the pattern first)
   space          mark a request; a with marks approves them together
@@ -66,8 +71,9 @@ that submits a realistic mix of requests: nothing of yours is touched.
 requests waiting on every box of the hub, with a box column (filter one box
 with /@NAME), decided with a and d (the first decision a hub gets for a
 request stands; a later one is told who decided), the output and outcome
-of what the boxes run. Edits, rules, trusts, kills and undo are made on the
-box itself. Credentials: --hub-creds, from 'sluice hub add-console NAME'.
+of what the boxes run; a run's connection is allowed once (y) or for the
+rest of its run (r, or A, which keeps no rule from here). Edits, rules,
+trusts, kills and undo are made on the box itself. Credentials: --hub-creds, from 'sluice hub add-console NAME'.
 
 Exit status: 0 when quit (q, SIGTERM or SIGHUP); 1 when the spool, the
 audit log, the terminal or (--hub) the hub cannot be used; 2 for bad flags,
@@ -168,6 +174,10 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 			Count:   matchCounter(judge, log.Path()),
 			Text:    rules.text,
 			Add:     rules.add,
+			// A on a connect request: a network_allow entry.
+			ProposeHost: policy.HostProposals,
+			HostText:    rules.hostText,
+			AddHost:     rules.addHost,
 			Problem: func() string {
 				if judge == nil {
 					return ""

@@ -93,6 +93,33 @@ func (c *consoleRules) add(req *queue.Request, pattern string, scope tui.RuleSco
 	return app.HomeShort(c.file), nil
 }
 
+// hostComment is the comment above a network_allow statement A writes.
+func hostComment(req *queue.Request) string {
+	return fmt.Sprintf("allowed in the console: %q wanted %s", req.Command, req.Target())
+}
+
+// hostText is what adding entry to the person's network_allow makes of
+// it, as the file will read.
+func (c *consoleRules) hostText(req *queue.Request, entry string) (string, error) {
+	if c.file == "" {
+		return "", errors.New("no user policy file (set SLUICE_POLICY or --policy)")
+	}
+	return policy.NetworkAllowText(c.file, entry, hostComment(req))
+}
+
+// addHost keeps entry in the person's network_allow, where the policy
+// every later networked run is judged by reads it.
+func (c *consoleRules) addHost(req *queue.Request, entry string) (string, error) {
+	if c.file == "" {
+		return "", errors.New("no user policy file (set SLUICE_POLICY or --policy)")
+	}
+	if _, err := policy.AppendNetworkAllow(c.file, entry, hostComment(req)); err != nil {
+		return "", err
+	}
+	c.judge.Reset()
+	return app.HomeShort(c.file), nil
+}
+
 // grant trusts pattern for req's agent session for d.
 func (c *consoleRules) grant(req *queue.Request, pattern string, d time.Duration) (string, error) {
 	if req.Session == "" {

@@ -61,7 +61,14 @@ func (l *Link) handle(ev wire.FeedEvent) {
 		delete(l.waiting, ev.Seq)
 		l.mu.Unlock()
 		if ch != nil {
-			ch <- ev.Error
+			msg := ev.Error
+			if msg == "" {
+				// The hub holds the decision, not quite as asked (an
+				// allow for the run recorded as once): said as an error,
+				// so that the person reads it.
+				msg = ev.Text
+			}
+			ch <- msg
 		}
 	case wire.FeedPending:
 		if ev.Pending == nil {

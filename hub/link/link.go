@@ -207,7 +207,7 @@ func (l *Link) run() {
 }
 
 // decide sends one decision and waits for the hub to hold or refuse it.
-func (l *Link) decide(ctx context.Context, op string, shown *queue.Request, reason string) error {
+func (l *Link) decide(ctx context.Context, op string, shown *queue.Request, reason string, scope queue.Scope) error {
 	box, id, _ := strings.Cut(shown.ID, "/")
 	if len(reason) > maxReason {
 		reason = reason[:maxReason]
@@ -229,7 +229,7 @@ func (l *Link) decide(ctx context.Context, op string, shown *queue.Request, reas
 	// The digest of what the person was shown, not of whatever the hub
 	// holds by the time the decision lands.
 	line, _ := json.Marshal(wire.FeedCommand{Seq: seq, Op: op, Box: box, ID: id, Digest: s.digest,
-		DiffDigest: wire.DiffDigest(s.diff, s.diffErr), Reason: reason})
+		DiffDigest: wire.DiffDigest(s.diff, s.diffErr), Reason: reason, Scope: wire.ScopeOf(scope)})
 	_, err := l.in.Write(append(line, '\n'))
 	l.mu.Unlock()
 	if err != nil {
@@ -252,13 +252,13 @@ func (l *Link) decide(ctx context.Context, op string, shown *queue.Request, reas
 const maxReason = 4 << 10
 
 // Approve implements tui.Fleet.
-func (l *Link) Approve(ctx context.Context, shown *queue.Request) error {
-	return l.decide(ctx, wire.Approve, shown, "")
+func (l *Link) Approve(ctx context.Context, shown *queue.Request, scope queue.Scope) error {
+	return l.decide(ctx, wire.Approve, shown, "", scope)
 }
 
 // Deny implements tui.Fleet.
 func (l *Link) Deny(ctx context.Context, shown *queue.Request, reason string) error {
-	return l.decide(ctx, wire.Deny, shown, reason)
+	return l.decide(ctx, wire.Deny, shown, reason, "")
 }
 
 // Link implements tui.Fleet: the hub's address (or why it cannot be

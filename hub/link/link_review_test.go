@@ -98,7 +98,7 @@ func TestHubLinkDecideAfterEnd(t *testing.T) {
 	<-l.ended
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	err := l.Approve(ctx, obs.reqs["b1/"+id])
+	err := l.Approve(ctx, obs.reqs["b1/"+id], "")
 	if err == context.DeadlineExceeded {
 		t.Fatal("Approve after the link ended waited forever (the console's ctx never ends)")
 	}

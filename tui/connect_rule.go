@@ -1,0 +1,83 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// hostRuleDialog allows a connect request for the rest of its run and
+// keeps a network_allow entry for its host (A): every networked run that
+// starts later reaches the host without asking.
+type hostRuleDialog struct {
+	rule hostProposedMsg
+}
+
+// Render implements dialog.
+func (d *hostRuleDialog) Render(m *Model, _ int) (string, []string) {
+	ds := m.st.Dialog
+	r := d.rule
+	var body []string
+	if it := m.find(r.id); it != nil {
+		body = append(body, ds.Text.Render(plainText(it.req.Command)+" wants "+plainText(it.req.Target())))
+	}
+	for _, l := range strings.Split(r.texts[r.choice], "\n") {
+		body = append(body, m.st.Detail.Rule.Render("  "+plainText(l)))
+	}
+	var choices []string
+	for i, e := range r.entries {
+		c := plainText(e)
+		if i == r.choice {
+			c = ds.ButtonFocused.Render(c)
+		}
+		choices = append(choices, c)
+	}
+	body = append(body, "",
+		ds.Text.Render("← narrower · wider →   ")+strings.Join(choices, "  "),
+		ds.Text.Render(entryMeaning(r.entries[r.choice])+": networked runs that start from now on, in every project, reach it without asking (network_deny still wins); this run, for the rest of it."),
+		ds.Text.Render(policyFileText(m.d.opt.PolicyFile)),
+		"", ds.Button.Render("y: allow and keep the rule")+"  "+noButton(m))
+	return "Allow, and let every run reach it from now on:", body
+}
+
+// HandleKey implements dialog: ← and → narrow and widen the entry, y
+// keeps it and allows the connection.
+func (d *hostRuleDialog) HandleKey(m *Model, msg tea.KeyPressMsg) (dialog, tea.Cmd) {
+	switch msg.String() {
+	case "left", "h", "<":
+		d.rule.choice = max(0, d.rule.choice-1)
+		return d, nil
+	case "right", "l", ">":
+		d.rule.choice = min(len(d.rule.entries)-1, d.rule.choice+1)
+		return d, nil
+	}
+	it := m.confirmed(msg, d.rule.id)
+	if it == nil {
+		return nil, nil
+	}
+	it.busy = true
+	return nil, m.addHostRuleCmd(it.req, d.rule.entries[d.rule.choice])
+}
+
+// entryMeaning says in words what a network_allow entry admits.
+func entryMeaning(entry string) string {
+	host, port := entry, ""
+	switch {
+	case strings.HasPrefix(entry, "["):
+		if i := strings.Index(entry, "]:"); i > 0 {
+			host, port = entry[1:i], entry[i+2:]
+		}
+	case strings.Count(entry, ":") == 1:
+		host, port, _ = strings.Cut(entry, ":")
+	}
+	host = plainText(host)
+	on := "on any port"
+	if port != "" {
+		on = "on port " + plainText(port) + " only"
+	}
+	if domain, ok := strings.CutPrefix(host, "*."); ok {
+		return fmt.Sprintf("every name under %s (not %s itself), %s", domain, domain, on)
+	}
+	return host + " " + on
+}
