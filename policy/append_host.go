@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluice-dev/sluice/netproxy"
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 )
 
 // AppendNetworkAllow adds entry (a host rule as network_allow takes it:
@@ -26,7 +26,7 @@ import (
 // its network_allow and everything else as it was; on any error it is
 // left untouched.
 func AppendNetworkAllow(file, entry, comment string) (bool, error) {
-	r, err := netproxy.ParseRule(entry)
+	r, err := netrule.ParseRule(entry)
 	if err != nil {
 		return false, fmt.Errorf("policy: network_allow %q: %s", entry, strings.TrimPrefix(err.Error(), "netproxy: "))
 	}
@@ -90,7 +90,7 @@ func AppendNetworkAllow(file, entry, comment string) (bool, error) {
 // network_allow statement as it will read (with the comment line above a
 // new one), or a sentence saying the entry is there already.
 func NetworkAllowText(file, entry, comment string) (string, error) {
-	r, err := netproxy.ParseRule(entry)
+	r, err := netrule.ParseRule(entry)
 	if err != nil {
 		return "", fmt.Errorf("network_allow %q: %s", entry, strings.TrimPrefix(err.Error(), "netproxy: "))
 	}

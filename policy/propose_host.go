@@ -3,7 +3,7 @@ package policy
 import (
 	"strings"
 
-	"github.com/sluice-dev/sluice/netproxy"
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 )
 
 // HostProposals gives the network_allow entries a person may choose for a
@@ -22,7 +22,7 @@ func HostProposals(host string, port int) (entries []string, def int) {
 	if host == "" || strings.HasPrefix(host, "*") || strings.ContainsAny(host, "/[]") || port < 1 || port > 65535 {
 		return nil, 0
 	}
-	r, err := netproxy.ParseRule(host)
+	r, err := netrule.ParseRule(host)
 	if err != nil || r.Port != 0 {
 		return nil, 0 // host:port given as the host, or not a host at all
 	}
@@ -34,7 +34,7 @@ func HostProposals(host string, port int) (entries []string, def int) {
 		def = 1
 	}
 	if parent, ok := parentDomain(r); ok {
-		w := netproxy.Rule{Name: parent, Wildcard: true}
+		w := netrule.Rule{Name: parent, Wildcard: true}
 		if !web {
 			w.Port = port
 		}
@@ -46,7 +46,7 @@ func HostProposals(host string, port int) (entries []string, def int) {
 // parentDomain is the domain a wildcard for name rule r would name: the
 // name without its first label, when that keeps two labels or more
 // (never *.com).
-func parentDomain(r netproxy.Rule) (string, bool) {
+func parentDomain(r netrule.Rule) (string, bool) {
 	if r.Prefix.IsValid() || r.Wildcard {
 		return "", false
 	}
