@@ -306,6 +306,10 @@ func readDecision(r *http.Request) (decisionIn, bool) {
 // detail: the same showing), at least the grace period ago, the view not
 // used before, the request unchanged since. A connect request asks about
 // a host, not something to read: having been served it is enough.
+// errOnceOnly is what a source that carries no scope (Source.RunScope)
+// says to an allow for the rest of a run.
+var errOnceOnly = errors.New("here a connection is allowed once or refused; to allow it for the rest of its run, answer on its box")
+
 func (s *Server) approve(w http.ResponseWriter, r *http.Request, dev *Device) {
 	id := r.PathValue("id")
 	in, ok := readDecision(r)
@@ -314,7 +318,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, dev *Device) {
 		return
 	}
 	if in.Scope == queue.ScopeRun && !s.src.RunScope() {
-		writeErr(w, http.StatusConflict, "refused: "+errHubOnce.Error())
+		writeErr(w, http.StatusConflict, "refused: "+errOnceOnly.Error())
 		return
 	}
 	now := s.opt.Now()

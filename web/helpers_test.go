@@ -21,7 +21,7 @@ type fakeSource struct {
 	items      map[string]*Item
 	order      []string
 	approvals  []string // "id digest by", then " scope" when one was given
-	noRunScope bool     // as over the hub: a connection is allowed once only
+	noRunScope bool     // a source that carries no scope: a connection is allowed once only
 	denials    []string // "id by reason"
 	approveErr error
 	winners    map[string][2]string
@@ -89,7 +89,7 @@ func (f *fakeSource) Approve(_ context.Context, id, digest, _, by string, scope 
 		return ErrGone
 	}
 	if scope == queue.ScopeRun && f.noRunScope {
-		return errHubOnce
+		return errOnceOnly
 	}
 	a := id + " " + digest + " " + by
 	if scope != "" {

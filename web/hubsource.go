@@ -469,21 +469,16 @@ func (h *Hub) Result(id string) (*queue.Result, error) {
 
 // Approve implements Source: the hub records the approval (first wins)
 // if the request and its diff are still the ones shown; the box runs it.
-// A connect request is allowed once: the hub's decisions carry no scope
-// (RunScope).
+// A connect request's allow for the rest of its run travels as the
+// decision's scope (a hub of an earlier version drops it: the box then
+// allows once, never more).
 func (h *Hub) Approve(ctx context.Context, id, digest, diffDigest, by string, scope queue.Scope) error {
-	if scope == queue.ScopeRun {
-		return errHubOnce
-	}
-	return h.decide(ctx, hub.Choice{ID: id, Decision: hub.Approve, As: asName(by), Digest: digest, DiffDigest: diffDigest})
+	return h.decide(ctx, hub.Choice{ID: id, Decision: hub.Approve, As: asName(by), Digest: digest, DiffDigest: diffDigest,
+		Scope: wire.ScopeOf(scope)})
 }
 
-// RunScope implements Source: a decision through the hub names no scope,
-// so the box allows a connection once; for the rest of the run a person
-// answers on the box's own console.
-func (h *Hub) RunScope() bool { return false }
-
-var errHubOnce = errors.New("over the hub a connection is allowed once or refused; to allow it for the rest of its run, answer on its box")
+// RunScope implements Source: the hub carries a connect request's scope.
+func (h *Hub) RunScope() bool { return true }
 
 // Deny implements Source.
 func (h *Hub) Deny(ctx context.Context, id, by, reason string) error {

@@ -31,8 +31,15 @@ type fleetBox struct {
 // Approve implements hub.Applier as the box's engine does: the claim
 // makes it run once; a run writes "ran COMMAND".
 func (b *fleetBox) Approve(ctx context.Context, id, digest, actor string, out io.Writer) error {
+	return b.ApproveScoped(ctx, id, digest, actor, "", out)
+}
+
+// ApproveScoped implements hub.ScopedApplier, as the box's own sluice
+// approve --run does.
+func (b *fleetBox) ApproveScoped(ctx context.Context, id, digest, actor string, scope queue.Scope, out io.Writer) error {
 	eng := &queue.Engine{Spool: b.spool, Recorder: b.log, AuditPath: b.log.Path(), Judge: askAll{}, Runner: b}
-	_, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actor, ShownDigest: digest, Output: func(p []byte) { _, _ = out.Write(p) }})
+	_, err := eng.ApproveAs(ctx, id, queue.Approval{Actor: actor, ShownDigest: digest, Scope: scope,
+		Output: func(p []byte) { _, _ = out.Write(p) }})
 	return err
 }
 
@@ -403,41 +410,40 @@ func newHubAt(f *fleet) (*hub.Hub, error) {
 	return h, nil
 }
 
-// A run's question about a host, over the hub: the row says so, and, as
-// the hub's decisions carry no scope, it is allowed once (the box answers
-// the proxy with scope once) and never for the whole run.
-func TestHubSourceConnectOnceOnly(t *testing.T) {
+// TestHubSourceConnectScopes: over the hub, a connect request is allowed
+// for the rest of its run (the decision's scope reaches the box's proxy)
+// or once.
+func TestHubSourceConnectScopes(t *testing.T) {
 	f := newFleet(t)
 	phone := f.pair("phone")
 	b := f.boxes["b1"]
-	req := &queue.Request{Kind: queue.KindConnect, Host: "registry.example", Port: 443, RunID: queue.NewID(),
-		Command: "npm install", Cwd: "/home/dev/app", Agent: "claude-code"}
-	if err := b.spool.Submit(req); err != nil {
-		t.Fatal(err)
-	}
-	ev := queue.NewEvent(queue.EventQueued, req)
-	ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "networked", Risk: "medium"}
-	if err := b.log.Record(ev); err != nil {
-		t.Fatal(err)
-	}
-	key := hub.Key("b1", req.ID)
-	row := f.waitQueued(phone, key)[key]
-	if row.Connect == nil || row.Connect.ForRun || text(row.Connect.Target) != "registry.example:443" || row.Approve == nil {
-		t.Fatalf("the row: %+v %+v", row.Connect, row.Approve)
-	}
-	if w := f.as(phone, "POST", "/api/request/"+key+"/approve", rowApproval(row, queue.ScopeRun)); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "once") {
-		t.Fatalf("for the run over the hub: %d %s", w.Code, w.Body)
-	}
-	if w := f.as(phone, "POST", "/api/request/"+key+"/approve", rowApproval(row, queue.ScopeOnce)); w.Code != http.StatusOK {
-		t.Fatalf("once over the hub: %d %s", w.Code, w.Body)
-	}
-	var res *queue.Result
-	until(t, "the box answers the proxy", func() bool {
-		r, err := b.spool.ReadResult(req.ID)
-		res = r
-		return err == nil
-	})
-	if res.Decision != queue.Allow || res.Scope != queue.ScopeOnce {
-		t.Fatalf("the proxy's answer: %+v", res)
+	for _, scope := range []queue.Scope{queue.ScopeRun, queue.ScopeOnce} {
+		req := &queue.Request{Kind: queue.KindConnect, Host: "registry.example", Port: 443, RunID: queue.NewID(),
+			Command: "npm install", Cwd: "/home/dev/app", Agent: "claude-code"}
+		if err := b.spool.Submit(req); err != nil {
+			t.Fatal(err)
+		}
+		ev := queue.NewEvent(queue.EventQueued, req)
+		ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "networked", Risk: "medium"}
+		if err := b.log.Record(ev); err != nil {
+			t.Fatal(err)
+		}
+		key := hub.Key("b1", req.ID)
+		row := f.waitQueued(phone, key)[key]
+		if row.Connect == nil || !row.Connect.ForRun || text(row.Connect.Target) != "registry.example:443" || row.Approve == nil {
+			t.Fatalf("the row: %+v %+v", row.Connect, row.Approve)
+		}
+		if w := f.as(phone, "POST", "/api/request/"+key+"/approve", rowApproval(row, scope)); w.Code != http.StatusOK {
+			t.Fatalf("%s over the hub: %d %s", scope, w.Code, w.Body)
+		}
+		var res *queue.Result
+		until(t, "the box answers the proxy", func() bool {
+			r, err := b.spool.ReadResult(req.ID)
+			res = r
+			return err == nil
+		})
+		if res.Decision != queue.Allow || res.Scope != scope {
+			t.Fatalf("the proxy's answer to %s: %+v", scope, res)
+		}
 	}
 }
