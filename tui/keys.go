@@ -17,8 +17,11 @@ type KeyMap struct {
 	Up, Down, Tab, Filter, Help, Quit key.Binding
 	ScrollUp, ScrollDown, Top, Bottom key.Binding
 	Follow                            key.Binding
-	NextHunk, PrevHunk                key.Binding
-	Yes, No, Submit                   key.Binding
+	// WebDevices lists the browsers paired with the web approver, to
+	// revoke one.
+	WebDevices         key.Binding
+	NextHunk, PrevHunk key.Binding
+	Yes, No, Submit    key.Binding
 }
 
 // DefaultKeyMap is protocol section 7's keys.
@@ -48,6 +51,7 @@ func DefaultKeyMap() KeyMap {
 		Top:               key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "top")),
 		Bottom:            key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
 		Follow:            key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "follow output")),
+		WebDevices:        key.NewBinding(key.WithKeys("W"), key.WithHelp("W", "web devices")),
 		NextHunk:          key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "next hunk")),
 		PrevHunk:          key.NewBinding(key.WithKeys("["), key.WithHelp("[", "prev hunk")),
 		Yes:               key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
@@ -73,6 +77,6 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Approve, k.Deny, k.Edit, k.ApproveRule, k.ApproveRun, k.Trust, k.Mark, k.Kill, k.GoAhead, k.ApproveUnconfined, k.Undo},
 		{k.Up, k.Down, k.Tab, k.Filter},
 		{k.ScrollUp, k.ScrollDown, k.Top, k.Bottom, k.Follow, k.NextHunk, k.PrevHunk},
-		{k.Help, k.Quit},
+		{k.WebDevices, k.Help, k.Quit},
 	}
 }

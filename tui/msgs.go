@@ -175,3 +175,16 @@ type undoneMsg struct {
 
 // errMsg is an error for the status bar.
 type errMsg struct{ err error }
+
+// webDevicesMsg carries the web approver's paired devices, read off the
+// UI goroutine for W.
+type webDevicesMsg struct {
+	devs []WebDevice
+	err  error
+}
+
+// webDeviceRevokedMsg reports how revoking a web device ended.
+type webDeviceRevokedMsg struct {
+	name string
+	err  error
+}

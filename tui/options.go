@@ -33,6 +33,9 @@ type Options struct {
 	// Undo gives u its effect and the detail its checkpoint notes; nil
 	// disables u.
 	Undo Undo
+	// Devices lists and revokes the browsers paired with the web
+	// approver (W); nil disables W.
+	Devices WebDevices
 	// Demo marks the console as sluice console --demo: the header says
 	// so, and an empty status line says which key does what.
 	Demo bool
@@ -134,6 +137,49 @@ type Undo interface {
 	// ApplyUndo carries plan out, overwriting files changed since the
 	// run only with force, and says what it did.
 	ApplyUndo(plan *UndoPlan, force bool) (string, error)
+}
+
+// WebDevices are the browsers paired with the web approver ('sluice web
+// pair'). The console calls them off the UI goroutine.
+type WebDevices interface {
+	// WebDevices lists the paired devices.
+	WebDevices() ([]WebDevice, error)
+	// RevokeWebDevice unpairs the device called name as 'sluice web
+	// revoke' does, audited: its open pages lose access within a second.
+	// An error may come with the device revoked (the audit log refused
+	// the event): it says so.
+	RevokeWebDevice(name string) error
+}
+
+// WebDevice is a paired browser as the console lists it.
+type WebDevice struct {
+	Name    string
+	By      string // the person who paired it
+	Browser string // its user agent, as it said at pairing
+	// LastSeen is zero when it has not reached the server since pairing.
+	PairedAt, LastSeen, ExpiresAt time.Time
+}
+
+// WebDeviceFuncs are functions as WebDevices.
+type WebDeviceFuncs struct {
+	List   func() ([]WebDevice, error)
+	Revoke func(name string) error
+}
+
+// WebDevices implements WebDevices.
+func (f WebDeviceFuncs) WebDevices() ([]WebDevice, error) {
+	if f.List == nil {
+		return nil, errors.New("no web approver here")
+	}
+	return f.List()
+}
+
+// RevokeWebDevice implements WebDevices.
+func (f WebDeviceFuncs) RevokeWebDevice(name string) error {
+	if f.Revoke == nil {
+		return errors.New("devices cannot be revoked here")
+	}
+	return f.Revoke(name)
 }
 
 // Fleet decides requests that wait on other machines, through a hub.

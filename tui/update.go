@@ -66,6 +66,16 @@ func (m *Model) step(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setStatus(msg.text)
 		}
 		return m, nil
+	case webDevicesMsg:
+		m.webDevicesRead(msg)
+		return m, nil
+	case webDeviceRevokedMsg:
+		if msg.err != nil {
+			m.setErr(fmt.Errorf("revoke %s: %w", plainText(msg.name), msg.err))
+		} else {
+			m.setStatus("revoked " + plainText(msg.name) + ": its open pages lose access within a second")
+		}
+		return m, nil
 	case editJudgedMsg:
 		// The person may have moved on while it was judged: the dialog
 		// opens only on the request and the text it was judged for.

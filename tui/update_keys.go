@@ -84,6 +84,13 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.hunk(-1)
 	case key.Matches(msg, k.Filter):
 		m.openFilter()
+	case key.Matches(msg, k.WebDevices):
+		if m.d.opt.Devices == nil {
+			m.setErr(fmt.Errorf("no web approver here: 'sluice web devices' lists them where it runs"))
+			return nil
+		}
+		m.setStatus("reading the web devices…")
+		return m.listWebDevicesCmd()
 	case key.Matches(msg, k.Undo):
 		r := m.selectedRun()
 		switch {

@@ -22,6 +22,7 @@ import (
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/hub"
 	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/web/devices"
 )
 
 // Help is what 'sluice web --help' says.
@@ -153,11 +154,11 @@ func (c *cli) fail(err error) int {
 func (c *cli) openStore() (*Store, error) {
 	dir := c.state
 	if dir == "" {
-		base, err := queue.StateDir()
+		d, err := devices.DefaultDir()
 		if err != nil {
-			return nil, fmt.Errorf("no state directory: give --state or set HOME: %w", err)
+			return nil, err
 		}
-		dir = filepath.Join(base, "web")
+		dir = d
 	}
 	return OpenStore(dir)
 }
@@ -198,6 +199,12 @@ func record(path string) func(queue.Event) error {
 		return l.Record(ev)
 	}
 }
+
+// recorder is record as a queue.Recorder.
+type recorder string
+
+// Record implements queue.Recorder.
+func (r recorder) Record(ev queue.Event) error { return record(string(r))(ev) }
 
 // sluiceBeside is the sluice program next to this one, else on $PATH.
 func sluiceBeside() (string, error) {
@@ -375,14 +382,18 @@ func (c *cli) devices() int {
 		return 0
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPAIRED\tEXPIRES\tBY\tBROWSER")
+	fmt.Fprintln(tw, "NAME\tPAIRED\tLAST SEEN\tEXPIRES\tBY\tBROWSER")
 	now := time.Now()
 	for _, d := range devs {
 		exp := d.ExpiresAt.Local().Format(time.DateTime)
 		if !now.Before(d.ExpiresAt) {
 			exp = "expired"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Name, d.PairedAt.Local().Format(time.DateTime), exp,
+		seen := "-"
+		if !d.LastSeen.IsZero() {
+			seen = d.LastSeen.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.PairedAt.Local().Format(time.DateTime), seen, exp,
 			Plain(d.By, 32), Plain(d.UserAgent, 60))
 	}
 	tw.Flush()
@@ -394,22 +405,16 @@ func (c *cli) revoke(name string) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	dev, err := store.Revoke(name)
-	if err != nil {
-		return c.fail(err)
-	}
 	var sp *queue.Spool
 	if s, err := c.openSpool(); err == nil {
 		sp = s
 	}
 	path, err := c.auditPath(sp)
-	if err == nil {
-		err = record(path)(queue.Event{ID: dev.ID, Event: EventRevoked, Actor: audit.Login(),
-			Reason: fmt.Sprintf("device %s revoked (paired %s)", dev.Name, dev.PairedAt.Format(time.RFC3339))})
-	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "sluice web: %s is revoked, but the audit log did not take it: %v\n", name, err)
-		return 1
+		return c.fail(err)
+	}
+	if _, err := store.RevokeAs(name, audit.Login(), recorder(path)); err != nil {
+		return c.fail(err)
 	}
 	fmt.Fprintf(c.stdout, "revoked %s; its open pages lose access within a second\n", name)
 	return 0

@@ -104,10 +104,12 @@ func (s *Server) pair(w http.ResponseWriter, r *http.Request) {
 		PasskeysOn: s.pk != nil, RequirePasskey: s.opt.RequirePasskey})
 }
 
+// trimPrefix cuts the package's prefix off an error for the page.
 func trimPrefix(s string) string {
-	const p = "web: "
-	if len(s) > len(p) && s[:len(p)] == p {
-		return s[len(p):]
+	for _, p := range []string{"devices: ", "web: "} {
+		if len(s) > len(p) && s[:len(p)] == p {
+			return s[len(p):]
+		}
 	}
 	return s
 }

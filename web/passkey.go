@@ -44,7 +44,20 @@ type user struct{ d *Device }
 func (u user) WebAuthnID() []byte                         { return []byte(u.d.ID) }
 func (u user) WebAuthnName() string                       { return u.d.Name }
 func (u user) WebAuthnDisplayName() string                { return u.d.Name }
-func (u user) WebAuthnCredentials() []webauthn.Credential { return u.d.Passkeys }
+func (u user) WebAuthnCredentials() []webauthn.Credential { return credentials(u.d) }
+
+// credentials are the device's passkeys, decoded from the store's JSON;
+// one that does not decode is left out (it can then assert nothing).
+func credentials(d *Device) []webauthn.Credential {
+	var out []webauthn.Credential
+	for _, raw := range d.Passkeys {
+		var c webauthn.Credential
+		if json.Unmarshal(raw, &c) == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // needsPasskey says whether approving it needs a passkey assertion.
 func (s *Server) needsPasskey(it *Item) bool {
@@ -62,7 +75,7 @@ func (s *Server) registerBegin(w http.ResponseWriter, r *http.Request, dev *Devi
 		return
 	}
 	var excl []protocol.CredentialDescriptor
-	for _, c := range dev.Passkeys {
+	for _, c := range credentials(dev) {
 		excl = append(excl, c.Descriptor())
 	}
 	opts, sess, err := s.pk.wa.BeginRegistration(user{dev},
@@ -103,7 +116,11 @@ func (s *Server) registerFinish(w http.ResponseWriter, r *http.Request, dev *Dev
 		writeErr(w, http.StatusForbidden, "passkey refused: "+Plain(err.Error(), 200))
 		return
 	}
-	if err := s.store.AddPasskey(dev.ID, *cred); err != nil {
+	raw, err := json.Marshal(cred)
+	if err == nil {
+		err = s.store.AddPasskey(dev.ID, raw)
+	}
+	if err != nil {
 		s.opt.Logf("passkey: %v", err)
 		writeErr(w, http.StatusInternalServerError, "the passkey could not be stored")
 		return

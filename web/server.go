@@ -229,6 +229,9 @@ func (s *Server) device(h func(http.ResponseWriter, *http.Request, *Device)) htt
 			writeErr(w, http.StatusForbidden, "refused: no valid CSRF token")
 			return
 		}
+		if err := s.store.Seen(dev, s.opt.Now()); err != nil { // for 'sluice web devices' and the console
+			s.opt.Logf("last seen: %v", err)
+		}
 		h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, dev)), dev)
 	}
 }

@@ -56,6 +56,9 @@ Keys:
   home/end g/G   top and end
   [ ]            previous and next diff hunk
   f              follow the output again
+  W              the browsers paired with the web approver ('sluice web'):
+                 when each was paired and last seen; enter, then y, revokes
+                 one, as 'sluice web revoke' does
   ?              every key, in the console
   q              quit (asks if something runs)
 In a dialog, y or enter means yes and esc means no.
@@ -163,6 +166,10 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 	if undoer.st == nil {
 		undoer.st = &checkpoint.Store{Dir: app.CheckpointDir()} // off for new runs; old ones can still be undone
 	}
+	webDevs := newWebDevices(log, audit.Login())
+	if *demo {
+		webDevs.dir = filepath.Join(demoDir, "web") // none of the person's own devices
+	}
 	runCtx, killRuns := context.WithCancel(context.Background())
 	defer killRuns()
 	m := tui.New(consoleOptions(styles, auto, cfg, tui.Options{
@@ -188,6 +195,7 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 		Trusts:     tui.TrustFuncs{Trust: rules.trustRule, List: rules.trusts},
 		PolicyFile: app.HomeShort(a.UserPolicyFile()),
 		Undo:       tui.UndoFuncs{Note: actor.CheckpointNote, Plan: undoer.plan, Apply: undoer.apply},
+		Devices:    webDevs,
 		Demo:       *demo,
 		Ctx:        runCtx,
 		Sandbox:    sbText,

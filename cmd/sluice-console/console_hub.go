@@ -9,6 +9,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/hub/link"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
@@ -39,7 +40,8 @@ func consoleFleet(std cli.Stdio, url, creds string, styles *themes.Styles, auto 
 	defer fleet.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := tui.New(consoleOptions(styles, auto, cfg, tui.Options{Fleet: fleet, Preview: fleet, Ctx: ctx}))
+	m := tui.New(consoleOptions(styles, auto, cfg, tui.Options{Fleet: fleet, Preview: fleet, Ctx: ctx,
+		Devices: newWebDevices(auditFile{}, audit.Login())}))
 	go fleet.Run(m)
 	sigCtx, stopSig := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stopSig()
