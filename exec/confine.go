@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -591,7 +592,8 @@ type tmpDirs struct {
 // get returns an empty directory, mode 0700, for one run.
 func (t *tmpDirs) get() (string, error) {
 	t.once.Do(func() {
-		t.parent, t.err = os.MkdirTemp("", "sluice-runs-")
+		sweepRunDirs(os.TempDir())
+		t.parent, t.err = os.MkdirTemp("", runDirsPrefix+strconv.Itoa(os.Getpid())+"-")
 		t.spare = make(chan string, 2)
 	})
 	if t.err != nil {
@@ -622,6 +624,41 @@ func (t *tmpDirs) put(d string) {
 			_ = os.Remove(n)
 		}
 	}()
+}
+
+// runDirsPrefix begins the name of a runner's directory of temporary
+// directories, which goes on with the pid of the process that made it.
+const runDirsPrefix = "sluice-runs-"
+
+// sweepRunDirs removes from dir the runners' directories of processes that
+// are gone: an engine killed with SIGKILL leaves its own behind (and the
+// spare made for its next run), and /tmp would gather them. Only this
+// user's own directories are removed, never through a symlink.
+func sweepRunDirs(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), runDirsPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 {
+			continue // an older sluice's, or not a runner's: left alone
+		}
+		if err := unix.Kill(pid, 0); err == nil || errors.Is(err, unix.EPERM) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		var st unix.Stat_t
+		if unix.Lstat(path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
+			continue
+		}
+		_ = os.RemoveAll(path)
+	}
 }
 
 // close waits for the removals under way and removes the runner's

@@ -527,3 +527,44 @@ func TestApprovedGrantsWritable(t *testing.T) {
 		t.Errorf("%s was written", filepath.Join(other, "file.txt"))
 	}
 }
+
+// TestSweepRunDirs: the runners' directories of processes that are gone
+// (an engine killed with SIGKILL leaves its own) are removed; a live
+// process's, another name's, an old unnumbered one and a symlink stay.
+func TestSweepRunDirs(t *testing.T) {
+	dir := t.TempDir()
+	dead := osexec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Join(p, "run-1"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gone := mk(fmt.Sprintf("%s%d-123", runDirsPrefix, dead.Process.Pid))
+	live := mk(fmt.Sprintf("%s%d-456", runDirsPrefix, os.Getpid()))
+	old := mk(runDirsPrefix + "789")
+	other := mk("sluice-sandbox-1")
+	target := mk("elsewhere")
+	link := filepath.Join(dir, fmt.Sprintf("%s%d-999", runDirsPrefix, dead.Process.Pid))
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+
+	sweepRunDirs(dir)
+
+	if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dead engine's %s remains: %v", filepath.Base(gone), err)
+	}
+	for _, p := range []string{live, old, other, filepath.Join(target, "run-1")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", p, err)
+		}
+	}
+	if _, err := os.Lstat(link); err != nil {
+		t.Errorf("the symlink was removed: %v", err)
+	}
+}
