@@ -2,11 +2,18 @@
 // the network only through it, and it lets through only the hosts the run's
 // verdict and the person's rules name, asking the person about the rest.
 //
-// One Proxy serves one run on a listener its caller passes (a unix socket
-// bridged into the run's network namespace in production). On that one
-// listener it speaks HTTP CONNECT, plain HTTP forwarding of absolute-form
-// requests, and SOCKS5 (CONNECT only, no authentication), told apart by the
-// first byte.
+// One Proxy serves one run on a listener its caller passes (in production
+// a TCP listener made inside the run's network namespace and handed over,
+// or one on the host's loopback where there are no namespaces). On that
+// one listener it speaks HTTP CONNECT, plain HTTP forwarding of
+// absolute-form requests, and SOCKS5 (CONNECT only, no authentication),
+// told apart by the first byte.
+//
+// Once a connection is let through, its bytes (a tunnel's, and a
+// forwarded message's body of known length) go from one TCP socket to the
+// other by splice(2) on Linux, past the few the proxy had already read
+// (a request's header, a ClientHello), and are counted from what each
+// copy returns.
 //
 // It never resolves a name the rules do not admit (a DNS query can carry
 // data out), never re-resolves a name after checking its addresses (the dial

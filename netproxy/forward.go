@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 )
@@ -78,12 +79,27 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req *http.Request, up *ups
 	if auth := proxyAuth(p.upstream); auth != "" {
 		req.Header.Set("Proxy-Authorization", auth)
 	}
+	var w io.Writer = up.count
+	var mw *msgWriter
+	if req.ContentLength > 0 && len(req.TransferEncoding) == 0 {
+		// The body follows the header on the client's connection:
+		// spliced from there (the body net/http read would be left
+		// unread).
+		req.Body = &rawBody{br: br, conn: c, remain: req.ContentLength}
+		mw = newMsgWriter(up.count, up.conn, &up.count.written)
+		w = mw
+	}
 	go func() {
+		var err error
 		if p.upstream != nil {
-			werr <- req.WriteProxy(up.count)
-			return
+			err = req.WriteProxy(w)
+		} else {
+			err = req.Write(w)
 		}
-		werr <- req.Write(up.count)
+		if err == nil && mw != nil {
+			err = mw.Flush()
+		}
+		werr <- err
 	}()
 
 	keep := p.relayResponse(c, br, req, up, upgrade != "", reused)
@@ -153,6 +169,18 @@ func (p *Proxy) relayResponse(c net.Conn, br *bufio.Reader, req *http.Request, u
 			resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.0", 1, 0
 			resp.TransferEncoding = nil
 			resp.Close = true
+		}
+		if resp.ContentLength > 0 && len(resp.TransferEncoding) == 0 && req.Method != http.MethodHead {
+			// The body follows on the connection onward: spliced
+			// from there, and net/http's reader of it left unread.
+			body := &rawBody{br: up.br, conn: up.conn, remain: resp.ContentLength, read: &up.count.read}
+			resp.Body = body
+			mw := newMsgWriter(c, c, nil)
+			err = resp.Write(mw)
+			if err == nil {
+				err = mw.Flush()
+			}
+			return err == nil && body.remain == 0 && !req.Close && !resp.Close
 		}
 		err = resp.Write(c)
 		_ = resp.Body.Close()
