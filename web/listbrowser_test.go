@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"regexp"
@@ -163,7 +165,7 @@ func TestBrowserListApprovalAndConnect(t *testing.T) {
 	}
 
 	// Approve the command from its row: the agent's run goes on.
-	do(t, ctx, "approve from the row", chromedp.Click(chromedp.CSS("#items > li[data-id='"+hid+"'] button.list-approve")))
+	press(t, ctx, "approve from the row", "#items > li[data-id='"+hid+"'] button.list-approve")
 	until(t, ctx, "approved", `document.getElementById("q-msg").textContent.startsWith("Approved as ")`)
 	if code := hostile.Wait(t); code != 0 || !strings.Contains(hostile.Stdout.String(), "<script>window.pwned=1</script>") {
 		t.Fatalf("the approved agent: exit %d\n%s\n%s", code, hostile.Stdout.String(), hostile.Stderr.String())
@@ -173,8 +175,7 @@ func TestBrowserListApprovalAndConnect(t *testing.T) {
 	}
 
 	// Allow the connection once: the waiting side hears it.
-	do(t, ctx, "allow once", chromedp.WaitEnabled(chromedp.CSS("#items > li[data-id='"+once.id+"'] button.list-approve")),
-		chromedp.Click(chromedp.CSS("#items > li[data-id='"+once.id+"'] button.list-approve")))
+	press(t, ctx, "allow once", "#items > li[data-id='"+once.id+"'] button.list-approve")
 	if res := once.answer(t); res.Decision != queue.Allow || res.Scope != queue.ScopeOnce {
 		t.Fatalf("allowed once: the proxy got %+v", res)
 	}
@@ -184,12 +185,11 @@ func TestBrowserListApprovalAndConnect(t *testing.T) {
 	forRun := b.askConnect("registry.example", 443, "npm install")
 	refused := b.askConnect("tracker.example", 80, "npm install")
 	until(t, ctx, "two more questions", row(forRun.id)+` !== null && `+row(refused.id)+` !== null`)
-	do(t, ctx, "allow for the run", chromedp.WaitEnabled(chromedp.CSS("#items > li[data-id='"+forRun.id+"'] button.run")),
-		chromedp.Click(chromedp.CSS("#items > li[data-id='"+forRun.id+"'] button.run")))
+	press(t, ctx, "allow for the run", "#items > li[data-id='"+forRun.id+"'] button.run")
 	if res := forRun.answer(t); res.Decision != queue.Allow || res.Scope != queue.ScopeRun {
 		t.Fatalf("allowed for the run: the proxy got %+v", res)
 	}
-	do(t, ctx, "refuse", chromedp.Click(chromedp.CSS("#items > li[data-id='"+refused.id+"'] button.deny")))
+	press(t, ctx, "refuse", "#items > li[data-id='"+refused.id+"'] button.deny")
 	if res := refused.answer(t); res.Decision != queue.Deny {
 		t.Fatalf("refused: the proxy got %+v", res)
 	}
@@ -234,4 +234,14 @@ func TestBrowserListApprovalAndConnect(t *testing.T) {
 		t.Fatalf("allowed for the run from the detail: the proxy got %+v", res)
 	}
 	until(t, ctx, "said", `document.getElementById("d-msg").textContent.startsWith("Allowed for the rest of its run as ")`)
+}
+
+// press clicks the button sel finds once it is enabled, in one step in the
+// page: the list is drawn again as requests come and go, and a node found
+// by one call and clicked by the next may be gone by then (chromedp:
+// "Could not find node with given id").
+func press(t *testing.T, ctx context.Context, what, sel string) {
+	t.Helper()
+	q, _ := json.Marshal(sel)
+	until(t, ctx, what, `(() => { const b = document.querySelector(`+string(q)+`); if (!b || b.disabled) return false; b.click(); return true; })()`)
 }
