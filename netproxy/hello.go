@@ -1,11 +1,11 @@
 package netproxy
 
 import (
-	"github.com/sluice-dev/sluice/netproxy/netrule"
-
 	"errors"
 	"io"
 	"net/netip"
+
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 )
 
 // TLS framing (RFC 8446 section 5.1, 4.1.2; RFC 6066 section 3).

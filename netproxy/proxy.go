@@ -1,18 +1,18 @@
 package netproxy
 
 import (
-	"github.com/sluice-dev/sluice/queue"
-
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluice-dev/sluice/netproxy/netrule"
 	"net"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluice-dev/sluice/netproxy/netrule"
+	"github.com/sluice-dev/sluice/queue"
 )
 
 // The proxy's configuration and host rules live in package netrule, which

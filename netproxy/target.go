@@ -1,12 +1,12 @@
 package netproxy
 
 import (
-	"github.com/sluice-dev/sluice/netproxy/netrule"
-
 	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 )
 
 // target is where a client asked to go: a checked host name or an IP

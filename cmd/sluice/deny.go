@@ -1,13 +1,12 @@
 package main
 
 import (
-	"github.com/sluice-dev/sluice/internal/engcmd"
-
 	"fmt"
 
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
+	"github.com/sluice-dev/sluice/internal/engcmd"
 	"github.com/sluice-dev/sluice/queue"
 )
 

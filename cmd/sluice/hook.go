@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/sluice-dev/sluice/internal/engcmd"
-
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/hook"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
+	"github.com/sluice-dev/sluice/internal/engcmd"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/setup"

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/sluice-dev/sluice/internal/engcmd"
-
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/sluice-dev/sluice/hook"
 	"github.com/sluice-dev/sluice/internal/cli"
+	"github.com/sluice-dev/sluice/internal/engcmd"
 	"github.com/sluice-dev/sluice/setup"
 )
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/sluice-dev/sluice/internal/engcmd"
-
 	"context"
 	"fmt"
 	"strings"
@@ -11,6 +9,7 @@ import (
 	"github.com/sluice-dev/sluice/checkpoint"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
+	"github.com/sluice-dev/sluice/internal/engcmd"
 	"github.com/sluice-dev/sluice/queue"
 )
 

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"github.com/sluice-dev/sluice/internal/engcmd"
-
 	"context"
 	"fmt"
 	"io"
 
 	"github.com/sluice-dev/sluice/internal/cli"
+	"github.com/sluice-dev/sluice/internal/engcmd"
 	"github.com/sluice-dev/sluice/queue"
 )
 

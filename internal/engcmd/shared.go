@@ -16,7 +16,11 @@ import (
 	"github.com/sluice-dev/sluice/queue"
 )
 
-// actorName is as, shown safely, when given (someone deciding elsewhere,
+// What the engine's commands share with sluice's others (deny, undo, hook,
+// install, trust, wait): who decides, what a claim held elsewhere means, a
+// yes/no at a terminal, the hub bridge serve starts, a diff printed.
+
+// ActorName is as, shown safely, when given (someone deciding elsewhere,
 // named by the hub bridge), else the login name.
 func ActorName(as string) string {
 	if as == "" {
@@ -25,7 +29,7 @@ func ActorName(as string) string {
 	return cli.Show(as)
 }
 
-// explainClaim turns a failed claim into a message that says what happened
+// ExplainClaim turns a failed claim into a message that says what happened
 // to the request and what to do.
 func ExplainClaim(sp *queue.Spool, id string, err error) error {
 	var inv *queue.InvalidError
@@ -53,7 +57,7 @@ func ExplainClaim(sp *queue.Spool, id string, err error) error {
 	return err
 }
 
-// confirm asks a yes/no question on stdin.
+// Confirm asks a yes/no question on stdin.
 func Confirm(std cli.Stdio, question string) bool {
 	fmt.Fprint(std.Err, question)
 	// One line, a byte at a time: a second question reads the next.
@@ -133,7 +137,7 @@ func hubBridge(ctx context.Context, url, creds, spool, auditPath string, logf fu
 	return nil
 }
 
-// printDiff writes a diff of files an agent wrote, line by line, as
+// PrintDiff writes a diff of files an agent wrote, line by line, as
 // text: what a terminal would act on is shown escaped.
 func PrintDiff(w io.Writer, diff string) {
 	if diff == "" {
@@ -144,5 +148,5 @@ func PrintDiff(w io.Writer, diff string) {
 	}
 }
 
-// loginName is the person acting, as the audit log records them.
+// LoginName is the person acting, as the audit log records them.
 func LoginName() string { return audit.Login() }
