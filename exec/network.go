@@ -54,7 +54,7 @@ type ProxyServer interface {
 // NewProxyServer makes a run's proxy for cfg. It is nil in a program that
 // starts no networked run: package netproxy links net/http, which would
 // cost every agent process's start about 0.3 ms, so only the programs
-// that run commands (sluice-engine, the console, the MCP server) link it,
+// that run commands (sluice-engine, sluice-console) link it,
 // by importing exec/proxyhost, which sets this.
 var NewProxyServer func(cfg netrule.Config) (ProxyServer, error)
 
