@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -200,15 +201,26 @@ func (c *Client) decision(ctx context.Context, key string) (*Decision, error) {
 
 // Outcome waits for what box did with its request id, until ctx ends,
 // across the hub's restarts (the watch is made again when the client is
-// back).
+// back). Until its first watch is made, a failure that may pass once the
+// hub is back (watchMayPass) is tried again for outcomeWatchBound after
+// the first one, then returned; any other is returned at once.
 func (c *Client) Outcome(ctx context.Context, box, id string) (*Outcome, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var o *Outcome
-	var err error
-	watched := false // a watch was made: one that fails later is tried again
+	// The watch's callbacks run on its goroutine, the bound's on a
+	// timer's.
+	var (
+		mu      sync.Mutex
+		o       *Outcome
+		err     error
+		watched bool        // a watch was made: one that fails later is tried again
+		bound   *time.Timer // set at the first failure that may pass
+		last    error       // the latest such failure
+	)
 	w := &kvWatch{kv: c.Results, keys: Key(box, id),
 		entry: func(e jetstream.KeyValueEntry) {
+			mu.Lock()
+			defer mu.Unlock()
 			if e == nil {
 				watched = true
 				return
@@ -223,12 +235,39 @@ func (c *Client) Outcome(ctx context.Context, box, id string) (*Outcome, error) 
 			cancel()
 		},
 		failed: func(e error) {
-			if !watched && err == nil {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case watched || err != nil:
+				return
+			case !watchMayPass(c.NC, e):
 				err = e
 				cancel()
+				return
+			}
+			last = e
+			if bound != nil {
+				return
+			}
+			d := outcomeWatchBound
+			bound = time.AfterFunc(d, func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if !watched && err == nil && o == nil {
+					err = fmt.Errorf("the hub has not answered for %s: %w", d, last)
+					cancel()
+				}
+			})
+			if outcomeRetryHook != nil {
+				outcomeRetryHook(e)
 			}
 		}}
 	w.run(ctx, c)
+	mu.Lock()
+	defer mu.Unlock()
+	if bound != nil {
+		bound.Stop()
+	}
 	switch {
 	case o != nil:
 		return o, nil
@@ -236,4 +275,45 @@ func (c *Client) Outcome(ctx context.Context, box, id string) (*Outcome, error) 
 		return nil, err
 	}
 	return nil, ctx.Err()
+}
+
+// outcomeWatchBound is how long Outcome tries to make its first watch
+// after the first try failed as one does while the hub is away. It lets
+// a hub restart of some 20 s pass: the process starting again and its
+// JetStream reading its streams back (seconds, on a loaded machine more),
+// the client finding it back (reconnectWait, up to half a second), and
+// the try under way when the hub went, which may wait openWait (5 s)
+// before it fails. A hub that does not come back within it is not waited
+// for: 'sluice hub approve' says it has no word from the box yet, rather
+// than waiting for ever on a hub that was stopped for good. A variable:
+// a test shortens it.
+var outcomeWatchBound = 30 * time.Second
+
+// outcomeRetryHook, when a test sets it, hears each failure Outcome
+// tries again before its first watch was made, as it starts the bound.
+var outcomeRetryHook func(error)
+
+// watchMayPass reports whether e, why a watch could not be made, may
+// pass once the hub is back: the try given up at a reconnection or after
+// openWait (a context ended), a request unanswered or refused while the
+// link was down, or nothing serving JetStream yet on a hub that is
+// starting. What the hub answered otherwise (no right to read the
+// bucket, no such bucket) stays so, and so does a closed client.
+func watchMayPass(nc *nats.Conn, e error) bool {
+	if nc.IsClosed() {
+		return false
+	}
+	var api *nats.APIError
+	switch {
+	case errors.Is(e, context.Canceled), errors.Is(e, context.DeadlineExceeded), errors.Is(e, nats.ErrTimeout),
+		errors.Is(e, nats.ErrConnectionClosed), errors.Is(e, nats.ErrDisconnected), errors.Is(e, nats.ErrConnectionReconnecting),
+		errors.Is(e, nats.ErrReconnectBufExceeded),
+		// No responders: the legacy JetStream API the watch is made
+		// with names it JetStream not enabled.
+		errors.Is(e, nats.ErrNoResponders), errors.Is(e, nats.ErrJetStreamNotEnabled):
+		return true
+	case errors.As(e, &api):
+		return api.ErrorCode == nats.JSErrCodeJetStreamNotAvailable // "temporarily unavailable"
+	}
+	return false
 }
