@@ -177,29 +177,12 @@ func newFleetWith(t *testing.T, now func() time.Time) *fleet {
 	return f
 }
 
-// queue is the page's queue: its rows by id.
-func (f *fleet) queue(d device) map[string]itemView {
-	w := f.as(d, "GET", "/api/queue", "")
-	if w.Code != http.StatusOK {
-		f.t.Fatalf("GET /api/queue: %d %s", w.Code, w.Body)
-	}
-	var rows []itemView
-	if err := json.Unmarshal(w.Body.Bytes(), &rows); err != nil {
-		f.t.Fatal(err)
-	}
-	m := map[string]itemView{}
-	for _, r := range rows {
-		m[r.ID] = r
-	}
-	return m
-}
-
 // waitQueued waits until the page lists every key.
 func (f *fleet) waitQueued(d device, keys ...string) map[string]itemView {
 	f.t.Helper()
 	var q map[string]itemView
 	until(f.t, fmt.Sprintf("the page lists %v", keys), func() bool {
-		q = f.queue(d)
+		q = f.list(d)
 		for _, k := range keys {
 			if q[k].State != queue.StatePending {
 				return false
@@ -282,7 +265,7 @@ func TestHubSourceApprovesOnBothBoxes(t *testing.T) {
 			t.Fatalf("%s in box %s's audit log: %+v, %v; want approved by %q (via the hub)", k, box, e, err, by)
 		}
 	}
-	if q := f.queue(phone); len(q) != 0 {
+	if q := f.list(phone); len(q) != 0 {
 		t.Fatalf("the queue after both ran: %v", q)
 	}
 	hist := f.src.History()
@@ -330,7 +313,7 @@ func TestHubSourceAfterHubRestart(t *testing.T) {
 
 	f.h.Shutdown()
 	until(t, "the source sees the hub go", func() bool { up, _ := f.src.Connected(); return !up })
-	if q := f.queue(phone); len(q) != 2 {
+	if q := f.list(phone); len(q) != 2 {
 		t.Fatalf("while the hub is down the page shows what waited: %v", q)
 	}
 	if code, out := f.approve(phone, k1); code != http.StatusConflict || !strings.Contains(fmt.Sprint(out["error"]), "hub cannot be reached") {
@@ -345,7 +328,7 @@ func TestHubSourceAfterHubRestart(t *testing.T) {
 		return up && n > listings
 	})
 	t.Logf("the queue was listed again %v after the hub was back", time.Since(back).Round(time.Millisecond))
-	after := f.queue(phone)
+	after := f.list(phone)
 	if !slices.Equal(sortedKeys(before), sortedKeys(after)) {
 		t.Fatalf("the queue after the restart: %v, before: %v", sortedKeys(after), sortedKeys(before))
 	}
