@@ -79,11 +79,18 @@ func (askAll) Judge(*queue.Request) queue.Verdict {
 func (b *fleetBox) ask(t *testing.T, command string) string {
 	t.Helper()
 	req := &queue.Request{Kind: queue.KindExec, Command: command, Cwd: "/home/dev/app", Agent: "claude-code"}
+	return b.submit(t, req, &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium", Profile: "mutating"})
+}
+
+// submit submits req on the box with the engine's queued line giving
+// verdict v, and returns its key on the hub.
+func (b *fleetBox) submit(t *testing.T, req *queue.Request, v *queue.Verdict) string {
+	t.Helper()
 	if err := b.spool.Submit(req); err != nil {
 		t.Fatal(err)
 	}
 	ev := queue.NewEvent(queue.EventQueued, req)
-	ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium", Profile: "mutating"}
+	ev.Actor, ev.Verdict = "policy", v
 	if err := b.log.Record(ev); err != nil {
 		t.Fatal(err)
 	}
@@ -403,15 +410,7 @@ func TestHubSourceConnectScopes(t *testing.T) {
 	for _, scope := range []queue.Scope{queue.ScopeRun, queue.ScopeOnce} {
 		req := &queue.Request{Kind: queue.KindConnect, Host: "registry.example", Port: 443, RunID: queue.NewID(),
 			Command: "npm install", Cwd: "/home/dev/app", Agent: "claude-code"}
-		if err := b.spool.Submit(req); err != nil {
-			t.Fatal(err)
-		}
-		ev := queue.NewEvent(queue.EventQueued, req)
-		ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "networked", Risk: "medium"}
-		if err := b.log.Record(ev); err != nil {
-			t.Fatal(err)
-		}
-		key := hub.Key("b1", req.ID)
+		key := b.submit(t, req, &queue.Verdict{Action: queue.ActionAsk, Category: "networked", Risk: "medium"})
 		row := f.waitQueued(phone, key)[key]
 		if row.Connect == nil || !row.Connect.ForRun || text(row.Connect.Target) != "registry.example:443" || row.Approve == nil {
 			t.Fatalf("the row: %+v %+v", row.Connect, row.Approve)
