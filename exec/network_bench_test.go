@@ -5,8 +5,6 @@ package exec
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/exec/sandbox"
+	"github.com/sluice-dev/sluice/internal/testnet"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -68,7 +67,11 @@ func BenchmarkProxiedDownload(b *testing.B) {
 	}
 	portConf := *conf
 	nsConf := *conf
-	nsConf.Box = benchBox(b)
+	nsConf.Box = boxLink(b)
+	if why := sandbox.BoxRefused(nsConf.Box); why != "" {
+		b.Logf("no network namespace for a run (%s): the port fallback only", why)
+		nsConf.Box = ""
+	}
 
 	type variant struct {
 		name   string
@@ -81,7 +84,7 @@ func BenchmarkProxiedDownload(b *testing.B) {
 	networked := Options{Profile: "networked", Hosts: HostSet{Allow: []string{"download.test"}}}
 	vs := []*variant{
 		{name: "unconfined", r: testRunner(), url: "http://" + addr.String() + "/100M"},
-		{name: "relay", r: testRunner(), url: "http://" + benchRelay(b, addr).String() + "/100M"},
+		{name: "relay", r: testRunner(), url: "http://" + testnet.Relay(b, addr).String() + "/100M"},
 		{name: "port", r: testRunner(), url: "http://download.test/100M", opt: networked},
 	}
 	vs[2].r.Confine = &portConf
@@ -157,62 +160,6 @@ func medianOf(f []float64) float64 {
 	s := slices.Clone(f)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-// benchBox is a sluice-box (a link to this test binary), "" where a run
-// cannot have a namespace of its own here.
-func benchBox(b *testing.B) string {
-	b.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	box := filepath.Join(b.TempDir(), "sluice-box")
-	if err := os.Symlink(self, box); err != nil {
-		b.Fatal(err)
-	}
-	if why := sandbox.BoxRefused(box); why != "" {
-		b.Logf("no network namespace for a run (%s): the port fallback only", why)
-		return ""
-	}
-	return box
-}
-
-// benchRelay relays each connection to target both ways with io.Copy and
-// nothing else.
-func benchRelay(b *testing.B, target netip.AddrPort) netip.AddrPort {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				r, err := net.Dial("tcp", target.String())
-				if err != nil {
-					return
-				}
-				defer r.Close()
-				done := make(chan struct{})
-				go func() {
-					_, _ = io.Copy(c, r)
-					_ = c.(*net.TCPConn).CloseWrite()
-					close(done)
-				}()
-				_, _ = io.Copy(r, c)
-				_ = r.(*net.TCPConn).CloseWrite()
-				<-done
-			}()
-		}
-	}()
-	return netip.MustParseAddrPort(l.Addr().String())
 }
 
 // median is the p50 of d.

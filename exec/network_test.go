@@ -26,19 +26,27 @@ import (
 // this test binary) and, without one, Landlock's port rule.
 func netModes(t *testing.T) map[string]string {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	box := filepath.Join(t.TempDir(), "sluice-box")
-	if err := os.Symlink(self, box); err != nil {
-		t.Fatal(err)
-	}
+	box := boxLink(t)
 	modes := map[string]string{"port": ""}
 	if sandbox.BoxRefused(box) == "" {
 		modes["own namespace"] = box
 	}
 	return modes
+}
+
+// boxLink is a sluice-box for a Runner's Confine.Box: a link to this
+// test binary, whose TestMain acts as the box when started by that name.
+func boxLink(tb testing.TB) string {
+	tb.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	box := filepath.Join(tb.TempDir(), "sluice-box")
+	if err := os.Symlink(self, box); err != nil {
+		tb.Fatal(err)
+	}
+	return box
 }
 
 // netFixture is a confining runner whose runs' proxies resolve

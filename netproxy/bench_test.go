@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/testnet"
 )
 
 // benchDial opens a connection to target: directly, or through a tunnel
@@ -47,7 +49,7 @@ func benchProxy(b *testing.B, server netip.AddrPort) string {
 // it back, close. The proxy's added latency per connection is the
 // difference between proxy and direct.
 func BenchmarkConnect(b *testing.B) {
-	echo := serveTCP(b, func(c net.Conn) { _, _ = io.Copy(c, c) })
+	echo := testnet.Serve(b, func(c net.Conn) { _, _ = io.Copy(c, c) })
 	proxy := benchProxy(b, echo)
 	for _, mode := range []struct{ name, proxy string }{{"direct", ""}, {"proxy", proxy}} {
 		b.Run(mode.name, func(b *testing.B) {
@@ -71,7 +73,7 @@ const transferSize = 100 << 20
 // BenchmarkTransfer is a 100 MB download, directly and through a tunnel.
 func BenchmarkTransfer(b *testing.B) {
 	block := make([]byte, 1<<20)
-	source := serveTCP(b, func(c net.Conn) {
+	source := testnet.Serve(b, func(c net.Conn) {
 		for range transferSize / len(block) {
 			if _, err := c.Write(block); err != nil {
 				return
@@ -97,7 +99,7 @@ func BenchmarkTransfer(b *testing.B) {
 // BenchmarkForward is one plain HTTP request and response on a kept-alive
 // client connection through the proxy.
 func BenchmarkForward(b *testing.B) {
-	srv := serveTCP(b, func(c net.Conn) {
+	srv := testnet.Serve(b, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		for {
 			req, err := http.ReadRequest(br)
@@ -143,7 +145,7 @@ func BenchmarkCurlDownload(b *testing.B) {
 	b.Cleanup(srv.Close)
 	local := netip.MustParseAddrPort(srv.Listener.Addr().String())
 	proxy := benchProxy(b, local)
-	relay := bareRelay(b, local)
+	relay := testnet.Relay(b, local)
 	modes := []struct {
 		name   string
 		args   []string
@@ -200,27 +202,6 @@ func serveSized(w http.ResponseWriter, _ *http.Request) {
 			return
 		}
 	}
-}
-
-// bareRelay relays each connection to target, both ways, with nothing
-// in between: the floor of a proxy in user space on this machine.
-func bareRelay(b *testing.B, target netip.AddrPort) netip.AddrPort {
-	return serveTCP(b, func(c net.Conn) {
-		r, err := net.Dial("tcp", target.String())
-		if err != nil {
-			return
-		}
-		defer r.Close()
-		done := make(chan struct{})
-		go func() {
-			_, _ = io.Copy(c, r)
-			closeWrite(c)
-			close(done)
-		}()
-		_, _ = io.Copy(r, c)
-		closeWrite(r)
-		<-done
-	})
 }
 
 // median is the p50 of v.

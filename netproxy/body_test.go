@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/testnet"
 )
 
 // bigSize is larger than any buffer of the proxy's or the kernel's
@@ -48,7 +50,7 @@ func newCountingServer(t *testing.T) *countingServer {
 	t.Helper()
 	s := &countingServer{conns: make(chan struct{}, 16), release: make(chan struct{}), upHalf: make(chan struct{})}
 	body := pattern(bigSize)
-	s.addr = serveTCP(t, func(c net.Conn) {
+	s.addr = testnet.Serve(t, func(c net.Conn) {
 		defer func() { s.conns <- struct{}{} }()
 		cc := &countConn{ReadWriter: c}
 		defer func() {

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/sluice-dev/sluice/internal/testnet"
 )
 
 // plainServer is an HTTP server standing in for plain.test.
@@ -271,7 +273,7 @@ func TestUpstreamCredentials(t *testing.T) {
 // client's connection as the server did, and the client retries.
 func TestForwardServerClosedBetweenRequests(t *testing.T) {
 	t.Parallel()
-	local := serveTCP(t, func(c net.Conn) {
+	local := testnet.Serve(t, func(c net.Conn) {
 		// One response, kept alive in words, then gone.
 		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
 			return

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/testnet"
 )
 
 // captureHello returns the records crypto/tls sends as a client's first
@@ -212,7 +214,7 @@ func (c *pipeConn) CloseWrite() error              { return nil }
 // connection in FuzzServe reaches.
 func sink(tb testing.TB) netip.AddrPort {
 	tb.Helper()
-	return serveTCP(tb, func(c net.Conn) {
+	return testnet.Serve(tb, func(c net.Conn) {
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		closeWrite(c)
 		_, _ = io.Copy(io.Discard, c)

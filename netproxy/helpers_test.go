@@ -229,30 +229,6 @@ func contactsOf(p *Proxy, host string, port int) []Contact {
 	return out
 }
 
-// serveTCP runs handle for every connection to a loopback listener, and
-// closes the connection when handle returns.
-func serveTCP(tb testing.TB, handle func(net.Conn)) netip.AddrPort {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	return netip.MustParseAddrPort(l.Addr().String())
-}
-
 // openTunnel asks for a tunnel to target on c, a connection to the
 // proxy, and reads the 200's line and empty line without a buffer that
 // could swallow what follows.

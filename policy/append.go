@@ -47,26 +47,38 @@ func AppendRule(file string, r NewRule) error {
 	if err != nil {
 		return err
 	}
+	return replaceFile(file, info, appendBlock(old, block), "append a rule to", func(tmp string) error {
+		return checkAppended(tmp, file, strings.Count(old, "\n")+1, r)
+	})
+}
+
+// replaceFile puts content in file's place atomically, as AppendRule and
+// AppendNetworkAllow do: it writes a temporary file beside it (with
+// file's mode, or 0600 and its directory made where file did not exist:
+// info is nil), which check vets, and renames it over file only if file
+// is still as it was read (info). Its own errors say "policy: <what>
+// <file>: ...".
+func replaceFile(file string, info fs.FileInfo, content, what string, check func(tmp string) error) error {
 	dir := filepath.Dir(file)
 	mode := fs.FileMode(0o600)
 	if info != nil {
 		mode = info.Mode().Perm()
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("policy: append a rule to %s: %w", file, err)
+		return fmt.Errorf("policy: %s %s: %w", what, file, err)
 	}
-	tmp, err := writeTemp(dir, filepath.Base(file), appendBlock(old, block), mode)
+	tmp, err := writeTemp(dir, filepath.Base(file), content, mode)
 	if err != nil {
-		return fmt.Errorf("policy: append a rule to %s: %w", file, err)
+		return fmt.Errorf("policy: %s %s: %w", what, file, err)
 	}
 	defer os.Remove(tmp) // fails harmlessly once renamed
-	if err := checkAppended(tmp, file, strings.Count(old, "\n")+1, r); err != nil {
+	if err := check(tmp); err != nil {
 		return err
 	}
 	if err := unchanged(file, info); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, file); err != nil {
-		return fmt.Errorf("policy: append a rule to %s: %w", file, err)
+		return fmt.Errorf("policy: %s %s: %w", what, file, err)
 	}
 	// The rename is done; syncing the directory only makes it durable
 	// sooner, so its failure is not the caller's concern.

@@ -3,9 +3,6 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -51,38 +48,19 @@ func AppendNetworkAllow(file, entry, comment string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("policy: add %s to network_allow in %s: %w; add it by hand", entry, file, err)
 	}
-	dir := filepath.Dir(file)
-	mode := fs.FileMode(0o600)
-	if info != nil {
-		mode = info.Mode().Perm()
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false, fmt.Errorf("policy: add to network_allow in %s: %w", file, err)
-	}
-	tmp, err := writeTemp(dir, filepath.Base(file), content, mode)
-	if err != nil {
-		return false, fmt.Errorf("policy: add to network_allow in %s: %w", file, err)
-	}
-	defer os.Remove(tmp) // fails harmlessly once renamed
-	after, err := Load(Options{User: tmp, UserRequired: true})
-	if err != nil {
-		return false, &LoadError{File: file, Msg: fmt.Sprintf("with %s added the file would not load (%v); the host was not added", entry, err)}
-	}
-	if got, want := fileAllows(after, tmp), append(slices.Clone(had), entry); !sameSet(got, want) ||
-		!sameRules(before.rules, after.rules) || before.defaults != after.defaults ||
-		!slices.Equal(hostsOf(before.net.deny), hostsOf(after.net.deny)) {
-		return false, &LoadError{File: file, Msg: fmt.Sprintf("adding %s would change more than network_allow; the host was not added: add it by hand", entry)}
-	}
-	if err := unchanged(file, info); err != nil {
-		return false, err
-	}
-	if err := os.Rename(tmp, file); err != nil {
-		return false, fmt.Errorf("policy: add to network_allow in %s: %w", file, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return true, nil
+	err = replaceFile(file, info, content, "add to network_allow in", func(tmp string) error {
+		after, err := Load(Options{User: tmp, UserRequired: true})
+		if err != nil {
+			return &LoadError{File: file, Msg: fmt.Sprintf("with %s added the file would not load (%v); the host was not added", entry, err)}
+		}
+		if got, want := fileAllows(after, tmp), append(slices.Clone(had), entry); !sameSet(got, want) ||
+			!sameRules(before.rules, after.rules) || before.defaults != after.defaults ||
+			!slices.Equal(hostsOf(before.net.deny), hostsOf(after.net.deny)) {
+			return &LoadError{File: file, Msg: fmt.Sprintf("adding %s would change more than network_allow; the host was not added: add it by hand", entry)}
+		}
+		return nil
+	})
+	return err == nil, err
 }
 
 // NetworkAllowText is what AppendNetworkAllow would make of the file's

@@ -115,13 +115,8 @@ func (m *Model) addHostRuleCmd(req *queue.Request, entry string) tea.Cmd {
 // afterHostPropose opens the host rule dialog on the request it was
 // proposed for, if it is still the one selected.
 func (m *Model) afterHostPropose(msg hostProposedMsg) tea.Cmd {
-	m.idle(msg.id)
-	if msg.err != nil {
-		m.setErr(msg.err)
+	if !m.proposalStands(msg.id, msg.err) {
 		return nil
-	}
-	if c := m.current(); c == nil || c.req.ID != msg.id {
-		return nil // the selection moved meanwhile
 	}
 	m.open(&hostRuleDialog{rule: msg})
 	return nil

@@ -22,19 +22,9 @@ func (d *hostRuleDialog) Render(m *Model, _ int) (string, []string) {
 	if it := m.find(r.id); it != nil {
 		body = append(body, ds.Text.Render(plainText(it.req.Command)+" wants "+plainText(it.req.Target())))
 	}
-	for _, l := range strings.Split(r.texts[r.choice], "\n") {
-		body = append(body, m.st.Detail.Rule.Render("  "+plainText(l)))
-	}
-	var choices []string
-	for i, e := range r.entries {
-		c := plainText(e)
-		if i == r.choice {
-			c = ds.ButtonFocused.Render(c)
-		}
-		choices = append(choices, c)
-	}
+	body = append(body, ruleLines(m, r.texts[r.choice])...)
 	body = append(body, "",
-		ds.Text.Render("← narrower · wider →   ")+strings.Join(choices, "  "),
+		choiceLine(m, r.entries, r.choice),
 		ds.Text.Render(entryMeaning(r.entries[r.choice])+": networked runs that start from now on, in every project, reach it without asking (network_deny still wins); this run, for the rest of it."),
 		ds.Text.Render(policyFileText(m.d.opt.PolicyFile)),
 		"", ds.Button.Render("y: allow and keep the rule")+"  "+noButton(m))
@@ -44,12 +34,7 @@ func (d *hostRuleDialog) Render(m *Model, _ int) (string, []string) {
 // HandleKey implements dialog: ← and → narrow and widen the entry, y
 // keeps it and allows the connection.
 func (d *hostRuleDialog) HandleKey(m *Model, msg tea.KeyPressMsg) (dialog, tea.Cmd) {
-	switch msg.String() {
-	case "left", "h", "<":
-		d.rule.choice = max(0, d.rule.choice-1)
-		return d, nil
-	case "right", "l", ">":
-		d.rule.choice = min(len(d.rule.entries)-1, d.rule.choice+1)
+	if narrowWiden(msg, &d.rule.choice, len(d.rule.entries)) {
 		return d, nil
 	}
 	it := m.confirmed(msg, d.rule.id)

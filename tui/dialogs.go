@@ -123,16 +123,8 @@ func (d *ruleDialog) Render(m *Model, _ int) (string, []string) {
 	ds := m.st.Dialog
 	r := d.rule
 	var body []string
-	var choices []string
-	for i, p := range r.patterns {
-		c := plainText(p)
-		if i == r.choice {
-			c = ds.ButtonFocused.Render(c)
-		}
-		choices = append(choices, c)
-	}
 	pick := []string{
-		ds.Text.Render("← narrower · wider →   ") + strings.Join(choices, "  "),
+		choiceLine(m, r.patterns, r.choice),
 		ds.Text.Render(fmt.Sprintf("%q would have matched %d past request(s) in the audit log.", plainText(r.pattern()), r.matches[r.choice])),
 	}
 	if d.trust {
@@ -150,9 +142,7 @@ func (d *ruleDialog) Render(m *Model, _ int) (string, []string) {
 	if it := m.find(r.id); it != nil && m.d.opt.Rules != nil {
 		text = m.d.opt.Rules.RuleText(it.req, r.pattern(), d.scope)
 	}
-	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-		body = append(body, m.st.Detail.Rule.Render("  "+plainText(l)))
-	}
+	body = append(body, ruleLines(m, strings.TrimRight(text, "\n"))...)
 	body = append(body, "")
 	body = append(body, pick...)
 	body = append(body, ds.Text.Render("s: scope: everywhere, this project, this agent session"))
@@ -166,13 +156,10 @@ func (d *ruleDialog) Render(m *Model, _ int) (string, []string) {
 // HandleKey implements dialog: ← and → narrow and widen the pattern, s
 // changes a rule's scope, y approves.
 func (d *ruleDialog) HandleKey(m *Model, msg tea.KeyPressMsg) (dialog, tea.Cmd) {
+	if narrowWiden(msg, &d.rule.choice, len(d.rule.patterns)) {
+		return d, nil
+	}
 	switch msg.String() {
-	case "left", "h", "<":
-		d.rule.choice = max(0, d.rule.choice-1)
-		return d, nil
-	case "right", "l", ">":
-		d.rule.choice = min(len(d.rule.patterns)-1, d.rule.choice+1)
-		return d, nil
 	case "s":
 		if d.trust {
 			return d, nil // a trust is for the agent session
@@ -388,4 +375,41 @@ func (quitDialog) HandleKey(m *Model, msg tea.KeyPressMsg) (dialog, tea.Cmd) {
 }
 
 // noButton is every dialog's focused default: no.
+// choiceLine offers the choices narrowest first, the one at choice
+// focused, for ← and →.
+func choiceLine(m *Model, choices []string, choice int) string {
+	ds := m.st.Dialog
+	shown := make([]string, len(choices))
+	for i, c := range choices {
+		shown[i] = plainText(c)
+		if i == choice {
+			shown[i] = ds.ButtonFocused.Render(shown[i])
+		}
+	}
+	return ds.Text.Render("← narrower · wider →   ") + strings.Join(shown, "  ")
+}
+
+// narrowWiden moves choice (of n) on ← and →, and says whether msg was
+// one of them.
+func narrowWiden(msg tea.KeyPressMsg, choice *int, n int) bool {
+	switch msg.String() {
+	case "left", "h", "<":
+		*choice = max(0, *choice-1)
+		return true
+	case "right", "l", ">":
+		*choice = min(n-1, *choice+1)
+		return true
+	}
+	return false
+}
+
+// ruleLines is a rule's text as a dialog shows it, line by line.
+func ruleLines(m *Model, text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		out = append(out, m.st.Detail.Rule.Render("  "+plainText(l)))
+	}
+	return out
+}
+
 func noButton(m *Model) string { return m.st.Dialog.ButtonFocused.Render("Esc: no") }

@@ -287,15 +287,23 @@ func (m *Model) afterRecheck(msg recheckedMsg) tea.Cmd {
 	return m.approveCmd(it.req.ID, "")
 }
 
+// proposalStands ends the wait on a proposed rule for request id and
+// says whether its dialog may open: the proposal did not fail (else the
+// error is shown) and the request is still the one selected.
+func (m *Model) proposalStands(id string, err error) bool {
+	m.idle(id)
+	if err != nil {
+		m.setErr(err)
+		return false
+	}
+	c := m.current()
+	return c != nil && c.req.ID == id // else the selection moved meanwhile
+}
+
 // afterPropose opens the rule dialog.
 func (m *Model) afterPropose(msg ruleProposedMsg) tea.Cmd {
-	m.idle(msg.id)
-	if msg.err != nil {
-		m.setErr(msg.err)
+	if !m.proposalStands(msg.id, msg.err) {
 		return nil
-	}
-	if c := m.current(); c == nil || c.req.ID != msg.id {
-		return nil // the selection moved meanwhile
 	}
 	// Narrow first: the pattern closest to the command, in this
 	// project; wider is a choice (→, s).

@@ -73,21 +73,10 @@ func startBox(t *testing.T, host string, webArgs ...string) *box {
 	}
 	e2e.Until(t, "sluice serve serves the spool", sp.Serving)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := e2e.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	b.url = "http://" + host + ":" + port
-	web := e2e.Start(t, "sluice-web", b.cmd("sluice-web", append([]string{"--listen", addr, "--url", b.url}, webArgs...)...))
-	t.Cleanup(func() {
-		web.Stop()
-		if t.Failed() {
-			t.Logf("sluice-web's stderr:\n%s", web.Stderr.String())
-		}
-	})
+	e2e.StartLogged(t, "sluice-web", b.cmd("sluice-web", append([]string{"--listen", addr, "--url", b.url}, webArgs...)...))
 	e2e.Until(t, "sluice-web listens", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -33,15 +34,28 @@ func newFake() *fakeSource {
 }
 
 func (f *fakeSource) put(id, command, digest string) {
+	f.add(&Item{ID: id, State: queue.StatePending, Since: time.Now(), Digest: digest,
+		Request: &queue.Request{Version: 1, ID: id, Kind: queue.KindExec, Command: command, Cwd: "/p", Agent: "claude"}})
+}
+
+// add queues it (in place of a request with its id, where there is one)
+// and tells those waiting on Changed.
+func (f *fakeSource) add(it *Item) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.items[id]; !ok {
-		f.order = append(f.order, id)
+	if _, ok := f.items[it.ID]; !ok {
+		f.order = append(f.order, it.ID)
 	}
-	f.items[id] = &Item{ID: id, State: queue.StatePending, Since: time.Now(), Digest: digest,
-		Request: &queue.Request{Version: 1, ID: id, Kind: queue.KindExec, Command: command, Cwd: "/p", Agent: "claude"}}
+	f.items[it.ID] = it
 	close(f.changed)
 	f.changed = make(chan struct{})
+}
+
+// asks gives request id the verdict ask, in category.
+func (f *fakeSource) asks(id, category string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.items[id].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: category}
 }
 
 func (f *fakeSource) Queue() []Item {
@@ -263,17 +277,34 @@ func approveBody(v detailView) string {
 
 // putConnect queues a run's question about host:port, as its proxy would.
 func (f *fakeSource) putConnect(id, host string, port int, digest string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.items[id]; !ok {
-		f.order = append(f.order, id)
-	}
-	f.items[id] = &Item{ID: id, State: queue.StatePending, Since: time.Now(), Digest: digest,
+	f.add(&Item{ID: id, State: queue.StatePending, Since: time.Now(), Digest: digest,
 		Request: &queue.Request{Version: 1, ID: id, Kind: queue.KindConnect, Host: host, Port: port,
 			RunID: "01JDH7D3RRW0000000HQ1DER5X", Command: "npm install", Cwd: "/p", Agent: "claude"},
-		Verdict: &queue.Verdict{Action: queue.ActionAsk, Category: "networked"}}
-	close(f.changed)
-	f.changed = make(chan struct{})
+		Verdict: &queue.Verdict{Action: queue.ActionAsk, Category: "networked"}})
+}
+
+// events opens d's event stream (/api/events) on a real HTTP server and
+// returns its lines. The stream and the server close when the test ends.
+func (r *rig) events(d device) *bufio.Scanner {
+	r.t.Helper()
+	hs := httptest.NewServer(r.srv)
+	r.t.Cleanup(hs.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	r.t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", hs.URL+"/api/events", nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	req.Host = "127.0.0.1:8787"
+	req.Header.Set("Cookie", sessionCookie+"="+d.cookie)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { _ = resp.Body.Close() })
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	return sc
 }
 
 // list fetches the queue as d sees it, by id.

@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -148,22 +147,11 @@ func fleetHubKilled(t *testing.T, exe string, h *e2e.Hub, k killable, shots bool
 // credentials are creds, and returns the page's address.
 func startFleetWeb(t *testing.T, bin, dir string, env []string, hubURL, creds string) (string, *e2e.Proc) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := e2e.FreeAddr(t)
 	page := "http://" + addr
 	cmd := osexec.Command(filepath.Join(bin, "sluice-web"), "--hub", hubURL, "--hub-creds", creds, "--listen", addr, "--url", page)
 	cmd.Env, cmd.Dir = env, dir
-	web := e2e.Start(t, "sluice web --hub", cmd)
-	t.Cleanup(func() {
-		web.Stop()
-		if t.Failed() {
-			t.Logf("sluice web's stderr:\n%s", web.Stderr.String())
-		}
-	})
+	web := e2e.StartLogged(t, "sluice web --hub", cmd)
 	e2e.Until(t, "sluice web serves", func() bool {
 		if web.Exited() {
 			t.Fatalf("sluice web exited: %s", web.Stderr.String())
@@ -277,12 +265,7 @@ func natsHub(t *testing.T) (*e2e.Hub, killable) {
 		}
 		t.Skip("nats-server is not installed (apt-get install nats-server)")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := e2e.FreeAddr(t)
 	dir := t.TempDir()
 	h := &e2e.Hub{T: t, Bin: e2e.Bin(t), Dir: dir, Store: filepath.Join(dir, "store"), Addr: addr, URL: "nats://" + addr,
 		Env: []string{"HOME=" + dir + "/home", "XDG_CONFIG_HOME=" + dir + "/config", "XDG_STATE_HOME=" + dir + "/state",

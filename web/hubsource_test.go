@@ -79,11 +79,18 @@ func (askAll) Judge(*queue.Request) queue.Verdict {
 func (b *fleetBox) ask(t *testing.T, command string) string {
 	t.Helper()
 	req := &queue.Request{Kind: queue.KindExec, Command: command, Cwd: "/home/dev/app", Agent: "claude-code"}
+	return b.submit(t, req, &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium", Profile: "mutating"})
+}
+
+// submit submits req on the box with the engine's queued line giving
+// verdict v, and returns its key on the hub.
+func (b *fleetBox) submit(t *testing.T, req *queue.Request, v *queue.Verdict) string {
+	t.Helper()
 	if err := b.spool.Submit(req); err != nil {
 		t.Fatal(err)
 	}
 	ev := queue.NewEvent(queue.EventQueued, req)
-	ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "mutating", Risk: "medium", Profile: "mutating"}
+	ev.Actor, ev.Verdict = "policy", v
 	if err := b.log.Record(ev); err != nil {
 		t.Fatal(err)
 	}
@@ -177,29 +184,12 @@ func newFleetWith(t *testing.T, now func() time.Time) *fleet {
 	return f
 }
 
-// queue is the page's queue: its rows by id.
-func (f *fleet) queue(d device) map[string]itemView {
-	w := f.as(d, "GET", "/api/queue", "")
-	if w.Code != http.StatusOK {
-		f.t.Fatalf("GET /api/queue: %d %s", w.Code, w.Body)
-	}
-	var rows []itemView
-	if err := json.Unmarshal(w.Body.Bytes(), &rows); err != nil {
-		f.t.Fatal(err)
-	}
-	m := map[string]itemView{}
-	for _, r := range rows {
-		m[r.ID] = r
-	}
-	return m
-}
-
 // waitQueued waits until the page lists every key.
 func (f *fleet) waitQueued(d device, keys ...string) map[string]itemView {
 	f.t.Helper()
 	var q map[string]itemView
 	until(f.t, fmt.Sprintf("the page lists %v", keys), func() bool {
-		q = f.queue(d)
+		q = f.list(d)
 		for _, k := range keys {
 			if q[k].State != queue.StatePending {
 				return false
@@ -282,7 +272,7 @@ func TestHubSourceApprovesOnBothBoxes(t *testing.T) {
 			t.Fatalf("%s in box %s's audit log: %+v, %v; want approved by %q (via the hub)", k, box, e, err, by)
 		}
 	}
-	if q := f.queue(phone); len(q) != 0 {
+	if q := f.list(phone); len(q) != 0 {
 		t.Fatalf("the queue after both ran: %v", q)
 	}
 	hist := f.src.History()
@@ -330,7 +320,7 @@ func TestHubSourceAfterHubRestart(t *testing.T) {
 
 	f.h.Shutdown()
 	until(t, "the source sees the hub go", func() bool { up, _ := f.src.Connected(); return !up })
-	if q := f.queue(phone); len(q) != 2 {
+	if q := f.list(phone); len(q) != 2 {
 		t.Fatalf("while the hub is down the page shows what waited: %v", q)
 	}
 	if code, out := f.approve(phone, k1); code != http.StatusConflict || !strings.Contains(fmt.Sprint(out["error"]), "hub cannot be reached") {
@@ -345,7 +335,7 @@ func TestHubSourceAfterHubRestart(t *testing.T) {
 		return up && n > listings
 	})
 	t.Logf("the queue was listed again %v after the hub was back", time.Since(back).Round(time.Millisecond))
-	after := f.queue(phone)
+	after := f.list(phone)
 	if !slices.Equal(sortedKeys(before), sortedKeys(after)) {
 		t.Fatalf("the queue after the restart: %v, before: %v", sortedKeys(after), sortedKeys(before))
 	}
@@ -420,15 +410,7 @@ func TestHubSourceConnectScopes(t *testing.T) {
 	for _, scope := range []queue.Scope{queue.ScopeRun, queue.ScopeOnce} {
 		req := &queue.Request{Kind: queue.KindConnect, Host: "registry.example", Port: 443, RunID: queue.NewID(),
 			Command: "npm install", Cwd: "/home/dev/app", Agent: "claude-code"}
-		if err := b.spool.Submit(req); err != nil {
-			t.Fatal(err)
-		}
-		ev := queue.NewEvent(queue.EventQueued, req)
-		ev.Actor, ev.Verdict = "policy", &queue.Verdict{Action: queue.ActionAsk, Category: "networked", Risk: "medium"}
-		if err := b.log.Record(ev); err != nil {
-			t.Fatal(err)
-		}
-		key := hub.Key("b1", req.ID)
+		key := b.submit(t, req, &queue.Verdict{Action: queue.ActionAsk, Category: "networked", Risk: "medium"})
 		row := f.waitQueued(phone, key)[key]
 		if row.Connect == nil || !row.Connect.ForRun || text(row.Connect.Target) != "registry.example:443" || row.Approve == nil {
 			t.Fatalf("the row: %+v %+v", row.Connect, row.Approve)

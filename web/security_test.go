@@ -1,8 +1,6 @@
 package web
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -191,17 +189,7 @@ func TestRevokedDeviceRefused(t *testing.T) {
 	r.clk.add(time.Minute)
 
 	// An open event stream, from a real HTTP server.
-	hs := httptest.NewServer(r.srv)
-	defer hs.Close()
-	req, _ := http.NewRequest("GET", hs.URL+"/api/events", nil)
-	req.Host = "127.0.0.1:8787"
-	req.Header.Set("Cookie", sessionCookie+"="+d.cookie)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := bufio.NewScanner(resp.Body)
+	events := r.events(d)
 	if !events.Scan() || events.Text() != "event: queue" {
 		t.Fatalf("first event: %q", events.Text())
 	}
@@ -396,20 +384,7 @@ func TestEventsEndWithTheRequest(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	d := r.pair("phone")
-	hs := httptest.NewServer(r.srv)
-	defer hs.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+"/api/events", nil)
-	req.Host = "localhost:8787"
-	req.Header.Set("Cookie", sessionCookie+"="+d.cookie)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc := r.events(d)
 	// A request arrives after the stream opened: it comes as a queue event.
 	r.src.put("late", "echo <b>late</b>", digestA)
 	for sc.Scan() {
@@ -428,13 +403,9 @@ func TestPasskeyRequiredForDestructive(t *testing.T) {
 	r := newRigWith(t, true)
 	d := r.pair("phone")
 	r.src.put("wipe", "rm -rf build", digestA)
-	r.src.mu.Lock()
-	r.src.items["wipe"].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: "destructive"}
-	r.src.mu.Unlock()
+	r.src.asks("wipe", "destructive")
 	r.src.put("touch", "touch x", digestB)
-	r.src.mu.Lock()
-	r.src.items["touch"].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: "mutating"}
-	r.src.mu.Unlock()
+	r.src.asks("touch", "mutating")
 	vw, vt := r.show(d, "wipe"), r.show(d, "touch")
 	if !vw.Passkey || vt.Passkey {
 		t.Fatalf("passkey needed: destructive %v, mutating %v", vw.Passkey, vt.Passkey)
@@ -536,20 +507,7 @@ func TestEventsServeListApprovals(t *testing.T) {
 	r := newRig(t)
 	d := r.pair("phone")
 	r.src.put("r1", "go test ./...", digestA)
-	hs := httptest.NewServer(r.srv)
-	defer hs.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+"/api/events", nil)
-	req.Host = "localhost:8787"
-	req.Header.Set("Cookie", sessionCookie+"="+d.cookie)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc := r.events(d)
 	var rows []itemView
 	for sc.Scan() {
 		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(data, `"id":"r1"`) {
@@ -636,13 +594,13 @@ func TestListApprovalNotForPasskeyOrFiles(t *testing.T) {
 	r.src.put("touch", "touch x", digestB)
 	r.src.put("edit", "", digestA)
 	r.src.put("tool", "", digestA)
+	r.src.asks("wipe", "destructive")
+	for _, id := range []string{"touch", "edit", "tool"} {
+		r.src.asks(id, "mutating")
+	}
 	r.src.mu.Lock()
-	r.src.items["wipe"].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: "destructive"}
-	r.src.items["touch"].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: "mutating"}
 	r.src.items["edit"].Request.Kind, r.src.items["edit"].Request.Path = queue.KindEdit, "/p/x"
-	r.src.items["edit"].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: "mutating"}
 	r.src.items["tool"].Request.Kind, r.src.items["tool"].Request.Tool = queue.KindTool, "WebFetch"
-	r.src.items["tool"].Verdict = &queue.Verdict{Action: queue.ActionAsk, Category: "mutating"}
 	r.src.mu.Unlock()
 	rows := r.list(d)
 	for id, want := range map[string]bool{"wipe": false, "touch": true, "edit": false, "tool": false} {

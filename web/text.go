@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluice-dev/sluice/queue"
+	"github.com/sluice-dev/sluice/web/devices"
 )
 
 // Seg is one piece of agent text as the page shows it. The page puts T in
@@ -131,11 +132,4 @@ func shapeLine(l string, sh *Shown) []Seg {
 
 // Plain is s made safe for one line of plain text elsewhere (a
 // notification's title and body): queue.Printable, cut to n runes.
-func Plain(s string, n int) string {
-	p, _ := queue.Printable(s)
-	if utf8.RuneCountInString(p) <= n {
-		return p
-	}
-	r := []rune(p)
-	return string(r[:n-1]) + "…"
-}
+func Plain(s string, n int) string { return devices.Plain(s, n) }

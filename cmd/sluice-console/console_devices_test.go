@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	osexec "os/exec"
@@ -73,21 +72,10 @@ func TestConsoleRevokesWebDevice(t *testing.T) {
 	env := []string{"HOME=" + dir, "XDG_STATE_HOME=" + state, "XDG_CONFIG_HOME=" + filepath.Join(dir, "config"),
 		"SLUICE_SPOOL=" + filepath.Join(dir, "spool"), "SLUICE_AUDIT=" + auditPath, "PATH=" + os.Getenv("PATH")}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := e2e.FreeAddr(t)
 	cmd := osexec.Command(filepath.Join(bin, "sluice-web"), "--listen", addr)
 	cmd.Env = env
-	web := e2e.Start(t, "sluice-web", cmd)
-	t.Cleanup(func() {
-		web.Stop()
-		if t.Failed() {
-			t.Logf("sluice-web's stderr:\n%s", web.Stderr.String())
-		}
-	})
+	web := e2e.StartLogged(t, "sluice-web", cmd)
 	e2e.Until(t, "sluice-web listens", func() bool { return strings.Contains(web.Stderr.String(), "serving ") })
 
 	// Two devices paired in the store sluice-web serves from.

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	osexec "os/exec"
 	"strings"
@@ -49,6 +50,32 @@ func Start(t testing.TB, name string, cmd *osexec.Cmd) *Proc {
 		t.Fatalf("start %s: %v", name, err)
 	}
 	return p
+}
+
+// StartLogged is Start, with the program stopped when the test ends and
+// its stderr logged then if the test failed.
+func StartLogged(t testing.TB, name string, cmd *osexec.Cmd) *Proc {
+	t.Helper()
+	p := Start(t, name, cmd)
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			t.Logf("stderr of %s:\n%s", name, p.Stderr.String())
+		}
+	})
+	return p
+}
+
+// FreeAddr is an address on 127.0.0.1 whose port was free a moment ago,
+// for a program the test starts to listen on.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // Launch is Start outside a test: it starts cmd as name, in a process

@@ -386,7 +386,7 @@ func (s *Store) Pair(code, userAgent string, ttl time.Duration, now time.Time) (
 		sec := base64.RawURLEncoding.EncodeToString(secret)
 		ssum := sha256.Sum256([]byte(sec))
 		d := Device{ID: hex.EncodeToString(idb), Name: pc.Name, SecretSHA256: hex.EncodeToString(ssum[:]),
-			PairedAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC(), By: pc.By, UserAgent: plain(userAgent, 120),
+			PairedAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC(), By: pc.By, UserAgent: Plain(userAgent, 120),
 			LastSeen: now.UTC()}
 		if err := s.writeJSON(devicesFile, append(kept, d)); err != nil {
 			return err
@@ -414,9 +414,10 @@ func (s *Store) AddPasskey(id string, cred json.RawMessage) error {
 	})
 }
 
-// plain is s made safe for one line of plain text: queue.Printable, cut
-// to n runes.
-func plain(s string, n int) string {
+// Plain is s made safe for one line of plain text: queue.Printable, cut
+// to n runes (the last of them an ellipsis where it was cut). The page
+// (web.Plain) cuts what it shows with it too.
+func Plain(s string, n int) string {
 	p, _ := queue.Printable(s)
 	if utf8.RuneCountInString(p) <= n {
 		return p
