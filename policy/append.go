@@ -52,6 +52,11 @@ func AppendRule(file string, r NewRule) error {
 	})
 }
 
+// checkHook, set by a test, runs where a person's own edit of the file
+// could land: after it was read and the new one checked, before the
+// rename.
+var checkHook func()
+
 // replaceFile puts content in file's place atomically, as AppendRule and
 // AppendNetworkAllow do: it writes a temporary file beside it (with
 // file's mode, or 0600 and its directory made where file did not exist:
@@ -73,6 +78,9 @@ func replaceFile(file string, info fs.FileInfo, content, what string, check func
 	defer os.Remove(tmp) // fails harmlessly once renamed
 	if err := check(tmp); err != nil {
 		return err
+	}
+	if checkHook != nil {
+		checkHook()
 	}
 	if err := unchanged(file, info); err != nil {
 		return err

@@ -395,3 +395,48 @@ func TestRemoveRuleWholeTable(t *testing.T) {
 		t.Errorf("after removing the second rule:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestReplaceFileKeepsAnEditMadeMeanwhile: a person who edits the policy
+// file while the console adds a rule (or a network_allow host) keeps the
+// edit: the new file is not renamed over one that changed since it was
+// read, for both writers, and the caller is told to try again.
+func TestReplaceFileKeepsAnEditMadeMeanwhile(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		append func(file string) error
+	}{
+		{"a rule", func(file string) error {
+			return AppendRule(file, NewRule{Action: "allow", Command: "make test"})
+		}},
+		{"a network_allow host", func(file string) error {
+			_, err := AppendNetworkAllow(file, "registry.example", "allowed in a test")
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "policy.toml")
+			if err := os.WriteFile(file, []byte("# mine\n[defaults]\nmutating = \"ask\"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			edit := "# mine, edited meanwhile\n[defaults]\nmutating = \"deny\"\n"
+			// The person's edit lands between the read and the rename: in
+			// the check, which runs on the written temporary file.
+			checkHook = func() {
+				if err := os.WriteFile(file+".new", []byte(edit), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(file+".new", file); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Cleanup(func() { checkHook = nil })
+			err := tc.append(file)
+			if err == nil || !strings.Contains(err.Error(), "changed while the rule was added") {
+				t.Fatalf("adding over an edited file: %v", err)
+			}
+			if got, _ := os.ReadFile(file); string(got) != edit {
+				t.Fatalf("the person's edit is lost:\n%s", got)
+			}
+		})
+	}
+}
