@@ -11,7 +11,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 
 	_ "github.com/sluice-dev/sluice/exec/proxyhost"
@@ -25,19 +24,14 @@ func main() {
 // run takes what 'sluice console' hands over: the global flags, then
 // "console" and its own flags.
 func run(args []string, std cli.Stdio) int {
-	g := &cli.Globals{}
-	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	g.Register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cmdConsole([]string{"--help"}, std, g)
-		}
-		fmt.Fprint(std.Err, cli.ExplainFlagErr(fs, nil, err))
+	g, args, err := cli.TakeOver(args, std)
+	if errors.Is(err, flag.ErrHelp) {
+		return cmdConsole([]string{"--help"}, std, g)
+	}
+	if err != nil {
 		fmt.Fprintln(std.Err, "Run 'sluice console --help' for usage.")
 		return cli.ExitUsage
 	}
-	args = fs.Args()
 	if len(args) == 0 || args[0] != "console" {
 		fmt.Fprintln(std.Err, "sluice-console: run it as 'sluice console' (see 'sluice console --help')")
 		return cli.ExitUsage

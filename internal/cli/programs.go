@@ -2,7 +2,9 @@ package cli
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -91,4 +93,22 @@ func Handover(std Stdio, name, program string, args []string) int {
 	err = syscall.Exec(prog, append([]string{prog}, args...), os.Environ())
 	fmt.Fprintf(std.Err, "sluice %s: run %s: %v\n", name, prog, err)
 	return ExitFail
+}
+
+// TakeOver reads what Handover passes a program beside sluice: the global
+// flags, then the rest (the command's name and its own flags). A flag
+// error is said on std.Err, with what to do, and returned; flag.ErrHelp
+// is returned unsaid, for the program to answer.
+func TakeOver(args []string, std Stdio) (*Globals, []string, error) {
+	g := &Globals{}
+	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	g.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(std.Err, ExplainFlagErr(fs, nil, err))
+		}
+		return g, nil, err
+	}
+	return g, fs.Args(), nil
 }

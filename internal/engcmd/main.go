@@ -12,7 +12,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/sluice-dev/sluice/exec"
 	"github.com/sluice-dev/sluice/internal/cli"
@@ -43,19 +42,14 @@ func Run(name string, args []string, std cli.Stdio, g *cli.Globals) int {
 // Main is sluice-engine: it takes what sluice hands over, the global flags,
 // then the command's name and its own flags.
 func Main(args []string, std cli.Stdio) int {
-	g := &cli.Globals{}
-	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	g.Register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(std.Err, "sluice-engine runs 'sluice serve', 'sluice approve' and a networked 'sluice sandbox' (see 'sluice --help')")
-			return cli.ExitOK
-		}
-		fmt.Fprint(std.Err, cli.ExplainFlagErr(fs, nil, err))
+	g, args, err := cli.TakeOver(args, std)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(std.Err, "sluice-engine runs 'sluice serve', 'sluice approve' and a networked 'sluice sandbox' (see 'sluice --help')")
+		return cli.ExitOK
+	}
+	if err != nil {
 		return cli.ExitUsage
 	}
-	args = fs.Args()
 	if len(args) == 0 || Commands[args[0]] == nil || !exec.HostsProxy() {
 		fmt.Fprintln(std.Err, "sluice-engine: run it as 'sluice serve', 'sluice approve' or 'sluice sandbox' (see 'sluice --help')")
 		return cli.ExitUsage
