@@ -117,12 +117,8 @@ func (s *Server) queueJSON(w http.ResponseWriter, r *http.Request, dev *Device) 
 func (s *Server) queueView(dev *Device) []itemView {
 	items := s.src.Queue()
 	out := make([]itemView, 0, len(items))
-	runScope := s.src.RunScope()
 	for i := range items {
 		v := viewItem(items[i])
-		if v.Connect != nil {
-			v.Connect.ForRun = runScope
-		}
 		v.Approve = s.listApproval(dev, &items[i])
 		if v.Approve != nil && v.Kind == queue.KindExec {
 			w := ShapeLine(items[i].Request.Cwd)
@@ -232,7 +228,6 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request, dev *Device) {
 		v.Input = v.shape(string(req.Input), true)
 	case queue.KindConnect:
 		v.Connect = viewConnect(req, -1)
-		v.Connect.ForRun = s.src.RunScope()
 		v.shape(req.Command, true)
 		v.shape(req.Target(), false)
 	default:
@@ -306,19 +301,11 @@ func readDecision(r *http.Request) (decisionIn, bool) {
 // detail: the same showing), at least the grace period ago, the view not
 // used before, the request unchanged since. A connect request asks about
 // a host, not something to read: having been served it is enough.
-// errOnceOnly is what a source that carries no scope (Source.RunScope)
-// says to an allow for the rest of a run.
-var errOnceOnly = errors.New("here a connection is allowed once or refused; to allow it for the rest of its run, answer on its box")
-
 func (s *Server) approve(w http.ResponseWriter, r *http.Request, dev *Device) {
 	id := r.PathValue("id")
 	in, ok := readDecision(r)
 	if !ok || (in.Scope != "" && in.Scope != queue.ScopeOnce && in.Scope != queue.ScopeRun) {
 		writeErr(w, http.StatusBadRequest, "bad request")
-		return
-	}
-	if in.Scope == queue.ScopeRun && !s.src.RunScope() {
-		writeErr(w, http.StatusConflict, "refused: "+errOnceOnly.Error())
 		return
 	}
 	now := s.opt.Now()

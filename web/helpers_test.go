@@ -22,7 +22,6 @@ type fakeSource struct {
 	items      map[string]*Item
 	order      []string
 	approvals  []string // "id digest by", then " scope" when one was given
-	noRunScope bool     // a source that carries no scope: a connection is allowed once only
 	denials    []string // "id by reason"
 	approveErr error
 	winners    map[string][2]string
@@ -102,9 +101,6 @@ func (f *fakeSource) Approve(_ context.Context, id, digest, _, by string, scope 
 	if _, ok := f.items[id]; !ok {
 		return ErrGone
 	}
-	if scope == queue.ScopeRun && f.noRunScope {
-		return errOnceOnly
-	}
 	a := id + " " + digest + " " + by
 	if scope != "" {
 		a += " " + string(scope)
@@ -114,8 +110,6 @@ func (f *fakeSource) Approve(_ context.Context, id, digest, _, by string, scope 
 	f.winners[id] = [2]string{"approved", by}
 	return nil
 }
-
-func (f *fakeSource) RunScope() bool { return !f.noRunScope }
 
 func (f *fakeSource) Deny(_ context.Context, id, by, reason string) error {
 	f.mu.Lock()

@@ -477,9 +477,6 @@ func (h *Hub) Approve(ctx context.Context, id, digest, diffDigest, by string, sc
 		Scope: wire.ScopeOf(scope)})
 }
 
-// RunScope implements Source: the hub carries a connect request's scope.
-func (h *Hub) RunScope() bool { return true }
-
 // Deny implements Source.
 func (h *Hub) Deny(ctx context.Context, id, by, reason string) error {
 	return h.decide(ctx, hub.Choice{ID: id, Decision: hub.Deny, As: asName(by), Reason: reason})

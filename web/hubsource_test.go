@@ -412,7 +412,7 @@ func TestHubSourceConnectScopes(t *testing.T) {
 			Command: "npm install", Cwd: "/home/dev/app", Agent: "claude-code"}
 		key := b.submit(t, req, &queue.Verdict{Action: queue.ActionAsk, Category: "networked", Risk: "medium"})
 		row := f.waitQueued(phone, key)[key]
-		if row.Connect == nil || !row.Connect.ForRun || text(row.Connect.Target) != "registry.example:443" || row.Approve == nil {
+		if row.Connect == nil || text(row.Connect.Target) != "registry.example:443" || row.Approve == nil {
 			t.Fatalf("the row: %+v %+v", row.Connect, row.Approve)
 		}
 		if w := f.as(phone, "POST", "/api/request/"+key+"/approve", rowApproval(row, scope)); w.Code != http.StatusOK {

@@ -14,9 +14,6 @@ type connectView struct {
 	RunID   string `json:"run_id"`
 	Command Shown  `json:"command"`
 	Target  Shown  `json:"target"`
-	// ForRun: the source can allow the host for the rest of the run
-	// (Source.RunScope); else once or not at all.
-	ForRun bool `json:"for_run"`
 }
 
 // connectCommandMax bounds the asking run's command in a queue row: it

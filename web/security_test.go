@@ -544,7 +544,7 @@ func TestConnectFromList(t *testing.T) {
 	}
 	rows := r.list(d)
 	c1 := rows["c1"]
-	if c1.Connect == nil || c1.Approve == nil || c1.Approve.WaitMS != 0 || !c1.Connect.ForRun {
+	if c1.Connect == nil || c1.Approve == nil || c1.Approve.WaitMS != 0 {
 		t.Fatalf("the connect row: %+v %+v", c1.Connect, c1.Approve)
 	}
 	if c1.Connect.Run != "HQ1DER5X" || plainOf(c1.Connect.Target) != "<img>evil.example:443" || plainOf(c1.Connect.Command) != "npm install" {
@@ -567,18 +567,7 @@ func TestConnectFromList(t *testing.T) {
 	if got := r.src.approvals; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("approvals: %q, want %q", got, want)
 	}
-	// Over the hub there is no scope to carry: once, or refused.
-	r.src.mu.Lock()
-	r.src.noRunScope = true
-	r.src.mu.Unlock()
 	r.src.putConnect("c3", "b.example", 443, digestB)
-	c3 := r.list(d)["c3"]
-	if c3.Connect.ForRun {
-		t.Fatal("the row offers the whole run where the source cannot")
-	}
-	if w := r.as(d, "POST", "/api/request/c3/approve", rowApproval(c3, queue.ScopeRun)); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "once") {
-		t.Fatalf("allow for the run over the hub: %d %s", w.Code, w.Body)
-	}
 	if w := r.as(d, "POST", "/api/request/c3/deny", `{}`); w.Code != http.StatusOK {
 		t.Fatalf("refuse: %d %s", w.Code, w.Body)
 	}

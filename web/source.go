@@ -30,14 +30,10 @@ type Source interface {
 	// file still has digest (and a file request's diff diffDigest, the
 	// SHA-256 of diff NUL error, "" without one, where the source can
 	// tell). scope is how far the allow of a connect request reaches
-	// (queue.ScopeOnce, or queue.ScopeRun where RunScope says so; other
-	// kinds ignore it). It returns once the request is claimed (the run
+	// (queue.ScopeOnce or queue.ScopeRun; other kinds ignore it). It returns once the request is claimed (the run
 	// goes on), or with why it was not: ErrChanged when the file is not
 	// the one with digest, another error (already decided...) else.
 	Approve(ctx context.Context, id, digest, diffDigest, by string, scope queue.Scope) error
-	// RunScope reports whether Approve can allow a connect request for
-	// the rest of its run (queue.ScopeRun), not only once.
-	RunScope() bool
 	// Deny answers request id denied with reason, recorded as by's.
 	Deny(ctx context.Context, id, by, reason string) error
 	// Winner says who decided request id and how, once the audit log has

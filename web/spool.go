@@ -334,9 +334,6 @@ func (s *Spool) Approve(ctx context.Context, id, digest, _, by string, scope que
 	}
 }
 
-// RunScope implements Source: the box's own approve takes --run.
-func (s *Spool) RunScope() bool { return true }
-
 // Deny implements Source: 'sluice deny --as BY --reason R ID'.
 func (s *Spool) Deny(ctx context.Context, id, by, reason string) error {
 	if !queue.ValidID(id) {

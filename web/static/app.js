@@ -327,10 +327,9 @@ function queueRow(it, sig) {
   };
   if (pending && it.approve && conn) {
     listApproveButton(button("approve list-approve", "Allow once", () => approveFromList(it, "once")), it);
-    if (conn.for_run) listApproveButton(button("approve list-approve run", "Allow for this run", () => approveFromList(it, "run")), it);
+    listApproveButton(button("approve list-approve run", "Allow for this run", () => approveFromList(it, "run")), it);
     button("deny", "Refuse", (ev) => denyFromList(it.id, ev.currentTarget, ""));
     button("open small", "Details", () => select(it.id));
-    if (!conn.for_run) li.appendChild(el("div", "note", "Here a connection is allowed once or refused; to allow it for the whole run, answer on " + (it.box || "its box") + "."));
   } else if (pending && it.approve) {
     listApproveButton(button("approve list-approve", "Approve", () => approveFromList(it, "")), it);
     button("deny", "Deny", () => denyPrompt(li, it.id));
@@ -646,11 +645,9 @@ function renderDetail(d) {
   $("d-actions").hidden = d.state !== "pending" || !d.digest;
   const conn = d.connect;
   $("approve").dataset.label = conn ? "Allow once" : "Approve";
-  $("approve-run").hidden = !(conn && conn.for_run);
+  $("approve-run").hidden = !conn;
   $("reason").hidden = !!conn; // a connection is refused without a reason, as at the console
   $("deny").textContent = conn ? "Refuse" : "Deny";
-  $("d-note").hidden = !(conn && !conn.for_run);
-  $("d-note").textContent = conn && !conn.for_run ? "Here a connection is allowed once or refused; to allow it for the whole run, answer on " + (d.box || "its box") + "." : "";
   tickApprove();
 }
 
