@@ -267,8 +267,8 @@ func TestBrowserApproveDenyOnPhoneAndDesktop(t *testing.T) {
 	id := b.pendingID("line40")
 	until(t, ctx, "the request in the queue", `document.querySelector("#items .item[data-id='`+id+`']") !== null`)
 	shot(t, ctx, dir, "phone-queue.png")
-	do(t, ctx, "open it", chromedp.Click(chromedp.CSS("#items .item[data-id='"+id+"'] button.open")),
-		chromedp.WaitVisible(chromedp.CSS("#d-body pre")))
+	press(t, ctx, "open it", "#items .item[data-id='"+id+"'] button.open")
+	do(t, ctx, "its detail", chromedp.WaitVisible(chromedp.CSS("#d-body pre")))
 
 	// What the agent wrote is text: no script ran or was made, the
 	// markup is shown as typed, the hidden characters marked.
@@ -338,8 +338,8 @@ func TestBrowserApproveDenyOnPhoneAndDesktop(t *testing.T) {
 	denied := b.ask("touch denied.txt")
 	did := b.pendingID("denied.txt")
 	until(t, ctx, "the second request", `document.querySelector("#items .item[data-id='`+did+`']") !== null`)
-	do(t, ctx, "deny it", chromedp.Click(chromedp.CSS("#items .item[data-id='"+did+"'] button.open")),
-		chromedp.WaitVisible(chromedp.CSS("#reason")),
+	press(t, ctx, "open it", "#items .item[data-id='"+did+"'] button.open")
+	do(t, ctx, "deny it", chromedp.WaitVisible(chromedp.CSS("#reason")),
 		chromedp.SendKeys(chromedp.CSS("#reason"), "use the staging box"), chromedp.Click(chromedp.CSS("#deny")))
 	until(t, ctx, "denied", `document.getElementById("d-msg").textContent.startsWith("Denied")`)
 	if code := denied.Wait(t); code != 126 || !strings.Contains(denied.Stderr.String(), "use the staging box") {
@@ -364,8 +364,8 @@ func TestBrowserApproveDenyOnPhoneAndDesktop(t *testing.T) {
 	race := b.ask("touch race.txt")
 	rid := b.pendingID("race.txt")
 	until(t, ctx, "the third request", `document.querySelector("#items .item[data-id='`+rid+`']") !== null`)
-	do(t, ctx, "open it", chromedp.Click(chromedp.CSS("#items .item[data-id='"+rid+"'] button.open")),
-		chromedp.WaitVisible(chromedp.CSS("#d-body pre")))
+	press(t, ctx, "open it", "#items .item[data-id='"+rid+"'] button.open")
+	do(t, ctx, "its detail", chromedp.WaitVisible(chromedp.CSS("#d-body pre")))
 	side := eval[bool](t, ctx, `(() => {
 		const q = document.getElementById("queue").getBoundingClientRect();
 		const d = document.getElementById("detail").getBoundingClientRect();
@@ -445,8 +445,8 @@ func TestBrowserPasskeyApproval(t *testing.T) {
 	run := b.ask("rm -rf build")
 	id := b.pendingID("rm -rf build")
 	until(t, ctx, "the request in the queue", `document.querySelector("#items .item[data-id='`+id+`']") !== null`)
-	do(t, ctx, "open it", chromedp.Click(chromedp.CSS("#items .item[data-id='"+id+"'] button.open")),
-		chromedp.WaitVisible(chromedp.CSS("#d-body pre")))
+	press(t, ctx, "open it", "#items .item[data-id='"+id+"'] button.open")
+	do(t, ctx, "its detail", chromedp.WaitVisible(chromedp.CSS("#d-body pre")))
 	if head := eval[string](t, ctx, `document.getElementById("d-head").textContent`); !strings.Contains(head, "passkey") {
 		t.Errorf("the request does not say it needs the passkey: %q", head)
 	}

@@ -74,7 +74,10 @@ func TestBrowserHubFleet(t *testing.T) {
 	approve := func(key, command string) {
 		t.Helper()
 		wait(key+" in the queue", `document.querySelector("`+row(key)+`") !== null`)
-		do("open "+key, chromedp.Click(chromedp.CSS(row(key)+" button.open")), chromedp.WaitVisible(chromedp.CSS("#d-body pre")))
+		// Clicked in the page, in one step: the list is drawn again as
+		// requests come and go (see press).
+		wait("open "+key, `(() => { const b = document.querySelector("`+row(key)+` button.open"); if (!b) return false; b.click(); return true; })()`)
+		do(key+"'s detail", chromedp.WaitVisible(chromedp.CSS("#d-body pre")))
 		do("read "+key+" to its end", chromedp.ScrollIntoView(chromedp.CSS("#d-end")))
 		do("approve "+key, chromedp.WaitEnabled(chromedp.CSS("#approve")), chromedp.Click(chromedp.CSS("#approve")))
 		wait(key+"'s output", `document.getElementById("out").textContent.includes("ran `+command+`")`)

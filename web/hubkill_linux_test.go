@@ -102,7 +102,8 @@ func fleetHubKilled(t *testing.T, exe string, h *e2e.Hub, k killable, shots bool
 		t.Helper()
 		key := rowWith(t, ctx, what)
 		row := `#items li[data-id='` + key + `']`
-		do(t, ctx, "open "+what, chromedp.Click(chromedp.CSS(row+" button.open")), chromedp.WaitVisible(chromedp.CSS("#d-body pre")))
+		press(t, ctx, "open "+what, row+" button.open")
+		do(t, ctx, "its detail", chromedp.WaitVisible(chromedp.CSS("#d-body pre")))
 		// On a desktop the last request's detail stays until this one's
 		// arrives.
 		until(t, ctx, what+"'s detail", `document.getElementById("d-body").textContent.includes(`+jsString("touch "+what)+`)`)

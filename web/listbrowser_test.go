@@ -207,9 +207,10 @@ func TestBrowserListApprovalAndConnect(t *testing.T) {
 	// A desktop: deny the long one from its row, with a reason.
 	do(t, ctx, "desktop viewport", chromedp.EmulateViewport(1280, 800))
 	lrow := "#items > li[data-id='" + lid + "']"
-	do(t, ctx, "deny with a reason", chromedp.Click(chromedp.CSS(lrow+" button.deny")), chromedp.WaitVisible(chromedp.CSS(lrow+" form.deny-inline input")),
-		chromedp.SendKeys(chromedp.CSS(lrow+" form.deny-inline input"), "too long to read here"),
-		chromedp.Click(chromedp.CSS(lrow+" form.deny-inline button.deny")))
+	press(t, ctx, "deny", lrow+" button.deny")
+	do(t, ctx, "a reason", chromedp.WaitVisible(chromedp.CSS(lrow+" form.deny-inline input")),
+		chromedp.SendKeys(chromedp.CSS(lrow+" form.deny-inline input"), "too long to read here"))
+	press(t, ctx, "deny with a reason", lrow+" form.deny-inline button.deny")
 	until(t, ctx, "denied", `document.getElementById("q-msg").textContent.startsWith("Denied as ")`)
 	if code := long.Wait(t); code != 126 || !strings.Contains(long.Stderr.String(), "too long to read here") {
 		t.Fatalf("the denied agent: exit %d, stderr %q", code, long.Stderr.String())
@@ -218,8 +219,8 @@ func TestBrowserListApprovalAndConnect(t *testing.T) {
 	// A connect request's detail: the host, and the three answers.
 	detail := b.askConnect("cdn.example", 8443, "pip install requests")
 	until(t, ctx, "the question", row(detail.id)+` !== null`)
-	do(t, ctx, "open it", chromedp.Click(chromedp.CSS("#items > li[data-id='"+detail.id+"'] button.open")),
-		chromedp.WaitVisible(chromedp.CSS("#d-body .target-big")))
+	press(t, ctx, "open it", "#items > li[data-id='"+detail.id+"'] button.open")
+	do(t, ctx, "its detail", chromedp.WaitVisible(chromedp.CSS("#d-body .target-big")))
 	if got := eval[string](t, ctx, `document.querySelector("#d-body .target-big").textContent`); got != "cdn.example:8443" {
 		t.Errorf("the detail's host: %q", got)
 	}
