@@ -26,11 +26,16 @@ const policyHelp = `Inspect the policy.
   sluice policy rules [--policy FILE] [--cwd DIR] [--audit FILE]
       every rule with its origin (file:line), its scope (everywhere, or
       the project it is limited to) and how many past requests in the
-      audit log it matched
+      audit log it matched; then every network_allow and network_deny
+      entry with its origin
   sluice policy revoke FILE:LINE
       take the rule starting at that line out of your policy file (as
       'sluice policy rules' names it); everything else in the file,
       comments included, stays as it is
+  sluice policy revoke --host HOST [--policy FILE]
+      take HOST out of your policy file's network_allow (as 'A' on a
+      connection in the console put it there, with the console's comment
+      above it when it was the last); networked runs then ask again
 `
 
 func cmdPolicy(args []string, std cli.Stdio, g *cli.Globals) int {
@@ -122,6 +127,12 @@ func policyRules(args []string, std cli.Stdio, g *cli.Globals) int {
 	if len(pos) > 0 {
 		return cli.UsageErr(std, "policy rules", "takes no arguments")
 	}
+	// config.toml's network_allow and network_deny are listed too.
+	if cfg, err := app.LoadConfig(g.Config); err == nil {
+		pf.Config = cfg
+	} else {
+		fmt.Fprintf(std.Err, "sluice policy rules: %v (its network_allow and network_deny left out)\n", err)
+	}
 	p, _, err := pf.Load()
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice policy rules: %v\n", err)
@@ -148,6 +159,14 @@ func policyRules(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cli.Show(r.Origin), r.Action, match, scope, past, cli.Show(r.Reason))
 	}
+	// What networked runs reach besides their verdict's own hosts.
+	for _, h := range p.HostRules() {
+		action := "allow"
+		if h.Key == "network_deny" {
+			action = "deny"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cli.Show(app.HomeShort(h.Origin)), action, "host "+cli.Clip(cli.Show(h.Host), 55), "everywhere", "-", h.Key)
+	}
 	tw.Flush()
 	return cli.ExitOK
 }
@@ -164,22 +183,45 @@ func countRuleMatches(p *policy.Policy, logPath string, counts map[*policy.Rule]
 }
 
 func policyRevoke(args []string, std cli.Stdio, g *cli.Globals) int {
-	fs := cli.NewFlags("policy revoke", "FILE:LINE", "Take one rule out of your policy file, as 'sluice policy rules' names it.\n", std, g).Unused("spool", "config")
+	fs := cli.NewFlags("policy revoke", "FILE:LINE | --host HOST [--policy FILE]",
+		"Take one rule out of your policy file, as 'sluice policy rules' names it, or one host out of its network_allow.\n", std, g).Unused("spool", "config")
+	host := fs.String("host", "", "take `HOST` (as network_allow writes it: host, *.domain, host:port, IP, CIDR) out of the policy file's network_allow")
+	var pf app.PolicyFlags
+	pf.RegisterFile(fs)
 	pos, code, ok := fs.ParseArgs(args, true)
 	if !ok {
 		return code
 	}
+	if *host != "" {
+		if len(pos) > 0 {
+			return cli.UsageErr(std, "policy revoke", "give either FILE:LINE or --host HOST, not both")
+		}
+		file := pf.UserFile()
+		removed, err := policy.RemoveNetworkAllow(file, *host)
+		if err != nil {
+			fmt.Fprintf(std.Err, "sluice policy revoke: %s\n", cli.Show(err.Error()))
+			return cli.ExitFail
+		}
+		fmt.Fprintf(std.Out, "removed from %s:\n", file)
+		for _, l := range strings.Split(strings.TrimRight(removed, "\r\n"), "\n") {
+			fmt.Fprintln(std.Out, cli.Show(strings.TrimRight(l, "\r")))
+		}
+		return cli.ExitOK
+	}
 	if len(pos) != 1 {
-		return cli.UsageErr(std, "policy revoke", "which rule? give its FILE:LINE from 'sluice policy rules'")
+		return cli.UsageErr(std, "policy revoke", "which rule? give its FILE:LINE from 'sluice policy rules', or --host HOST for a network_allow entry")
 	}
 	i := strings.LastIndexByte(pos[0], ':')
 	line, err := strconv.Atoi(pos[0][i+1:])
 	if i <= 0 || err != nil {
-		return cli.UsageErr(std, "policy revoke", "%q is not FILE:LINE (see 'sluice policy rules')", pos[0])
+		return cli.UsageErr(std, "policy revoke", "%q is not FILE:LINE (see 'sluice policy rules'; a host: --host HOST)", pos[0])
 	}
 	file := pos[0][:i]
 	removed, err := policy.RemoveRule(file, line)
 	if err != nil {
+		if strings.Contains(err.Error(), "is not the start of a [[rule]] table") {
+			err = fmt.Errorf("%w; a network_allow entry comes out with --host HOST", err)
+		}
 		fmt.Fprintf(std.Err, "sluice policy revoke: %s\n", cli.Show(err.Error()))
 		return cli.ExitFail
 	}

@@ -20,8 +20,26 @@ type PolicyFlags struct {
 }
 
 func (pf *PolicyFlags) Register(fs *cli.FlagSet) {
-	fs.StringVar(&pf.file, "policy", "", "policy `FILE` layered over the embedded default (env SLUICE_POLICY; default $XDG_CONFIG_HOME/sluice/policy.toml)")
+	pf.RegisterFile(fs)
 	fs.StringVar(&pf.cwd, "cwd", "", "judge as if run in `DIR` (default: the current directory)")
+}
+
+// RegisterFile registers --policy alone, for a command that changes the
+// file.
+func (pf *PolicyFlags) RegisterFile(fs *cli.FlagSet) {
+	fs.StringVar(&pf.file, "policy", "", "policy `FILE` layered over the embedded default (env SLUICE_POLICY; default $XDG_CONFIG_HOME/sluice/policy.toml)")
+}
+
+// UserFile is the person's policy file pf names: --policy, else
+// SLUICE_POLICY, else the default place.
+func (pf *PolicyFlags) UserFile() string {
+	if pf.file != "" {
+		return pf.file
+	}
+	if env := os.Getenv("SLUICE_POLICY"); env != "" {
+		return env
+	}
+	return DefaultPolicyFile()
 }
 
 // Load loads the policy for pf.cwd: the embedded default, the user's file
