@@ -89,7 +89,7 @@ func noted(cmd tea.Cmd, note string) tea.Cmd {
 func (m *Model) proposeHostCmd(req *queue.Request, entries []string, def int) tea.Cmd {
 	rules := m.d.opt.Rules
 	return func() tea.Msg {
-		msg := hostProposedMsg{id: req.ID, entries: entries, choice: def, texts: make([]string, len(entries))}
+		msg := hostProposedMsg{id: req.ID, entries: entries, choice: def, texts: make([]string, len(entries)), matches: make([]int, len(entries))}
 		for i, e := range entries {
 			text, err := rules.HostRuleText(req, e)
 			if err != nil {
@@ -97,6 +97,10 @@ func (m *Model) proposeHostCmd(req *queue.Request, entries []string, def int) te
 				break
 			}
 			msg.texts[i] = text
+			if msg.matches[i], err = rules.CountHostMatches(e); err != nil {
+				msg.err = fmt.Errorf("the audit log cannot be read (%w); y once, r for this run", err)
+				break
+			}
 		}
 		return msg
 	}

@@ -57,6 +57,11 @@ func hostRuleFixture(t *testing.T) (*fixture, string, *eventLog) {
 			_, err := policy.AppendNetworkAllow(file, e, comment)
 			return "~/policy.toml", err
 		},
+		// As if the audit log held two asks for this host on 443 and
+		// one more under the domain.
+		CountHost: func(e string) (int, error) {
+			return map[string]int{"registry.evil.example:443": 2, "registry.evil.example": 2, "*.evil.example": 3}[e], nil
+		},
 	}
 	f.m.d.opt.PolicyFile = "~/policy.toml"
 	rec := &eventLog{}
@@ -82,14 +87,16 @@ func TestConnectRuleDialog(t *testing.T) {
 	}
 	screen := ansi.Strip(f.m.render())
 	for _, want := range []string{"npm install wants registry.evil.example:443", `network_allow = ["registry.evil.example"]`,
-		"registry.evil.example on any port", "~/policy.toml", "y: allow and keep the rule", "*.evil.example"} {
+		"registry.evil.example on any port", "~/policy.toml", "y: allow and keep the rule", "*.evil.example",
+		"It would have admitted 2 past connection request(s)"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the dialog lacks %q:\n%s", want, screen)
 		}
 	}
 	// Wider is a choice, never the offer: → shows the wildcard, ← back.
 	f.update(keyMsg(">"))
-	if s := ansi.Strip(f.m.render()); !strings.Contains(s, `network_allow = ["*.evil.example"]`) || !strings.Contains(s, "every name under evil.example (not evil.example itself)") {
+	if s := ansi.Strip(f.m.render()); !strings.Contains(s, `network_allow = ["*.evil.example"]`) || !strings.Contains(s, "every name under evil.example (not evil.example itself)") ||
+		!strings.Contains(s, "It would have admitted 3 past connection request(s)") {
 		t.Errorf("→ does not show the wildcard:\n%s", s)
 	}
 	f.update(keyMsg("<"))

@@ -125,6 +125,7 @@ type hostProposedMsg struct {
 	id      string
 	entries []string // narrowest first
 	texts   []string // the network_allow statement with each
+	matches []int    // past connect requests each would have admitted
 	choice  int      // the one chosen (← narrower, → wider)
 	err     error
 }

@@ -111,6 +111,9 @@ type Rules interface {
 	// file will read. It may read the file: the console calls it off the
 	// UI goroutine.
 	HostRuleText(req *queue.Request, entry string) (string, error)
+	// CountHostMatches counts the past connect requests entry would
+	// have admitted. Off the UI goroutine too.
+	CountHostMatches(entry string) (int, error)
 	// AddHostRule adds entry to the person's network_allow, where every
 	// later networked run reads it, and says where it went.
 	AddHostRule(req *queue.Request, entry string) (where string, err error)
@@ -223,6 +226,15 @@ type RuleFuncs struct {
 	ProposeHost func(host string, port int) ([]string, int)
 	HostText    func(req *queue.Request, entry string) (string, error)
 	AddHost     func(req *queue.Request, entry string) (string, error)
+	CountHost   func(entry string) (int, error)
+}
+
+// CountHostMatches implements Rules.
+func (r RuleFuncs) CountHostMatches(entry string) (int, error) {
+	if r.CountHost == nil {
+		return 0, nil
+	}
+	return r.CountHost(entry)
 }
 
 // ProposeRule implements Rules.

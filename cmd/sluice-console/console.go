@@ -185,6 +185,7 @@ func cmdConsole(args []string, std cli.Stdio, g *cli.Globals) int {
 			ProposeHost: policy.HostProposals,
 			HostText:    rules.hostText,
 			AddHost:     rules.addHost,
+			CountHost:   hostCounter(log.Path()),
 			Problem: func() string {
 				if judge == nil {
 					return ""

@@ -9,6 +9,7 @@ import (
 	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/cli"
+	"github.com/sluice-dev/sluice/netproxy/netrule"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 	"github.com/sluice-dev/sluice/tui"
@@ -33,6 +34,25 @@ func matchCounter(j *policy.Judge, auditFile string) func(pattern string) (int, 
 				matchers[ev.Cwd] = match
 			}
 			if match(ev.Command, policy.Env{Cwd: ev.Cwd}) {
+				n++
+			}
+			return nil
+		})
+		return n, err
+	}
+}
+
+// hostCounter counts the connect requests in the audit log (their queued
+// lines) that a proposed network_allow entry would have admitted.
+func hostCounter(auditFile string) func(entry string) (int, error) {
+	return func(entry string) (int, error) {
+		r, err := netrule.ParseRule(entry)
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		err = audit.EachQueued(auditFile, queue.KindConnect, func(ev *queue.Event) error {
+			if r.MatchTarget(ev.Host) {
 				n++
 			}
 			return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-dev/sluice/audit"
 	"github.com/sluice-dev/sluice/policy"
 	"github.com/sluice-dev/sluice/queue"
 )
@@ -47,5 +48,45 @@ func TestConsoleAddHost(t *testing.T) {
 	}
 	if _, err := (&consoleRules{judge: j}).addHost(asked, "registry.evil.example"); err == nil {
 		t.Error("a console without a policy file added a host")
+	}
+}
+
+// The host rule dialog counts the past connect requests each proposed
+// entry would have admitted, from the audit log as the engine writes it.
+func TestConsoleHostCounter(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*queue.Request{
+		{ID: queue.NewID(), Kind: queue.KindConnect, Host: "registry.evil.example", Port: 443, Command: "npm install", RunID: "R1"},
+		{ID: queue.NewID(), Kind: queue.KindConnect, Host: "registry.evil.example", Port: 443, Command: "npm ci", RunID: "R2"},
+		{ID: queue.NewID(), Kind: queue.KindConnect, Host: "cdn.evil.example", Port: 8443, Command: "npm ci", RunID: "R2"},
+		{ID: queue.NewID(), Kind: queue.KindConnect, Host: "evil.example", Port: 443, Command: "curl", RunID: "R3"},
+		{ID: queue.NewID(), Kind: queue.KindExec, Command: "curl https://registry.evil.example/", Cwd: "/src"},
+	} {
+		if err := log.Record(queue.NewEvent(queue.EventQueued, r)); err != nil {
+			t.Fatal(err)
+		}
+		if err := log.Record(queue.NewEvent(queue.EventApproved, r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	count := hostCounter(path)
+	for entry, want := range map[string]int{
+		"registry.evil.example:443": 2, "registry.evil.example": 2, "*.evil.example": 3,
+		"cdn.evil.example:443": 0, "evil.example": 1, "other.example": 0,
+	} {
+		if n, err := count(entry); err != nil || n != want {
+			t.Errorf("count(%q) = %d, %v; want %d", entry, n, err, want)
+		}
+	}
+	if n, err := hostCounter(filepath.Join(t.TempDir(), "none.jsonl"))("evil.example"); err != nil || n != 0 {
+		t.Errorf("no audit log yet: %d, %v", n, err)
 	}
 }

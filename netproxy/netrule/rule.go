@@ -144,6 +144,21 @@ func (r Rule) MatchAddr(a netip.Addr, port int) bool {
 	return r.Prefix.Contains(a.Unmap())
 }
 
+// MatchTarget reports whether the rule covers a connect request's target
+// as the audit log records it: "host:port", "[v6]:port". Anything else
+// matches nothing.
+func (r Rule) MatchTarget(target string) bool {
+	host, port, err := splitRule(target)
+	if err != nil || port == 0 {
+		return false
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return r.MatchAddr(a, port)
+	}
+	name, err := NormalName(host)
+	return err == nil && r.MatchName(name, port)
+}
+
 // splitRule separates a rule's host from its optional port.
 func splitRule(s string) (host string, port int, err error) {
 	if s == "" {

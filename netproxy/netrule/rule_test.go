@@ -24,3 +24,38 @@ func FuzzParseRule(f *testing.F) {
 		}
 	})
 }
+
+// A rule matches the targets a connect request names as the proxy would
+// judge them: names in any case, the port where the rule has one, an
+// address by its range; what is not host:port matches nothing.
+func TestMatchTarget(t *testing.T) {
+	for _, tc := range []struct {
+		rule, target string
+		want         bool
+	}{
+		{"registry.evil.example", "registry.evil.example:443", true},
+		{"registry.evil.example", "Registry.Evil.Example.:80", true},
+		{"registry.evil.example", "evil.example:443", false},
+		{"registry.evil.example:443", "registry.evil.example:8443", false},
+		{"*.evil.example", "registry.evil.example:443", true},
+		{"*.evil.example", "evil.example:443", false},
+		{"*.evil.example", "registry.evil.example.other:443", false},
+		{"10.0.0.0/8:5432", "10.1.2.3:5432", true},
+		{"10.0.0.0/8:5432", "10.1.2.3:5433", false},
+		{"10.0.0.0/8", "ten.example:443", false},
+		{"::1", "[::1]:443", true},
+		{"[fc00::/7]:443", "[fd00::1]:443", true},
+		{"registry.evil.example", "registry.evil.example", false},
+		{"registry.evil.example", "registry.evil.example:0", false},
+		{"registry.evil.example", "", false},
+		{"registry.evil.example", "registry.evil.example:443\n", false},
+	} {
+		r, err := ParseRule(tc.rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.MatchTarget(tc.target); got != tc.want {
+			t.Errorf("%q.MatchTarget(%q) = %v, want %v", tc.rule, tc.target, got, tc.want)
+		}
+	}
+}
