@@ -173,7 +173,7 @@ func helperOp(op string) string {
 			return "ok " + strconv.FormatUint(st.Ino, 10)
 		}
 	case "status":
-		return statusFields("/proc/self/status", "CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp")
+		return statusFields("/proc/self/status", "CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp", "Seccomp_filters")
 	default:
 		if r, ok := netOp(f); ok {
 			return r
@@ -652,7 +652,11 @@ func checkUnconfined(t *testing.T) {
 			t.Fatal(err)
 		}
 		var confined []string
+		parked := parkedThreads() // readied for the next run, and locked to it
 		for _, task := range tasks {
+			if tid, _ := strconv.Atoi(task.Name()); parked[tid] {
+				continue
+			}
 			sc, nnp, ce, ok := statusOf(t, "/proc/self/task/"+task.Name()+"/status")
 			if ok && (sc != "0" || nnp != "0" || ce != capEff) {
 				confined = append(confined, fmt.Sprintf("thread %s: Seccomp %s NoNewPrivs %s CapEff %s", task.Name(), sc, nnp, ce))
@@ -676,7 +680,7 @@ func startingStacks() string {
 	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "sandbox.startLocked") || strings.Contains(g, "forkExec") {
+		if strings.Contains(g, "sandbox.startLocked") || strings.Contains(g, "sandbox.warmThread") || strings.Contains(g, "forkExec") {
 			out = append(out, g)
 		}
 	}

@@ -96,3 +96,6 @@ func Start(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
 
 // DropIdle does nothing: Seatbelt keeps nothing between runs.
 func DropIdle() {}
+
+// Prewarm does nothing here: there is no thread to ready ahead of a run.
+func Prewarm(Profile) {}

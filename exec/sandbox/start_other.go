@@ -35,6 +35,9 @@ func (c *Confinement) Close() error { return nil }
 // DropIdle does nothing: nothing is kept here.
 func DropIdle() {}
 
+// Prewarm does nothing here: there is no thread to ready ahead of a run.
+func Prewarm(Profile) {}
+
 // Start starts cmd unconfined. c must be nil, as Prepare never returns
 // one: a Confinement that reached here by other means is refused rather
 // than silently ignored.

@@ -88,6 +88,9 @@ func CmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		// The command's proxy lives in this process: sluice-engine's.
 		return Handover(std, g, "sandbox", args)
 	}
+	// The thread that will start the command gets ready (its seccomp
+	// filter compiled) while the configuration and the plan load.
+	sandbox.Prewarm(profile)
 	cfg, err := app.LoadConfig(g.Config)
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
