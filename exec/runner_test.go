@@ -45,9 +45,7 @@ func TestMain(m *testing.M) {
 	// A run cgroup that still holds zombies (a fork bomb's, until init
 	// reaps them) is removed by a goroutine of its own once they are gone;
 	// it may outlive the test that made it.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/sluice-dev/sluice/exec/sandbox.(*Cgroup).closeWhenIdle"),
-		// A thread readied for the next confined run waits for it, by design.
-		goleak.IgnoreTopFunction("github.com/sluice-dev/sluice/exec/sandbox.warmThread"))
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/sluice-dev/sluice/exec/sandbox.(*Cgroup).closeWhenIdle"))
 }
 
 // runHelper implements "stream N": write N bytes of runStream to stdout.

@@ -153,15 +153,14 @@ func Start(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
 	} else {
 		go startLocked(cmd, c, g, errc)
 	}
-	if f, err := filters(); err == nil && c != nil && c.filter == f[c.filterIndex] {
-		prewarm(c.filter) // for the next run like this one
-	}
 	return <-errc
 }
 
-// Prewarm readies a thread for a run of profile p (without a proxy) ahead
-// of time, while the caller does other work: sluice sandbox calls it as
-// soon as it knows the profile.
+// Prewarm readies a thread for the next run of profile p (without a
+// proxy) while the caller does other work: sluice sandbox calls it as soon
+// as it knows the profile, and its one run then starts on that thread.
+// (The engine does not: readied after each start, the thread competed
+// with the run it followed and saved nothing measurable.)
 func Prewarm(p Profile) {
 	f, err := filters()
 	if err != nil {
@@ -177,8 +176,8 @@ func Prewarm(p Profile) {
 	}
 }
 
-// A warm thread is a locked OS thread made ready ahead of time for the
-// next confined run that uses one seccomp program: capabilities dropped,
+// A warm thread is a locked OS thread made ready ahead of time for a
+// confined run that uses one seccomp program: capabilities dropped,
 // no_new_privs set, the filter loaded (the kernel compiles it then, about
 // 0.15 ms of a run's start here). What belongs to the run (its cgroup, its
 // two Landlock layers) is applied when the run comes, and the thread ends

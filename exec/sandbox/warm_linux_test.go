@@ -22,9 +22,14 @@ func TestWarmStartConfinesAsCold(t *testing.T) {
 		}
 		ops := []string{"status", "read:" + f.p("home/.ssh/id_rsa"), "create:" + f.p("outside/new"), "create:" + f.p("project/new-"+string(p)),
 			"read:/etc/passwd", "exec:/bin/true", "socket:inet", "socket:unix", "iouring", "environ:" + strconv.Itoa(os.Getpid())}
-		// However this test found the threads, the first run starts cold
-		// or warm; the next one, once a thread is ready, warm.
+		// The first run starts cold; the next one, once Prewarm has
+		// readied a thread, warm.
+		before := warm.started.Load()
 		first := runHelper(t, c, nil, ops...)
+		if warm.started.Load() != before {
+			t.Fatalf("%s: a run started warm with no thread readied", p)
+		}
+		Prewarm(p)
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			warm.mu.Lock()
@@ -34,11 +39,11 @@ func TestWarmStartConfinesAsCold(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: no warm thread 5 s after a run", p)
+				t.Fatalf("%s: no warm thread 5 s after Prewarm", p)
 			}
 			time.Sleep(time.Millisecond)
 		}
-		before := warm.started.Load()
+		before = warm.started.Load()
 		second := runHelper(t, c, nil, ops...)
 		if warm.started.Load() != before+1 {
 			t.Fatalf("%s: the second run did not start from the warm thread", p)
