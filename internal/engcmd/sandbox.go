@@ -125,6 +125,19 @@ func CmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		policyFile = app.DefaultPolicyFile()
 	}
 	conf := cfg.Confine(spool, policyFile, auditFile, app.StateDir(auditFile), app.CheckpointDir())
+	// The command's cgroup is made on the other CPU while the plan loads.
+	// Named for this process: should it be killed (an agent's timeout
+	// sends SIGKILL), the next wrapper sweeps what the command left.
+	var cg *sandbox.Cgroup
+	cgReady := make(chan struct{})
+	go func() {
+		defer close(cgReady)
+		cg, _ = sandbox.NewCgroup(strconv.Itoa(os.Getpid())+"-sandbox", conf.MaxProcs)
+	}()
+	defer func() {
+		<-cgReady
+		cg.Close()
+	}()
 
 	cmd := osexec.Command(path, words[1:]...)
 	cmd.Args[0] = words[0]
@@ -233,10 +246,7 @@ func CmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 		}
 	}
 	app.ProtectProcess() // no core dumps, in the command either
-	// Named for this process: should it be killed (an agent's timeout
-	// sends SIGKILL), the next wrapper sweeps what the command left.
-	cg, _ := sandbox.NewCgroup(strconv.Itoa(os.Getpid())+"-sandbox", conf.MaxProcs)
-	defer cg.Close()
+	<-cgReady
 	// Confined, the command starts in a session of its own, without a
 	// controlling terminal: nothing it runs can type into the agent's
 	// terminal (TIOCSTI needs it as the controlling one), nor read
