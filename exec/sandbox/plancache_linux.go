@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,15 +220,9 @@ func loadBase(bs BaseSpec, abi int, dir string) (*base, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
 	}
-	for _, g := range grants {
-		if err := p.allows(g.Grant); err != nil {
-			unix.Close(fd)
-			return nil, err
-		}
-		if err := addCachedGrant(fd, g, handled, hidden); err != nil {
-			unix.Close(fd)
-			return nil, err
-		}
+	if err := addCachedGrants(fd, p, grants, handled, hidden); err != nil {
+		unix.Close(fd)
+		return nil, err
 	}
 	if len(stale) > 0 {
 		// Those carved now, from the planner: applied as a new plan's.
@@ -263,6 +258,36 @@ func (p *planner) allows(g Grant) error {
 		return refused("%s holds a hidden path", path)
 	}
 	return nil
+}
+
+// addCachedGrants checks each of grants with p and adds it to the ruleset
+// fd. Each is a few system calls (open, stat, add, close) and a plan holds
+// a few hundred: a long one is split in two halves, the second checked and
+// added on another goroutine (another CPU, where there is one). Landlock
+// takes rules on one ruleset from several threads, in any order.
+func addCachedGrants(fd int, p *planner, grants []cachedGrant, handled uint64, hidden map[[2]uint64]bool) error {
+	add := func(gs []cachedGrant) error {
+		for _, g := range gs {
+			if err := p.allows(g.Grant); err != nil {
+				return err
+			}
+			if err := addCachedGrant(fd, g, handled, hidden); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(grants) < 64 || runtime.GOMAXPROCS(0) < 2 {
+		return add(grants)
+	}
+	half := len(grants) / 2
+	errc := make(chan error, 1)
+	go func() { errc <- add(grants[half:]) }()
+	err := add(grants[:half])
+	if err2 := <-errc; err == nil {
+		err = err2
+	}
+	return err
 }
 
 // addCachedGrant adds g from a plan file, refusing it unless its path
