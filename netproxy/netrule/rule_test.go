@@ -11,9 +11,16 @@ func FuzzParseRule(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		// Any audit line's target is matched without a panic.
+		if wild, err := ParseRule("*.example"); err == nil {
+			_ = wild.MatchTarget(s)
+		}
 		r, err := ParseRule(s)
 		if err != nil {
 			return
+		}
+		if !r.Prefix.IsValid() && r.Port != 0 && !r.Wildcard && !r.MatchTarget(r.String()) {
+			t.Fatalf("%q does not match its own target %q", s, r.String())
 		}
 		back, err := ParseRule(r.String())
 		if err != nil || back != r {
