@@ -41,7 +41,7 @@ func (r NewRule) Text() (string, error) { return r.block() }
 func AppendRule(file string, r NewRule) error {
 	block, err := r.block()
 	if err != nil {
-		return fmt.Errorf("policy: append a rule to %s: %w", file, err)
+		return fmt.Errorf("policy: read %s: %w", file, err)
 	}
 	old, info, err := readRegular(file)
 	if err != nil {
@@ -162,10 +162,10 @@ func readRegular(file string) (string, fs.FileInfo, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", nil, nil
 	case err != nil:
-		return "", nil, fmt.Errorf("policy: append a rule to %s: %w", file, err)
+		return "", nil, fmt.Errorf("policy: read %s: %w", file, err)
 	case info.Mode()&fs.ModeSymlink != 0:
 		target, _ := os.Readlink(file)
-		return "", nil, fmt.Errorf("policy: %s is a symbolic link to %s: sluice will not replace a link with a file; add the rule to the file it points to yourself", file, target)
+		return "", nil, fmt.Errorf("policy: %s is a symbolic link to %s: sluice will not replace a link with a file; change the file it points to yourself", file, target)
 	case info.IsDir():
 		return "", nil, fmt.Errorf("policy: %s is a directory, not a policy file", file)
 	case !info.Mode().IsRegular():
@@ -173,19 +173,19 @@ func readRegular(file string) (string, fs.FileInfo, error) {
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return "", nil, fmt.Errorf("policy: append a rule to %s: %w", file, err)
+		return "", nil, fmt.Errorf("policy: read %s: %w", file, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", nil, fmt.Errorf("policy: append a rule to %s: %w", file, err)
+		return "", nil, fmt.Errorf("policy: read %s: %w", file, err)
 	}
 	if !os.SameFile(info, fi) {
-		return "", nil, fmt.Errorf("policy: %s changed while the rule was added; try again", file)
+		return "", nil, fmt.Errorf("policy: %s changed while it was read; try again", file)
 	}
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return "", nil, fmt.Errorf("policy: append a rule to %s: %w", file, err)
+		return "", nil, fmt.Errorf("policy: read %s: %w", file, err)
 	}
 	return string(b), fi, nil
 }
@@ -227,7 +227,7 @@ func checkAppended(tmp, file string, oldLines int, r NewRule) error {
 			}
 			return &LoadError{File: file, Line: le.Line, Msg: le.Msg + " (the rule was not added)"}
 		}
-		return fmt.Errorf("policy: append a rule to %s: %w", file, err)
+		return fmt.Errorf("policy: read %s: %w", file, err)
 	}
 	var last *Rule
 	for _, rule := range p.Rules() {
@@ -251,7 +251,7 @@ func unchanged(file string, before fs.FileInfo) error {
 	case before != nil && err == nil && os.SameFile(before, now) && before.Size() == now.Size() && before.ModTime().Equal(now.ModTime()):
 		return nil
 	}
-	return fmt.Errorf("policy: %s changed while the rule was added; try again", file)
+	return fmt.Errorf("policy: %s changed while sluice was changing it; nothing was written: try again", file)
 }
 
 // tomlString quotes s as a TOML basic string. Quotes, backslashes and

@@ -431,7 +431,7 @@ func TestReplaceFileKeepsAnEditMadeMeanwhile(t *testing.T) {
 			}
 			t.Cleanup(func() { checkHook = nil })
 			err := tc.append(file)
-			if err == nil || !strings.Contains(err.Error(), "changed while the rule was added") {
+			if err == nil || !strings.Contains(err.Error(), "changed while sluice was changing it") {
 				t.Fatalf("adding over an edited file: %v", err)
 			}
 			if got, _ := os.ReadFile(file); string(got) != edit {

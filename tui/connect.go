@@ -98,8 +98,7 @@ func (m *Model) proposeHostCmd(req *queue.Request, entries []string, def int) te
 			}
 			msg.texts[i] = text
 			if msg.matches[i], err = rules.CountHostMatches(e); err != nil {
-				msg.err = fmt.Errorf("the audit log cannot be read (%w); y once, r for this run", err)
-				break
+				msg.matches[i] = -1 // the dialog says it could not count
 			}
 		}
 		return msg

@@ -26,10 +26,19 @@ func (d *hostRuleDialog) Render(m *Model, _ int) (string, []string) {
 	body = append(body, "",
 		choiceLine(m, r.entries, r.choice),
 		ds.Text.Render(entryMeaning(r.entries[r.choice])+": networked runs that start from now on, in every project, reach it without asking (network_deny still wins); this run, for the rest of it."),
-		ds.Text.Render(fmt.Sprintf("It would have admitted %d past connection request(s) in the audit log.", r.pastMatches())),
+		ds.Text.Render(pastConnections(r.pastMatches())),
 		ds.Text.Render(policyFileText(m.d.opt.PolicyFile)),
 		"", ds.Button.Render("y: allow and keep the rule")+"  "+noButton(m))
 	return "Allow, and let every run reach it from now on:", body
+}
+
+// pastConnections says how many past connect requests an entry would
+// have admitted (n < 0: the audit log could not be read).
+func pastConnections(n int) string {
+	if n < 0 {
+		return "The audit log could not be read to count the past connection requests it would have admitted."
+	}
+	return fmt.Sprintf("It would have admitted %d past connection request(s) in the audit log.", n)
 }
 
 // pastMatches is how many past connect requests the chosen entry would

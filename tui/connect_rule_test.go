@@ -138,12 +138,19 @@ func TestConnectRuleDialog(t *testing.T) {
 func TestConnectRuleDialogNo(t *testing.T) {
 	t.Parallel()
 	f, file, _ := hostRuleFixture(t)
+	// An audit log that cannot be read leaves the count unknown, not the
+	// dialog shut.
+	rules := f.m.d.opt.Rules.(RuleFuncs)
+	rules.CountHost = func(string) (int, error) { return 0, errors.New("audit.jsonl: token too long") }
+	f.m.d.opt.Rules = rules
 	before, _ := os.ReadFile(file)
 	req := f.submitConnect("db.corp.example", 5432)
 	f.clock.add(time.Second)
 	f.run(f.press(f.m.keys.ApproveRule))
 	if s := ansi.Strip(f.m.render()); !strings.Contains(s, `network_allow = ["db.corp.example:5432"]`) {
 		t.Errorf("a database port is not offered narrow first:\n%s", s)
+	} else if !strings.Contains(s, "The audit log could not be read to count") {
+		t.Errorf("the dialog does not say the count is unknown:\n%s", s)
 	}
 	f.run(f.update(keyMsg("esc")))
 	if f.m.dlg != nil {

@@ -208,9 +208,11 @@ func TestBrowserListApprovalAndConnect(t *testing.T) {
 	do(t, ctx, "desktop viewport", chromedp.EmulateViewport(1280, 800))
 	lrow := "#items > li[data-id='" + lid + "']"
 	press(t, ctx, "deny", lrow+" button.deny")
-	do(t, ctx, "a reason", chromedp.WaitVisible(chromedp.CSS(lrow+" form.deny-inline input")),
-		chromedp.SendKeys(chromedp.CSS(lrow+" form.deny-inline input"), "too long to read here"))
-	press(t, ctx, "deny with a reason", lrow+" form.deny-inline button.deny")
+	// The reason typed and sent in one step in the page, as press clicks:
+	// the row may move meanwhile.
+	q, _ := json.Marshal(lrow + " form.deny-inline input")
+	until(t, ctx, "deny with a reason", `(() => { const i = document.querySelector(`+string(q)+`);
+		if (!i) return false; i.value = "too long to read here"; i.form.requestSubmit(); return true; })()`)
 	until(t, ctx, "denied", `document.getElementById("q-msg").textContent.startsWith("Denied as ")`)
 	if code := long.Wait(t); code != 126 || !strings.Contains(long.Stderr.String(), "too long to read here") {
 		t.Fatalf("the denied agent: exit %d, stderr %q", code, long.Stderr.String())

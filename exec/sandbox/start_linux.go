@@ -149,16 +149,17 @@ func Start(cmd *osexec.Cmd, c *Confinement, g *Cgroup) error {
 	}
 	errc := make(chan error, 1)
 	if ch := takeWarm(c); ch != nil {
-		ch <- warmJob{cmd, c, g, errc}
+		ch <- warmJob{cmd: cmd, c: c, g: g, errc: errc}
 	} else {
 		go startLocked(cmd, c, g, errc)
 	}
 	return <-errc
 }
 
-// Prewarm readies a thread for the next run of profile p (without a
-// proxy) while the caller does other work: sluice sandbox calls it as soon
-// as it knows the profile, and its one run then starts on that thread.
+// Prewarm readies a thread for the next run of profile p while the caller
+// does other work: sluice sandbox calls it as soon as it knows the
+// profile, and its one run then starts on that thread. Only a read_only
+// run gets one.
 // (The engine does not: readied after each start, the thread competed
 // with the run it followed and saved nothing measurable.)
 func Prewarm(p Profile) {
@@ -166,13 +167,11 @@ func Prewarm(p Profile) {
 	if err != nil {
 		return
 	}
-	switch {
-	case p.Network():
-		prewarm(f[1])
-	case !p.Writes():
+	// A run that writes goes through the box helper where there is one,
+	// and a networked one may need the proxy's own program: only a
+	// read_only run is sure to start from here.
+	if p == ReadOnly {
 		prewarm(f[2])
-	default:
-		prewarm(f[0])
 	}
 }
 
@@ -184,10 +183,11 @@ func Prewarm(p Profile) {
 // with it, as a cold one does. Landlock's calls pass the filter, so the
 // thread ends up exactly as confineThread leaves one.
 type warmJob struct {
-	cmd  *osexec.Cmd
-	c    *Confinement
-	g    *Cgroup
-	errc chan<- error
+	cmd   *osexec.Cmd
+	c     *Confinement
+	g     *Cgroup
+	errc  chan<- error
+	leave func() // the thread leaves the run's cgroup (nil: it did not join one)
 }
 
 // warmSlot is a warm thread waiting for a run: it takes it on ch.
@@ -263,6 +263,17 @@ func warmThread(filter *unix.SockFprog) {
 	warm.ready[filter] = warmSlot{ch, unix.Gettid()}
 	warm.mu.Unlock()
 	job := <-ch
+	if job.g != nil && job.g.tasks != "" {
+		// A cgroup the thread joins: without capabilities it may not be
+		// allowed to. Then a cold thread, which joins before it drops
+		// them, starts the run instead.
+		leave, err := job.g.enterThread()
+		if err != nil {
+			go startLocked(job.cmd, job.c, job.g, job.errc)
+			return
+		}
+		job.leave = leave
+	}
 	job.errc <- startWarm(job)
 }
 
@@ -280,14 +291,9 @@ func warmUp(filter *unix.SockFprog) error {
 // startWarm finishes confining a warm thread for job's run and starts it.
 func startWarm(job warmJob) error {
 	warm.started.Add(1)
-	leave := func() {}
-	if job.g != nil {
-		var err error
-		if leave, err = job.g.enterThread(); err != nil {
-			return err
-		}
+	if job.leave != nil {
+		defer job.leave()
 	}
-	defer leave()
 	c := job.c
 	if c.ruleset < 0 {
 		return errors.New("sandbox: confinement used after Close")

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,14 +23,17 @@ func TestWarmStartConfinesAsCold(t *testing.T) {
 		}
 		ops := []string{"status", "read:" + f.p("home/.ssh/id_rsa"), "create:" + f.p("outside/new"), "create:" + f.p("project/new-"+string(p)),
 			"read:/etc/passwd", "exec:/bin/true", "socket:inet", "socket:unix", "iouring", "environ:" + strconv.Itoa(os.Getpid())}
-		// The first run starts cold; the next one, once Prewarm has
-		// readied a thread, warm.
+		// Each run in a cgroup of its own, as the wrapper's is.
+		g := requireCgroup(t, "warm-"+string(p), 64)
+		ops = append(ops, "readfile:/proc/self/cgroup")
+		// The first run starts cold; the next one, once a thread is
+		// readied, warm.
 		before := warm.started.Load()
-		first := runHelper(t, c, nil, ops...)
+		first := runHelper(t, c, g, ops...)
 		if warm.started.Load() != before {
 			t.Fatalf("%s: a run started warm with no thread readied", p)
 		}
-		Prewarm(p)
+		prewarm(c.filter)
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			warm.mu.Lock()
@@ -39,12 +43,12 @@ func TestWarmStartConfinesAsCold(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: no warm thread 5 s after Prewarm", p)
+				t.Fatalf("%s: no warm thread 5 s after prewarm", p)
 			}
 			time.Sleep(time.Millisecond)
 		}
 		before = warm.started.Load()
-		second := runHelper(t, c, nil, ops...)
+		second := runHelper(t, c, g, ops...)
 		if warm.started.Load() != before+1 {
 			t.Fatalf("%s: the second run did not start from the warm thread", p)
 		}
@@ -52,6 +56,9 @@ func TestWarmStartConfinesAsCold(t *testing.T) {
 			if first[op] != second[op] {
 				t.Errorf("%s: %s: %q, then from the warm thread %q", p, op, first[op], second[op])
 			}
+		}
+		if cg := second["readfile:/proc/self/cgroup"]; g.v1 != "" && !strings.Contains(cg, filepath.Base(g.v1)) {
+			t.Errorf("%s: the warm-started child is not in the run's cgroup %s: %s", p, g.v1, cg)
 		}
 		st := second["status"]
 		for _, w := range []string{"NoNewPrivs=1", "Seccomp=2", "Seccomp_filters=1"} {
@@ -68,5 +75,37 @@ func TestWarmStartConfinesAsCold(t *testing.T) {
 				t.Errorf("%s: %s from the warm thread: %s, want %s", p, op, second[op], want)
 			}
 		}
+	}
+}
+
+// Prewarm readies a thread for a read_only run only: a run that writes or
+// reaches the network may start through a helper program instead.
+func TestPrewarmReadOnlyOnly(t *testing.T) {
+	requireSandbox(t)
+	f, err := filters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	Prewarm(Mutating)
+	Prewarm(Networked)
+	Prewarm(ReadOnly)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		warm.mu.Lock()
+		_, ro := warm.ready[f[2]]
+		mutPending, netPending := warm.pending[f[0]], warm.pending[f[1]]
+		_, mut := warm.ready[f[0]]
+		_, net := warm.ready[f[1]]
+		warm.mu.Unlock()
+		if mut || net || mutPending || netPending {
+			t.Fatal("a thread was readied for a run that writes or reaches the network")
+		}
+		if ro {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no thread readied for read_only 5 s after Prewarm")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
