@@ -630,6 +630,12 @@ func (t *tmpDirs) put(d string) {
 // directories, which goes on with the pid of the process that made it.
 const runDirsPrefix = "sluice-runs-"
 
+// oldRunDirAge is how long a runner's directory named as older sluices
+// named them (without the pid) is left alone: a day past the longest a
+// run may last. Each run's directory in it is made and removed as the run
+// starts and ends, which touches it.
+const oldRunDirAge = queue.MaxTimeout + 24*time.Hour
+
 // sweepRunDirs removes from dir the runners' directories of processes that
 // are gone: an engine killed with SIGKILL leaves its own behind (and the
 // spare made for its next run), and /tmp would gather them. Only this
@@ -644,18 +650,23 @@ func sweepRunDirs(dir string) {
 		if !ok || !e.IsDir() {
 			continue
 		}
-		pidText, _, ok := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 {
-			continue // an older sluice's, or not a runner's: left alone
-		}
-		if err := unix.Kill(pid, 0); err == nil || errors.Is(err, unix.EPERM) {
-			continue
-		}
 		path := filepath.Join(dir, e.Name())
 		var st unix.Stat_t
 		if unix.Lstat(path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
 			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		switch {
+		case !ok && err == nil && time.Since(time.Unix(st.Mtim.Unix())) > oldRunDirAge:
+			// An older sluice's (named without its pid): untouched for
+			// longer than any run may last, nothing uses it.
+		case !ok || err != nil || pid <= 0:
+			continue // a recent older sluice's, or not a runner's: left alone
+		default:
+			if err := unix.Kill(pid, 0); err == nil || errors.Is(err, unix.EPERM) {
+				continue // its engine is alive
+			}
 		}
 		_ = os.RemoveAll(path)
 	}

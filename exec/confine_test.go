@@ -529,8 +529,10 @@ func TestApprovedGrantsWritable(t *testing.T) {
 }
 
 // TestSweepRunDirs: the runners' directories of processes that are gone
-// (an engine killed with SIGKILL leaves its own) are removed; a live
-// process's, another name's, an old unnumbered one and a symlink stay.
+// (an engine killed with SIGKILL leaves its own) are removed, and those
+// older sluices named without the pid once untouched for longer than any
+// run lasts; a live process's, another name's, a recent unnumbered one and
+// a symlink stay.
 func TestSweepRunDirs(t *testing.T) {
 	dir := t.TempDir()
 	dead := osexec.Command("true")
@@ -547,6 +549,11 @@ func TestSweepRunDirs(t *testing.T) {
 	gone := mk(fmt.Sprintf("%s%d-123", runDirsPrefix, dead.Process.Pid))
 	live := mk(fmt.Sprintf("%s%d-456", runDirsPrefix, os.Getpid()))
 	old := mk(runDirsPrefix + "789")
+	stale := mk(runDirsPrefix + "1023443498")
+	long := time.Now().Add(-oldRunDirAge - time.Hour)
+	if err := os.Chtimes(stale, long, long); err != nil {
+		t.Fatal(err)
+	}
 	other := mk("sluice-sandbox-1")
 	target := mk("elsewhere")
 	link := filepath.Join(dir, fmt.Sprintf("%s%d-999", runDirsPrefix, dead.Process.Pid))
@@ -556,8 +563,10 @@ func TestSweepRunDirs(t *testing.T) {
 
 	sweepRunDirs(dir)
 
-	if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the dead engine's %s remains: %v", filepath.Base(gone), err)
+	for _, p := range []string{gone, stale} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s remains: %v", filepath.Base(p), err)
+		}
 	}
 	for _, p := range []string{live, old, other, filepath.Join(target, "run-1")} {
 		if _, err := os.Stat(p); err != nil {
