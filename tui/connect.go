@@ -89,17 +89,19 @@ func noted(cmd tea.Cmd, note string) tea.Cmd {
 func (m *Model) proposeHostCmd(req *queue.Request, entries []string, def int) tea.Cmd {
 	rules := m.d.opt.Rules
 	return func() tea.Msg {
-		msg := hostProposedMsg{id: req.ID, entries: entries, choice: def, texts: make([]string, len(entries)), matches: make([]int, len(entries))}
+		msg := hostProposedMsg{id: req.ID, entries: entries, choice: def, texts: make([]string, len(entries))}
 		for i, e := range entries {
 			text, err := rules.HostRuleText(req, e)
 			if err != nil {
 				msg.err = fmt.Errorf("no rule can be added: %w; y once, r for this run", err)
-				break
+				return msg
 			}
 			msg.texts[i] = text
-			if msg.matches[i], err = rules.CountHostMatches(e); err != nil {
-				msg.matches[i] = -1 // the dialog says it could not count
-			}
+		}
+		// One read of the audit log for all of them; unreadable, the
+		// dialog says it could not count.
+		if n, err := rules.CountHostMatches(entries); err == nil && len(n) == len(entries) {
+			msg.matches = n
 		}
 		return msg
 	}

@@ -42,12 +42,12 @@ func pastConnections(n int) string {
 }
 
 // pastMatches is how many past connect requests the chosen entry would
-// have admitted.
+// have admitted (-1: not counted).
 func (r hostProposedMsg) pastMatches() int {
 	if r.choice < len(r.matches) {
 		return r.matches[r.choice]
 	}
-	return 0
+	return -1
 }
 
 // HandleKey implements dialog: ← and → narrow and widen the entry, y

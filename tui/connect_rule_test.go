@@ -59,8 +59,12 @@ func hostRuleFixture(t *testing.T) (*fixture, string, *eventLog) {
 		},
 		// As if the audit log held two asks for this host on 443 and
 		// one more under the domain.
-		CountHost: func(e string) (int, error) {
-			return map[string]int{"registry.evil.example:443": 2, "registry.evil.example": 2, "*.evil.example": 3}[e], nil
+		CountHost: func(entries []string) ([]int, error) {
+			n := make([]int, len(entries))
+			for i, e := range entries {
+				n[i] = map[string]int{"registry.evil.example:443": 2, "registry.evil.example": 2, "*.evil.example": 3}[e]
+			}
+			return n, nil
 		},
 	}
 	f.m.d.opt.PolicyFile = "~/policy.toml"
@@ -141,7 +145,7 @@ func TestConnectRuleDialogNo(t *testing.T) {
 	// An audit log that cannot be read leaves the count unknown, not the
 	// dialog shut.
 	rules := f.m.d.opt.Rules.(RuleFuncs)
-	rules.CountHost = func(string) (int, error) { return 0, errors.New("audit.jsonl: token too long") }
+	rules.CountHost = func([]string) ([]int, error) { return nil, errors.New("audit.jsonl: token too long") }
 	f.m.d.opt.Rules = rules
 	before, _ := os.ReadFile(file)
 	req := f.submitConnect("db.corp.example", 5432)

@@ -125,7 +125,7 @@ type hostProposedMsg struct {
 	id      string
 	entries []string // narrowest first
 	texts   []string // the network_allow statement with each
-	matches []int    // past connect requests each would have admitted
+	matches []int    // past connect requests each would have admitted (nil: not counted)
 	choice  int      // the one chosen (← narrower, → wider)
 	err     error
 }

@@ -111,9 +111,9 @@ type Rules interface {
 	// file will read. It may read the file: the console calls it off the
 	// UI goroutine.
 	HostRuleText(req *queue.Request, entry string) (string, error)
-	// CountHostMatches counts the past connect requests entry would
-	// have admitted. Off the UI goroutine too.
-	CountHostMatches(entry string) (int, error)
+	// CountHostMatches counts, for each of entries, the past connect
+	// requests it would have admitted. Off the UI goroutine too.
+	CountHostMatches(entries []string) ([]int, error)
 	// AddHostRule adds entry to the person's network_allow, where every
 	// later networked run reads it, and says where it went.
 	AddHostRule(req *queue.Request, entry string) (where string, err error)
@@ -226,15 +226,15 @@ type RuleFuncs struct {
 	ProposeHost func(host string, port int) ([]string, int)
 	HostText    func(req *queue.Request, entry string) (string, error)
 	AddHost     func(req *queue.Request, entry string) (string, error)
-	CountHost   func(entry string) (int, error)
+	CountHost   func(entries []string) ([]int, error)
 }
 
 // CountHostMatches implements Rules.
-func (r RuleFuncs) CountHostMatches(entry string) (int, error) {
+func (r RuleFuncs) CountHostMatches(entries []string) ([]int, error) {
 	if r.CountHost == nil {
-		return 0, nil
+		return make([]int, len(entries)), nil
 	}
-	return r.CountHost(entry)
+	return r.CountHost(entries)
 }
 
 // ProposeRule implements Rules.

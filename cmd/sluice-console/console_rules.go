@@ -42,18 +42,25 @@ func matchCounter(j *policy.Judge, auditFile string) func(pattern string) (int, 
 	}
 }
 
-// hostCounter counts the connect requests in the audit log (their queued
-// lines) that a proposed network_allow entry would have admitted.
-func hostCounter(auditFile string) func(entry string) (int, error) {
-	return func(entry string) (int, error) {
-		r, err := netrule.ParseRule(entry)
-		if err != nil {
-			return 0, err
+// hostCounter counts, in one read of the audit log, the connect requests
+// (their queued lines) that each proposed network_allow entry would have
+// admitted.
+func hostCounter(auditFile string) func(entries []string) ([]int, error) {
+	return func(entries []string) ([]int, error) {
+		rules := make([]netrule.Rule, len(entries))
+		for i, e := range entries {
+			r, err := netrule.ParseRule(e)
+			if err != nil {
+				return nil, err
+			}
+			rules[i] = r
 		}
-		n := 0
-		err = audit.EachQueued(auditFile, queue.KindConnect, func(ev *queue.Event) error {
-			if r.MatchTarget(ev.Host) {
-				n++
+		n := make([]int, len(entries))
+		err := audit.EachQueued(auditFile, queue.KindConnect, func(ev *queue.Event) error {
+			for i, r := range rules {
+				if r.MatchTarget(ev.Host) {
+					n[i]++
+				}
 			}
 			return nil
 		})

@@ -180,8 +180,7 @@ func Prewarm(p Profile) {
 // no_new_privs set, the filter loaded (the kernel compiles it then, about
 // 0.15 ms of a run's start here). What belongs to the run (its cgroup, its
 // two Landlock layers) is applied when the run comes, and the thread ends
-// with it, as a cold one does. Landlock's calls pass the filter, so the
-// thread ends up exactly as confineThread leaves one.
+// with it, as a cold one does: confineThread's same steps, split.
 type warmJob struct {
 	cmd   *osexec.Cmd
 	c     *Confinement
@@ -201,17 +200,6 @@ var warm struct {
 	mu      sync.Mutex
 	ready   map[*unix.SockFprog]warmSlot // at most one thread waits per filter
 	pending map[*unix.SockFprog]bool     // one is warming up
-}
-
-// parkedThreads are the warm threads waiting for a run.
-func parkedThreads() map[int]bool {
-	warm.mu.Lock()
-	defer warm.mu.Unlock()
-	out := map[int]bool{}
-	for _, s := range warm.ready {
-		out[s.tid] = true
-	}
-	return out
 }
 
 // prewarm starts warming a thread for filter unless one is ready or on
@@ -277,7 +265,8 @@ func warmThread(filter *unix.SockFprog) {
 	job.errc <- startWarm(job)
 }
 
-// warmUp is confineThread's part that does not depend on the run.
+// warmUp is confineThread's part that does not depend on the run:
+// capabilities, no_new_privs, the seccomp filter.
 func warmUp(filter *unix.SockFprog) error {
 	if err := dropCapsIfAny(); err != nil {
 		return err
@@ -298,11 +287,8 @@ func startWarm(job warmJob) error {
 	if c.ruleset < 0 {
 		return errors.New("sandbox: confinement used after Close")
 	}
-	if err := landlockRestrict(c.base.fd); err != nil {
-		return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
-	}
-	if err := landlockRestrict(c.ruleset); err != nil {
-		return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
+	if err := restrictLayers(c.base.fd, c.ruleset); err != nil {
+		return err
 	}
 	return job.cmd.Start()
 }
@@ -372,24 +358,27 @@ func (c *Confinement) apply() error {
 	return confineThread(c.base.fd, c.ruleset, c.filter)
 }
 
-// confineThread confines the calling thread with the two Landlock
-// rulesets and the seccomp filter, after dropping every capability it
-// has (root's, or the box's in its user namespace) and setting
-// no_new_privs.
+// confineThread confines the calling thread: every capability it has
+// dropped (root's, or the box's in its user namespace), no_new_privs, the
+// seccomp filter, then the two Landlock layers (Landlock's calls pass the
+// filter). A warm thread does the same in two steps: warmUp ahead of the
+// run, restrictLayers when it comes.
 func confineThread(base, run int, filter *unix.SockFprog) error {
-	if err := dropCapsIfAny(); err != nil {
+	if err := warmUp(filter); err != nil {
 		return err
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+	return restrictLayers(base, run)
+}
+
+// restrictLayers puts the calling thread under the base Landlock layer
+// and the run's own.
+func restrictLayers(base, run int) error {
+	for _, fd := range []int{base, run} {
+		if err := landlockRestrict(fd); err != nil {
+			return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
+		}
 	}
-	if err := landlockRestrict(base); err != nil {
-		return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
-	}
-	if err := landlockRestrict(run); err != nil {
-		return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
-	}
-	return loadFilter(filter)
+	return nil
 }
 
 // dropCapsIfAny drops the calling thread's capabilities if it has any

@@ -109,3 +109,14 @@ func TestPrewarmReadOnlyOnly(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// parkedThreads are the warm threads waiting for a run.
+func parkedThreads() map[int]bool {
+	warm.mu.Lock()
+	defer warm.mu.Unlock()
+	out := map[int]bool{}
+	for _, s := range warm.ready {
+		out[s.tid] = true
+	}
+	return out
+}
