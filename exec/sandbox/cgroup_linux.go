@@ -413,7 +413,7 @@ func (g *Cgroup) Empty() bool {
 		return true
 	}
 	for _, dir := range []string{g.v2, g.v1} {
-		if dir == "" {
+		if dir == "" || vacant(dir) {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
@@ -455,11 +455,28 @@ func zombie(pid string) bool {
 	return i >= 0 && i+2 < len(data) && (data[i+2] == 'Z' || data[i+2] == 'X')
 }
 
+// vacant reports whether the pids controller of the cgroup at dir
+// counts no task at all: a task is counted from its fork until it is
+// reaped, so zombies count, and one that a list of cgroup.procs would
+// show counts. It is the cheap answer after every run (one small read,
+// where listing cgroup.procs makes a v1 hierarchy build, sort and keep
+// a list of pids); false when dir has no pids.current or it says more.
+func vacant(dir string) bool {
+	fd, err := unix.Open(filepath.Join(dir, "pids.current"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	var buf [24]byte
+	n, err := unix.Read(fd, buf[:])
+	_ = unix.Close(fd)
+	return err == nil && n > 0 && string(bytes.TrimSpace(buf[:n])) == "0"
+}
+
 // idle reports whether the cgroup holds no task at all, zombies
 // included.
 func (g *Cgroup) idle() bool {
 	for _, dir := range []string{g.v2, g.v1} {
-		if dir == "" {
+		if dir == "" || vacant(dir) {
 			continue
 		}
 		if data, err := os.ReadFile(filepath.Join(dir, "pids.current")); err == nil && strings.TrimSpace(string(data)) != "0" {

@@ -851,6 +851,57 @@ func requireCgroup(t *testing.T, name string, maxProcs int) *Cgroup {
 // alive reports whether pid is a live (not zombie) process.
 func alive(pid int) bool { return live(strconv.Itoa(pid)) }
 
+// TestCgroupZombieNotVacant: the cheap check after a run (pids.current)
+// counts a dead process nobody reaped yet, as listing cgroup.procs does
+// not: such a cgroup is empty of live processes but neither vacant nor
+// idle, so it is not reused while its zombie still holds a pid of
+// pids.max. Reaped, it is all three.
+func TestCgroupZombieNotVacant(t *testing.T) {
+	t.Parallel()
+	g := requireCgroup(t, "zombie", 4)
+	cmd := osexec.Command("/bin/sh", "-c", "exit 0")
+	if err := Start(cmd, nil, g); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	deadline := time.Now().Add(hangGuard)
+	for !zombie(pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("the shell did not exit")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	counted := false
+	for _, dir := range []string{g.v2, g.v1} {
+		if dir != "" && !vacant(dir) {
+			counted = true
+		}
+	}
+	if !counted {
+		t.Error("a zombie in the cgroup: vacant says no task is left")
+	}
+	if g.idle() {
+		t.Error("a zombie in the cgroup: idle")
+	}
+	if !g.Empty() {
+		t.Error("only a zombie in the cgroup: not Empty")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{g.v2, g.v1} {
+		if dir == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "pids.current")); err == nil && !vacant(dir) {
+			t.Errorf("%s: not vacant once the shell was reaped", dir)
+		}
+	}
+	if !g.idle() || !g.Empty() {
+		t.Errorf("reaped: idle %v, Empty %v", g.idle(), g.Empty())
+	}
+}
+
 // TestCgroupKillsEverything: a run's processes that left its session
 // (setsid) or its tree (a double fork) are killed with it; the cgroup is
 // removed on Close; the test process survives.
