@@ -3,6 +3,7 @@ package engcmd
 import (
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
 	osexec "os/exec"
 	"os/signal"
@@ -99,7 +100,9 @@ func CmdSandbox(args []string, std cli.Stdio, g *cli.Globals) int {
 	path, err := osexec.LookPath(words[0])
 	if err != nil {
 		fmt.Fprintf(std.Err, "sluice sandbox: %v\n", err)
-		if errors.Is(err, osexec.ErrNotFound) {
+		// Not there, looked up on $PATH or named by its path: 127, as
+		// a shell says; there but not a program it may run: 126.
+		if errors.Is(err, osexec.ErrNotFound) || errors.Is(err, iofs.ErrNotExist) {
 			return 127
 		}
 		return 126
