@@ -219,3 +219,72 @@ func TestBaseRefreshMovedIntoSecret(t *testing.T) {
 		})
 	}
 }
+
+// TestBaseRefreshByEvents: a base a long-lived process keeps learns which
+// entries of a carved directory changed from their events, without
+// listing the directory again: a new entry is readable by the next run,
+// one renamed over a hidden path still makes a new plan, and events lost
+// (the queue overflowed) make it list the directory whole once.
+func TestBaseRefreshByEvents(t *testing.T) {
+	if _, err := Available(); err != nil {
+		t.Skip(err)
+	}
+	x := newRefreshTree(t)
+	c1 := x.prepare(t)
+	if c1.base.plan == nil || c1.base.plan.events == nil {
+		t.Skip("no inotify watch here: the base lists its directories")
+	}
+	// Whatever changed while the base was planned is listed once.
+	c1, _ = x.sameBase(t, func(i int) {})
+	if c1 == nil {
+		t.Fatal("the base was planned again with nothing changed")
+	}
+	before := listings.Load()
+	c2, ok := x.sameBase(t, func(i int) {
+		if err := os.WriteFile(filepath.Join(x.home, fmt.Sprintf("by-event%d", i)), []byte("evented\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !ok {
+		t.Fatal("a new entry: the base was planned again")
+	}
+	if out := catWith(t, c2, filepath.Join(x.home, "by-event0")); out != "evented\n" {
+		t.Fatalf("the new entry, by the next run: %q", out)
+	}
+	if n := listings.Load() - before; n != 0 {
+		t.Errorf("a new entry: the carved directory was listed %d times", n)
+	}
+	// Lost events: listed whole, the base kept.
+	c2.base.plan.events.overflow()
+	if err := os.WriteFile(filepath.Join(x.home, "after-overflow"), []byte("listed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before = listings.Load()
+	c3 := x.prepare(t)
+	if listings.Load() == before {
+		t.Error("events lost: the carved directories were not listed")
+	}
+	if out := catWith(t, c3, filepath.Join(x.home, "after-overflow")); out != "listed\n" {
+		t.Fatalf("the entry made after the events were lost: %q", out)
+	}
+	// A lock file granted, then renamed over a hidden path: its rule
+	// would follow it, so the base is planned again.
+	lock := filepath.Join(x.home, ".netrc.lock")
+	if err := os.WriteFile(lock, []byte("SECRET-MOVED\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c4 := x.prepare(t)
+	if out := catWith(t, c4, lock); out != "SECRET-MOVED\n" {
+		t.Fatalf("the lock file, before the move: %q", out)
+	}
+	if err := os.Rename(lock, filepath.Join(x.home, ".netrc")); err != nil {
+		t.Fatal(err)
+	}
+	c5 := x.prepare(t)
+	if c5.base == c4.base {
+		t.Error("the base was kept after a granted entry was renamed over a hidden path")
+	}
+	if out := catWith(t, c5, filepath.Join(x.home, ".netrc")); strings.Contains(out, "SECRET") {
+		t.Fatalf("renamed over a hidden path: %q", out)
+	}
+}

@@ -237,13 +237,27 @@ func releaseBase(b *base) {
 
 // fresh reports whether no watched directory changed since b was built.
 func (b *base) fresh() bool {
+	var ev *dirEvents
+	if b.plan != nil {
+		ev = b.plan.events
+	}
 	for _, w := range b.watch {
 		var st unix.Stat_t
-		if unix.Stat(w.path, &st) != nil || st.Dev != w.dev || st.Ino != w.ino || st.Ctim != w.ctime {
+		if unix.Stat(w.path, &st) != nil || st.Dev != w.dev || st.Ino != w.ino {
+			return false
+		}
+		if w.carved && ev != nil {
+			// Its events say whether it changed.
+			if ev.full[w.path] {
+				return false
+			}
+			continue
+		}
+		if st.Ctim != w.ctime {
 			return false
 		}
 	}
-	return true
+	return ev == nil || (!ev.lost && len(ev.names) == 0 && !ev.queued())
 }
 
 // buildBase builds the base layer: every file system right on everything
@@ -292,6 +306,7 @@ type basePlan struct {
 	raw     []string
 	fds     []int
 	dead    int
+	events  *dirEvents // the carved directories' watch; nil: list them
 }
 
 // pendingPath is a hidden path, or an open one, as it was when planned,
@@ -432,7 +447,9 @@ func applyBase(plan *basePlan, abi int, keepFds bool) (*base, error) {
 	}
 	if !keep {
 		b.plan = nil // refresh cannot tell a moved entry from a deleted one
+		return b, nil
 	}
+	plan.events = watchCarved(plan.watch)
 	return b, nil
 }
 

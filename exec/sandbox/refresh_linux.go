@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,6 +34,18 @@ import (
 // Rules on objects since deleted still pin them (their space on a full
 // disk): past maxDead of them, and past as many as are live, the base is
 // planned again.
+//
+// Which entries changed, a base kept by a long-lived process (the engine)
+// learns from inotify, watching each carved directory: a /tmp of a
+// thousand entries, or a home directory, is not listed again for every
+// file a program makes there (patch). A directory is listed whole (diff)
+// when it may have changed before its watch was in place, when events
+// were lost (the queue overflowed) or when the directory itself changed
+// (its mode, say). A watch that goes away (the directory deleted, moved
+// or unmounted) is a new plan. inotify queues an event before the call
+// that made the change returns, so a run that starts after the change
+// finds it queued; one started meanwhile ran before the change, as far
+// as anyone can tell.
 
 // maxKept bounds the descriptors a base keeps for its entries; a base
 // that would need more is planned again on any change, as before.
@@ -47,6 +60,10 @@ func (b *base) close() {
 	unix.Close(b.fd)
 	if b.plan == nil {
 		return
+	}
+	if b.plan.events != nil {
+		b.plan.events.close()
+		b.plan.events = nil
 	}
 	for i, fd := range b.plan.fds {
 		if fd >= 0 {
@@ -64,24 +81,56 @@ func (b *base) refresh() bool {
 	if pl == nil || pl.fds == nil {
 		return false
 	}
+	ev := pl.events
+	if ev != nil && !ev.drain() {
+		return false
+	}
 	for i := range b.watch {
 		w := &b.watch[i]
 		var st unix.Stat_t
 		if unix.Stat(w.path, &st) != nil || st.Dev != w.dev || st.Ino != w.ino {
 			return false
 		}
-		if st.Ctim == w.ctime {
+		ents, carved := pl.p.entries[w.path]
+		if carved && ev != nil && !ev.full[w.path] {
+			// Its events say which entries changed.
+			names := ev.names[w.path]
+			if len(names) == 0 {
+				continue
+			}
+			if !pl.pendingUnchanged(w.path) {
+				return false
+			}
+			fresh, ok := b.patch(w.path, ents, names)
+			if !ok {
+				return false
+			}
+			pl.p.entries[w.path] = fresh
+			delete(ev.names, w.path)
+			continue
+		}
+		if st.Ctim == w.ctime && !carved {
+			continue
+		}
+		if st.Ctim == w.ctime && (ev == nil || !ev.full[w.path]) {
 			continue
 		}
 		if !pl.pendingUnchanged(w.path) {
 			return false
 		}
-		if ents, carved := pl.p.entries[w.path]; carved {
+		if carved {
 			fresh, ok := b.diff(w.path, ents)
 			if !ok {
 				return false
 			}
 			pl.p.entries[w.path] = fresh
+			if ev != nil {
+				// Listed whole after its watch was in place: what changes
+				// from now on is in its events (those already queued
+				// are seen again, harmlessly).
+				delete(ev.full, w.path)
+				delete(ev.names, w.path)
+			}
 		} else if _, ok := pl.pending[w.path]; !ok {
 			return false // a hidden path out of reach itself: made readable?
 		}
@@ -115,12 +164,11 @@ func (pl *basePlan) pendingUnchanged(dir string) bool {
 // grant, lets go of the entries deleted, and returns the entries as they
 // are now; false if the change needs a new plan.
 func (b *base) diff(dir string, ents []plannedEntry) ([]plannedEntry, bool) {
-	pl := b.plan
-	p := pl.p
 	listed, ok := listDir(dir)
 	if !ok {
 		return nil, false
 	}
+	listings.Add(1)
 	old := make(map[string]int, len(ents))
 	for i, e := range ents {
 		old[e.name] = i
@@ -140,59 +188,116 @@ func (b *base) diff(dir string, ents []plannedEntry) ([]plannedEntry, bool) {
 		if unix.Lstat(child, &st) != nil {
 			continue // gone already
 		}
-		id := [2]uint64{st.Dev, st.Ino}
-		if known && ents[i].id == id {
+		if known && ents[i].id == [2]uint64{st.Dev, st.Ino} {
 			// A mount point: listed with the inode beneath it.
 			same[i] = true
 			fresh = append(fresh, ents[i])
 			continue
 		}
-		e := plannedEntry{name: d.name, id: id, grant: -1}
-		switch {
-		case p.isHidden(child) || p.isClosed(child) || slices.ContainsFunc(pl.raw, func(r string) bool { return within(r, child) }):
-			// Nothing, as planned; a hidden path that appeared is
-			// pending, seen above (or, made since, next time): by its
-			// name as given, never granted meanwhile.
-		case p.holdsHidden(child) || slices.ContainsFunc(pl.raw, func(r string) bool { return r != child && within(child, r) }):
-			return nil, false // to be carved
-		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-			// Never granted.
-		default:
-			dirEntry := st.Mode&unix.S_IFMT == unix.S_IFDIR
-			a := readAll | writeAll | Ioctl
-			if !dirEntry {
-				a &= fileAccess
-			}
-			g := Grant{Path: child, Access: a, Dir: dirEntry}
-			kfd := -1
-			gid, granted, err := addGrantKeep(b.fd, g, handled, pl.hidden, &kfd)
-			if err != nil {
-				return nil, false
-			}
-			if granted {
-				e.id = gid
-				e.grant = len(pl.grants)
-				pl.grants = append(pl.grants, g)
-				pl.fds = append(pl.fds, kfd)
-			}
+		e, ok := b.judge(d.name, child, &st, handled)
+		if !ok {
+			return nil, false
 		}
 		fresh = append(fresh, e)
 	}
-	// Renamed within dir: the objects now granted under a new name.
-	renamed := map[[2]uint64]bool{}
-	for _, e := range fresh {
-		if e.grant >= 0 {
-			renamed[e.id] = true
+	var gone []plannedEntry
+	for i, e := range ents {
+		if !same[i] {
+			gone = append(gone, e)
 		}
 	}
-	for i, e := range ents {
-		if same[i] {
+	return fresh, b.letGo(gone, fresh)
+}
+
+// patch brings the entries planned for the carved directory dir (ents) up
+// to date for the entries names, which its events say changed, as diff
+// does for all of them: the others are as they were.
+func (b *base) patch(dir string, ents []plannedEntry, names map[string]bool) ([]plannedEntry, bool) {
+	fresh := make([]plannedEntry, 0, len(ents)+len(names))
+	known := make(map[string]plannedEntry, len(names))
+	for _, e := range ents {
+		if names[e.name] {
+			known[e.name] = e
+		} else {
+			fresh = append(fresh, e)
+		}
+	}
+	handled := handledFS(mustABI())
+	var gone []plannedEntry
+	for name := range names {
+		old, wasThere := known[name]
+		child := filepath.Join(dir, name)
+		var st unix.Stat_t
+		if unix.Lstat(child, &st) != nil {
+			if wasThere {
+				gone = append(gone, old)
+			}
 			continue
 		}
-		// Gone or replaced: fine only if its object is gone for good, or
-		// granted here under its new name.
-		if e.sub {
+		if wasThere && old.id == [2]uint64{st.Dev, st.Ino} {
+			fresh = append(fresh, old)
+			continue
+		}
+		if wasThere {
+			gone = append(gone, old)
+		}
+		e, ok := b.judge(name, child, &st, handled)
+		if !ok {
 			return nil, false
+		}
+		fresh = append(fresh, e)
+	}
+	return fresh, b.letGo(gone, fresh)
+}
+
+// judge plans a new entry name of a carved directory (child, as lstat
+// found it: st) as the planner would plan it now, adding its rule to the
+// ruleset when it is granted; false if it needs a new plan.
+func (b *base) judge(name, child string, st *unix.Stat_t, handled uint64) (plannedEntry, bool) {
+	pl := b.plan
+	p := pl.p
+	e := plannedEntry{name: name, id: [2]uint64{st.Dev, st.Ino}, grant: -1}
+	switch {
+	case p.isHidden(child) || p.isClosed(child) || slices.ContainsFunc(pl.raw, func(r string) bool { return within(r, child) }):
+		// Nothing, as planned; a hidden path that appeared is
+		// pending, seen above (or, made since, next time): by its
+		// name as given, never granted meanwhile.
+	case p.holdsHidden(child) || slices.ContainsFunc(pl.raw, func(r string) bool { return r != child && within(child, r) }):
+		return e, false // to be carved
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		// Never granted.
+	default:
+		dirEntry := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		a := readAll | writeAll | Ioctl
+		if !dirEntry {
+			a &= fileAccess
+		}
+		g := Grant{Path: child, Access: a, Dir: dirEntry}
+		kfd := -1
+		gid, granted, err := addGrantKeep(b.fd, g, handled, pl.hidden, &kfd)
+		if err != nil {
+			return e, false
+		}
+		if granted {
+			e.id = gid
+			e.grant = len(pl.grants)
+			pl.grants = append(pl.grants, g)
+			pl.fds = append(pl.fds, kfd)
+		}
+	}
+	return e, true
+}
+
+// letGo lets go of the entries gone from a carved directory (or replaced
+// there): fine only for an object gone for good, or granted under a new
+// name in the directory (one of fresh, the entries as they are now);
+// false if the base must be planned again.
+func (b *base) letGo(gone, fresh []plannedEntry) bool {
+	pl := b.plan
+	var renamed map[[2]uint64]bool
+	for _, e := range gone {
+		if e.sub {
+			return false
 		}
 		if e.grant < 0 {
 			continue
@@ -200,10 +305,25 @@ func (b *base) diff(dir string, ents []plannedEntry) ([]plannedEntry, bool) {
 		fd := pl.fds[e.grant]
 		var st unix.Stat_t
 		if fd < 0 || unix.Fstat(fd, &st) != nil {
-			return nil, false
+			return false
 		}
-		if st.Nlink != 0 && (st.Nlink != 1 || !renamed[[2]uint64{st.Dev, st.Ino}]) {
-			return nil, false
+		if st.Nlink != 0 {
+			if st.Nlink != 1 {
+				return false
+			}
+			if renamed == nil {
+				// Renamed within the directory: the objects now granted
+				// under a new name.
+				renamed = map[[2]uint64]bool{}
+				for _, f := range fresh {
+					if f.grant >= 0 {
+						renamed[f.id] = true
+					}
+				}
+			}
+			if !renamed[[2]uint64{st.Dev, st.Ino}] {
+				return false
+			}
 		}
 		unix.Close(fd)
 		pl.fds[e.grant] = -1
@@ -211,7 +331,7 @@ func (b *base) diff(dir string, ents []plannedEntry) ([]plannedEntry, bool) {
 			pl.dead++
 		}
 	}
-	return fresh, true
+	return true
 }
 
 // mustABI is the Landlock ABI, known once a base was built.
@@ -261,5 +381,125 @@ func listDir(dir string) ([]dirent, bool) {
 			}
 			off += reclen
 		}
+	}
+}
+
+// listings counts the carved directories diff listed whole (tests).
+var listings atomic.Int64
+
+// watchMask is what a carved directory's watch reports: an entry made,
+// deleted or moved in or out (by name), the directory itself changed,
+// deleted or moved.
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
+
+// dirEvents are the inotify events of a base's carved directories.
+type dirEvents struct {
+	fd    int
+	dirs  map[int32]string           // by watch descriptor
+	full  map[string]bool            // to be listed whole
+	names map[string]map[string]bool // the entries changed, by directory, not yet patched
+	lost  bool                       // a watch went away: plan again
+	buf   []byte
+}
+
+// watchCarved watches the carved directories of watch, once the base was
+// planned from them; nil when inotify cannot (too many watches or
+// instances: the base lists them, as before). A directory whose stamp is
+// not as it is once watched is listed whole at the next refresh: it may
+// have changed before its watch was in place.
+func watchCarved(watch []stamp) *dirEvents {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	ev := &dirEvents{fd: fd, dirs: map[int32]string{}, full: map[string]bool{}, names: map[string]map[string]bool{}}
+	for _, w := range watch {
+		if !w.carved {
+			continue
+		}
+		wd, err := unix.InotifyAddWatch(fd, w.path, watchMask)
+		if err != nil {
+			ev.close()
+			return nil
+		}
+		ev.dirs[int32(wd)] = w.path
+		var st unix.Stat_t
+		if w.ctime == (unix.Timespec{}) || unix.Stat(w.path, &st) != nil || st.Dev != w.dev || st.Ino != w.ino || st.Ctim != w.ctime {
+			ev.full[w.path] = true
+		}
+	}
+	return ev
+}
+
+func (ev *dirEvents) close() { unix.Close(ev.fd) }
+
+// queued reports whether events wait to be read.
+func (ev *dirEvents) queued() bool {
+	fds := []unix.PollFd{{Fd: int32(ev.fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err != nil || n > 0
+}
+
+// drain reads the events queued, noting the entries changed by directory;
+// false when a watch went away (the base must be planned again).
+func (ev *dirEvents) drain() bool {
+	if ev.buf == nil {
+		ev.buf = make([]byte, 16<<10)
+	}
+	for {
+		n, err := unix.Read(ev.fd, ev.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if n <= 0 || err != nil {
+			return !ev.lost // EAGAIN: read them all
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			wd := int32(binary.NativeEndian.Uint32(ev.buf[off:]))
+			mask := binary.NativeEndian.Uint32(ev.buf[off+4:])
+			l := int(binary.NativeEndian.Uint32(ev.buf[off+12:]))
+			start := off + unix.SizeofInotifyEvent
+			off = start + l
+			if off > n {
+				// Never split by the kernel; a queue read wrong is
+				// listed whole.
+				ev.overflow()
+				break
+			}
+			if mask&unix.IN_Q_OVERFLOW != 0 {
+				ev.overflow()
+				continue
+			}
+			dir, ok := ev.dirs[wd]
+			if !ok {
+				continue
+			}
+			if mask&(unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_UNMOUNT) != 0 {
+				ev.lost = true
+				continue
+			}
+			name := ev.buf[start:off]
+			if i := slices.Index(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if len(name) == 0 {
+				ev.full[dir] = true // the directory itself changed
+				continue
+			}
+			set := ev.names[dir]
+			if set == nil {
+				set = map[string]bool{}
+				ev.names[dir] = set
+			}
+			set[string(name)] = true
+		}
+	}
+}
+
+// overflow marks every directory to be listed whole: events were lost.
+func (ev *dirEvents) overflow() {
+	for _, d := range ev.dirs {
+		ev.full[d] = true
 	}
 }
