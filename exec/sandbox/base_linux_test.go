@@ -288,3 +288,18 @@ func TestBaseRefreshByEvents(t *testing.T) {
 		t.Fatalf("renamed over a hidden path: %q", out)
 	}
 }
+
+// TestLocalFS: a carved directory is watched only on a file system whose
+// every change inotify sees; elsewhere (here /proc, as a network file
+// system would be) it is listed whenever it changed.
+func TestLocalFS(t *testing.T) {
+	if !localFS(t.TempDir()) {
+		t.Skip("the test's temporary directory is on a file system not known as local")
+	}
+	if localFS("/proc") {
+		t.Error("/proc taken for a local file system whose changes inotify sees")
+	}
+	if localFS(filepath.Join(t.TempDir(), "missing")) {
+		t.Error("a directory that is not there taken as watchable")
+	}
+}

@@ -235,7 +235,8 @@ func releaseBase(b *base) {
 	})
 }
 
-// fresh reports whether no watched directory changed since b was built.
+// fresh reports whether no watched directory changed since b was built,
+// and no event of a carved one waits to be read.
 func (b *base) fresh() bool {
 	var ev *dirEvents
 	if b.plan != nil {
@@ -243,17 +244,10 @@ func (b *base) fresh() bool {
 	}
 	for _, w := range b.watch {
 		var st unix.Stat_t
-		if unix.Stat(w.path, &st) != nil || st.Dev != w.dev || st.Ino != w.ino {
+		if unix.Stat(w.path, &st) != nil || st.Dev != w.dev || st.Ino != w.ino || st.Ctim != w.ctime {
 			return false
 		}
-		if w.carved && ev != nil {
-			// Its events say whether it changed.
-			if ev.full[w.path] {
-				return false
-			}
-			continue
-		}
-		if st.Ctim != w.ctime {
+		if w.carved && ev != nil && ev.watched[w.path] && ev.full[w.path] {
 			return false
 		}
 	}

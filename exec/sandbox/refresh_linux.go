@@ -76,43 +76,53 @@ func (b *base) close() {
 // refresh brings b up to date with the directories it watches, in place,
 // and reports whether it could (else b must be planned again). Called
 // under basesMu.
+//
+// A carved directory's events say which of its entries changed (patch);
+// one that changed (its ctime) with no event for it, as on a network
+// file system whose other clients inotify does not see, or whose events
+// were lost, is listed whole (diff). The directories are stamped before
+// the events are read: a change made in between is in both, and the
+// worst it costs is a listing next time.
 func (b *base) refresh() bool {
 	pl := b.plan
 	if pl == nil || pl.fds == nil {
 		return false
+	}
+	sts := make([]unix.Stat_t, len(b.watch))
+	for i, w := range b.watch {
+		st := &sts[i]
+		if unix.Stat(w.path, st) != nil || st.Dev != w.dev || st.Ino != w.ino {
+			return false
+		}
 	}
 	ev := pl.events
 	if ev != nil && !ev.drain() {
 		return false
 	}
 	for i := range b.watch {
-		w := &b.watch[i]
-		var st unix.Stat_t
-		if unix.Stat(w.path, &st) != nil || st.Dev != w.dev || st.Ino != w.ino {
-			return false
-		}
+		w, st := &b.watch[i], &sts[i]
 		ents, carved := pl.p.entries[w.path]
-		if carved && ev != nil && !ev.full[w.path] {
-			// Its events say which entries changed.
+		changed := st.Ctim != w.ctime
+		if carved && ev.tells(w.path) {
 			names := ev.names[w.path]
-			if len(names) == 0 {
+			if len(names) == 0 && !changed {
 				continue
 			}
-			if !pl.pendingUnchanged(w.path) {
-				return false
+			if len(names) > 0 {
+				if !pl.pendingUnchanged(w.path) {
+					return false
+				}
+				fresh, ok := b.patch(w.path, ents, names)
+				if !ok {
+					return false
+				}
+				pl.p.entries[w.path] = fresh
+				delete(ev.names, w.path)
+				w.ctime = st.Ctim
+				continue
 			}
-			fresh, ok := b.patch(w.path, ents, names)
-			if !ok {
-				return false
-			}
-			pl.p.entries[w.path] = fresh
-			delete(ev.names, w.path)
-			continue
-		}
-		if st.Ctim == w.ctime && !carved {
-			continue
-		}
-		if st.Ctim == w.ctime && (ev == nil || !ev.full[w.path]) {
+			// Changed, and no event says how: listed whole below.
+		} else if !changed && (!carved || ev == nil || !ev.full[w.path]) {
 			continue
 		}
 		if !pl.pendingUnchanged(w.path) {
@@ -126,8 +136,9 @@ func (b *base) refresh() bool {
 			pl.p.entries[w.path] = fresh
 			if ev != nil {
 				// Listed whole after its watch was in place: what changes
-				// from now on is in its events (those already queued
-				// are seen again, harmlessly).
+				// from now on is in its events (those already read are
+				// in the listing; those queued since are seen again,
+				// harmlessly).
 				delete(ev.full, w.path)
 				delete(ev.names, w.path)
 			}
@@ -395,13 +406,40 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN
 
 // dirEvents are the inotify events of a base's carved directories.
 type dirEvents struct {
-	fd    int
-	dirs  map[int32]string           // by watch descriptor
-	full  map[string]bool            // to be listed whole
-	names map[string]map[string]bool // the entries changed, by directory, not yet patched
-	lost  bool                       // a watch went away: plan again
-	buf   []byte
+	fd      int
+	dirs    map[int32]string           // by watch descriptor
+	watched map[string]bool            // the directories watched
+	full    map[string]bool            // to be listed whole
+	names   map[string]map[string]bool // the entries changed, by directory, not yet patched
+	lost    bool                       // a watch went away: plan again
+	buf     []byte
 }
+
+// tells reports whether dir's events say which of its entries changed:
+// it is watched, and nothing since it was last listed was missed.
+func (ev *dirEvents) tells(dir string) bool {
+	return ev != nil && ev.watched[dir] && !ev.full[dir]
+}
+
+// localFS reports whether dir is on a file system whose every change
+// inotify sees: a local one. On a network file system (NFS, SMB, a FUSE
+// mount) another machine's changes make no event, so such a directory
+// is listed whole whenever it changed.
+func localFS(dir string) bool {
+	var fs unix.Statfs_t
+	if unix.Statfs(dir, &fs) != nil {
+		return false
+	}
+	switch uint32(fs.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC,
+		unix.F2FS_SUPER_MAGIC, unix.RAMFS_MAGIC, unix.OVERLAYFS_SUPER_MAGIC, zfsMagic:
+		return true
+	}
+	return false
+}
+
+// zfsMagic is ZFS's statfs type (OpenZFS's ZFS_SUPER_MAGIC).
+const zfsMagic = 0x2fc12fc1
 
 // watchCarved watches the carved directories of watch, once the base was
 // planned from them; nil when inotify cannot (too many watches or
@@ -413,10 +451,13 @@ func watchCarved(watch []stamp) *dirEvents {
 	if err != nil {
 		return nil
 	}
-	ev := &dirEvents{fd: fd, dirs: map[int32]string{}, full: map[string]bool{}, names: map[string]map[string]bool{}}
+	ev := &dirEvents{fd: fd, dirs: map[int32]string{}, watched: map[string]bool{}, full: map[string]bool{}, names: map[string]map[string]bool{}}
 	for _, w := range watch {
 		if !w.carved {
 			continue
+		}
+		if !localFS(w.path) {
+			continue // listed whole when its ctime changes, as before
 		}
 		wd, err := unix.InotifyAddWatch(fd, w.path, watchMask)
 		if err != nil {
@@ -424,6 +465,7 @@ func watchCarved(watch []stamp) *dirEvents {
 			return nil
 		}
 		ev.dirs[int32(wd)] = w.path
+		ev.watched[w.path] = true
 		var st unix.Stat_t
 		if w.ctime == (unix.Timespec{}) || unix.Stat(w.path, &st) != nil || st.Dev != w.dev || st.Ino != w.ino || st.Ctim != w.ctime {
 			ev.full[w.path] = true
@@ -432,7 +474,10 @@ func watchCarved(watch []stamp) *dirEvents {
 	return ev
 }
 
-func (ev *dirEvents) close() { unix.Close(ev.fd) }
+// close closes the watch on another goroutine: closing an inotify
+// instance that holds watches waits for the kernel's grace period (0.2
+// to 20 ms here), which no run waiting for its base should.
+func (ev *dirEvents) close() { go unix.Close(ev.fd) }
 
 // queued reports whether events wait to be read.
 func (ev *dirEvents) queued() bool {
