@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/syncbuf"
 	"github.com/sluice-dev/sluice/queue"
 )
 
@@ -157,8 +158,11 @@ func startBenchServe(b *testing.B) (bin string, env []string, dir string) {
 	}
 	bin = filepath.Join(b.TempDir(), "sluice")
 	goBuild(b, goTool, ".", "-o", bin, ".")
-	// sluice-box beside it, as make build and go install put it.
-	goBuild(b, goTool, "../sluice-box", "-o", filepath.Join(filepath.Dir(bin), "sluice-box"), ".")
+	// sluice-engine (which 'sluice serve' runs) and sluice-box beside
+	// it, as make build and go install put them.
+	for _, prog := range []string{"sluice-engine", "sluice-box"} {
+		goBuild(b, goTool, "../"+prog, "-o", filepath.Join(filepath.Dir(bin), prog), ".")
+	}
 	dir, err = os.MkdirTemp("/dev/shm", "sluice-bench-")
 	if err != nil {
 		b.Skip(err)
@@ -171,12 +175,35 @@ func startBenchServe(b *testing.B) (bin string, env []string, dir string) {
 	}
 	serve := exec.Command(bin, "serve")
 	serve.Env = env
+	var stderr syncbuf.Buffer
+	serve.Stderr = &stderr
 	if err := serve.Start(); err != nil {
 		b.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() {
+		_ = serve.Wait()
+		close(exited)
+	}()
 	b.Cleanup(func() {
 		_ = serve.Process.Signal(os.Interrupt)
-		_ = serve.Wait()
+		<-exited
 	})
+	// Serving, or said why not: a 'sluice run' against a spool nobody
+	// serves would wait for its --expires.
+	sp, err := queue.Open(filepath.Join(dir, "spool"))
+	for deadline := time.Now().Add(time.Minute); err != nil || !sp.Serving(); {
+		select {
+		case <-exited:
+			b.Fatalf("sluice serve exited:\n%s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("sluice serve does not serve the spool after a minute:\n%s", stderr.String())
+		}
+		if err != nil {
+			sp, err = queue.Open(filepath.Join(dir, "spool"))
+		}
+	}
 	return bin, env, dir
 }
