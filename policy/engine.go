@@ -928,9 +928,18 @@ func inRoots(abs string, roots []string) bool {
 func hiddenRunes(line string) string {
 	var found []string
 	for i := 0; i < len(line); {
-		r, n := utf8.DecodeRuneInString(line[i:])
+		r, n := rune(line[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(line[i:])
+		}
 		name := ""
 		switch {
+		case r < utf8.RuneSelf:
+			// ASCII: the controls are its only hidden characters (Cf,
+			// Zl and Zp have none in it).
+			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
+				name = fmt.Sprintf("U+%04X", r)
+			}
 		case r == utf8.RuneError && n <= 1:
 			name = fmt.Sprintf("byte 0x%02X", line[i])
 		case r == '\n' || r == '\t':

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 // TestVerdictJSONShape pins the fields protocol section 4 promises to outside
@@ -86,4 +88,20 @@ func TestRecursionBounded(t *testing.T) {
 
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// TestHiddenRunesASCII: the ASCII fast path names exactly the characters
+// the Unicode tables call hidden (controls, format, separators), the
+// newline and the tab aside.
+func TestHiddenRunesASCII(t *testing.T) {
+	for c := rune(0); c < utf8.RuneSelf; c++ {
+		want := c != '\n' && c != '\t' && (unicode.Is(unicode.Cc, c) || unicode.Is(unicode.Cf, c) || unicode.Is(unicode.Zl, c) || unicode.Is(unicode.Zp, c))
+		got := hiddenRunes("echo "+string(c)+"x") != ""
+		if got != want {
+			t.Errorf("%U: hidden %v, want %v", c, got, want)
+		}
+	}
+	if got := hiddenRunes("ls \u202e\x1b[2J\x00"); got != "U+202E U+001B U+0000" {
+		t.Errorf("hiddenRunes = %q", got)
+	}
 }
