@@ -5,6 +5,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -289,17 +290,64 @@ func TestBaseRefreshByEvents(t *testing.T) {
 	}
 }
 
-// TestLocalFS: a carved directory is watched only on a file system whose
-// every change inotify sees; elsewhere (here /proc, as a network file
-// system would be) it is listed whenever it changed.
-func TestLocalFS(t *testing.T) {
-	if !localFS(t.TempDir()) {
+// TestWatchable: a carved directory is watched only on a file system
+// whose every change inotify sees, by names compared byte for byte;
+// elsewhere (here /proc, as a network file system would be) it is listed
+// whenever it changed.
+func TestWatchable(t *testing.T) {
+	if !watchable(t.TempDir()) {
 		t.Skip("the test's temporary directory is on a file system not known as local")
 	}
-	if localFS("/proc") {
+	if watchable("/proc") {
 		t.Error("/proc taken for a local file system whose changes inotify sees")
 	}
-	if localFS(filepath.Join(t.TempDir(), "missing")) {
+	if watchable(filepath.Join(t.TempDir(), "missing")) {
 		t.Error("a directory that is not there taken as watchable")
+	}
+}
+
+// TestBaseRefreshPhantomEntry: an entry the plan holds under a name the
+// events never mention again (a case-insensitive directory's "Notes",
+// found by lstat after "notes" took its place) does not vouch for its
+// object when "notes" moves into a hidden directory: only an entry
+// examined with the change does. The base is planned again, and the
+// object is not readable where it went.
+func TestBaseRefreshPhantomEntry(t *testing.T) {
+	if _, err := Available(); err != nil {
+		t.Skip(err)
+	}
+	x := newRefreshTree(t)
+	notes := filepath.Join(x.home, "notes")
+	if err := os.WriteFile(notes, []byte("SECRET-MOVED\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c1, ok := x.sameBase(t, func(int) {})
+	if !ok {
+		t.Fatal("the base was planned again with nothing changed")
+	}
+	if c1.base.plan == nil || c1.base.plan.events == nil || !c1.base.plan.events.tells(x.home) {
+		t.Skip("the home directory is not watched here")
+	}
+	basesMu.Lock()
+	pl := c1.base.plan
+	ents := pl.p.entries[x.home]
+	i := slices.IndexFunc(ents, func(e plannedEntry) bool { return e.name == "notes" })
+	if i < 0 || ents[i].grant < 0 {
+		basesMu.Unlock()
+		t.Fatal("notes is not granted")
+	}
+	phantom := ents[i]
+	phantom.name = "Notes"
+	pl.p.entries[x.home] = append(ents, phantom)
+	basesMu.Unlock()
+	if err := os.Rename(notes, filepath.Join(x.ssh, "key")); err != nil {
+		t.Fatal(err)
+	}
+	c2 := x.prepare(t)
+	if c2.base == c1.base {
+		t.Error("the base was kept: an entry nobody examined vouched for the object moved away")
+	}
+	if out := catWith(t, c2, filepath.Join(x.ssh, "key")); strings.Contains(out, "SECRET") {
+		t.Fatalf("moved into a hidden directory: %q", out)
 	}
 }

@@ -299,6 +299,7 @@ type basePlan struct {
 	pending map[string][]pendingPath
 	raw     []string
 	fds     []int
+	kept    int // the descriptors in fds still open
 	dead    int
 	events  *dirEvents // the carved directories' watch; nil: list them
 }
@@ -442,6 +443,11 @@ func applyBase(plan *basePlan, abi int, keepFds bool) (*base, error) {
 	if !keep {
 		b.plan = nil // refresh cannot tell a moved entry from a deleted one
 		return b, nil
+	}
+	for _, kfd := range plan.fds {
+		if kfd >= 0 {
+			plan.kept++
+		}
 	}
 	plan.events = watchCarved(plan.watch)
 	return b, nil

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/binary"
+	"errors"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -149,7 +150,9 @@ func (b *base) refresh() bool {
 		// made while it was, is seen next time.
 		w.ctime = st.Ctim
 	}
-	return pl.dead <= maxDead || pl.dead <= len(pl.grants)-pl.dead
+	// Past maxKept descriptors (a build filling /tmp), planned again: a
+	// base that large lists its directories instead (applyBase).
+	return pl.kept <= maxKept && (pl.dead <= maxDead || pl.dead <= len(pl.grants)-pl.dead)
 }
 
 // pendingUnchanged reports whether the hidden and open paths whose
@@ -234,7 +237,9 @@ func (b *base) patch(dir string, ents []plannedEntry, names map[string]bool) ([]
 		}
 	}
 	handled := handledFS(mustABI())
-	var gone []plannedEntry
+	// Only an entry examined here vouches for an object renamed within
+	// the directory: a rename's two names are in the same events.
+	var gone, seen []plannedEntry
 	for name := range names {
 		old, wasThere := known[name]
 		child := filepath.Join(dir, name)
@@ -246,7 +251,7 @@ func (b *base) patch(dir string, ents []plannedEntry, names map[string]bool) ([]
 			continue
 		}
 		if wasThere && old.id == [2]uint64{st.Dev, st.Ino} {
-			fresh = append(fresh, old)
+			fresh, seen = append(fresh, old), append(seen, old)
 			continue
 		}
 		if wasThere {
@@ -256,9 +261,9 @@ func (b *base) patch(dir string, ents []plannedEntry, names map[string]bool) ([]
 		if !ok {
 			return nil, false
 		}
-		fresh = append(fresh, e)
+		fresh, seen = append(fresh, e), append(seen, e)
 	}
-	return fresh, b.letGo(gone, fresh)
+	return fresh, b.letGo(gone, seen)
 }
 
 // judge plans a new entry name of a carved directory (child, as lstat
@@ -294,6 +299,9 @@ func (b *base) judge(name, child string, st *unix.Stat_t, handled uint64) (plann
 			e.grant = len(pl.grants)
 			pl.grants = append(pl.grants, g)
 			pl.fds = append(pl.fds, kfd)
+			if kfd >= 0 {
+				pl.kept++
+			}
 		}
 	}
 	return e, true
@@ -301,8 +309,8 @@ func (b *base) judge(name, child string, st *unix.Stat_t, handled uint64) (plann
 
 // letGo lets go of the entries gone from a carved directory (or replaced
 // there): fine only for an object gone for good, or granted under a new
-// name in the directory (one of fresh, the entries as they are now);
-// false if the base must be planned again.
+// name in the directory (one of fresh, entries found there now); false if
+// the base must be planned again.
 func (b *base) letGo(gone, fresh []plannedEntry) bool {
 	pl := b.plan
 	var renamed map[[2]uint64]bool
@@ -338,6 +346,7 @@ func (b *base) letGo(gone, fresh []plannedEntry) bool {
 		}
 		unix.Close(fd)
 		pl.fds[e.grant] = -1
+		pl.kept--
 		if st.Nlink == 0 {
 			pl.dead++
 		}
@@ -421,31 +430,52 @@ func (ev *dirEvents) tells(dir string) bool {
 	return ev != nil && ev.watched[dir] && !ev.full[dir]
 }
 
-// localFS reports whether dir is on a file system whose every change
-// inotify sees: a local one. On a network file system (NFS, SMB, a FUSE
-// mount) another machine's changes make no event, so such a directory
-// is listed whole whenever it changed.
-func localFS(dir string) bool {
+// watchable reports whether dir's events name its entries as they are on
+// disk, always: it is on a local file system (on NFS, SMB or a FUSE
+// mount, another machine's changes make no event; overlayfs and ZFS can
+// change a directory underneath, a layer edited or a dataset rolled back,
+// without one), and its names are compared byte for byte (a
+// case-insensitive directory finds "Notes" when the entry is "notes", and
+// an encrypted one changes its names when it is unlocked). Such a
+// directory is listed whole whenever it changed.
+func watchable(dir string) bool {
 	var fs unix.Statfs_t
 	if unix.Statfs(dir, &fs) != nil {
 		return false
 	}
 	switch uint32(fs.Type) {
 	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC,
-		unix.F2FS_SUPER_MAGIC, unix.RAMFS_MAGIC, unix.OVERLAYFS_SUPER_MAGIC, zfsMagic:
-		return true
+		unix.F2FS_SUPER_MAGIC, unix.RAMFS_MAGIC:
+	default:
+		return false
 	}
-	return false
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		// No flags to read (tmpfs before Linux 6.0, ramfs): nor case
+		// folding, nor encryption, then, but for tmpfs since 6.13,
+		// which has the flags.
+		return errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EOPNOTSUPP)
+	}
+	return flags&(fsCasefoldFL|fsEncryptFL) == 0
 }
 
-// zfsMagic is ZFS's statfs type (OpenZFS's ZFS_SUPER_MAGIC).
-const zfsMagic = 0x2fc12fc1
+// The inode flags of linux/fs.h that golang.org/x/sys/unix does not name.
+const (
+	fsEncryptFL  = 0x00000800 // FS_ENCRYPT_FL
+	fsCasefoldFL = 0x40000000 // FS_CASEFOLD_FL
+)
 
 // watchCarved watches the carved directories of watch, once the base was
 // planned from them; nil when inotify cannot (too many watches or
-// instances: the base lists them, as before). A directory whose stamp is
-// not as it is once watched is listed whole at the next refresh: it may
-// have changed before its watch was in place.
+// instances: the base lists them, as before). Each watched directory is
+// listed whole once, at the next refresh, after its watch is in place:
+// it may have changed before, and in the same tick of a coarse clock as
+// its stamp (its ctime would not tell).
 func watchCarved(watch []stamp) *dirEvents {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
@@ -453,10 +483,7 @@ func watchCarved(watch []stamp) *dirEvents {
 	}
 	ev := &dirEvents{fd: fd, dirs: map[int32]string{}, watched: map[string]bool{}, full: map[string]bool{}, names: map[string]map[string]bool{}}
 	for _, w := range watch {
-		if !w.carved {
-			continue
-		}
-		if !localFS(w.path) {
+		if !w.carved || !watchable(w.path) {
 			continue // listed whole when its ctime changes, as before
 		}
 		wd, err := unix.InotifyAddWatch(fd, w.path, watchMask)
@@ -464,12 +491,14 @@ func watchCarved(watch []stamp) *dirEvents {
 			ev.close()
 			return nil
 		}
+		if _, twice := ev.dirs[int32(wd)]; twice {
+			// The same directory by another path (a bind mount): its
+			// events are the other's; this one goes by its ctime.
+			continue
+		}
 		ev.dirs[int32(wd)] = w.path
 		ev.watched[w.path] = true
-		var st unix.Stat_t
-		if w.ctime == (unix.Timespec{}) || unix.Stat(w.path, &st) != nil || st.Dev != w.dev || st.Ino != w.ino || st.Ctim != w.ctime {
-			ev.full[w.path] = true
-		}
+		ev.full[w.path] = true
 	}
 	return ev
 }
@@ -497,8 +526,13 @@ func (ev *dirEvents) drain() bool {
 		if err == unix.EINTR {
 			continue
 		}
+		if err == unix.EAGAIN {
+			return !ev.lost // read them all
+		}
 		if n <= 0 || err != nil {
-			return !ev.lost // EAGAIN: read them all
+			// Events that could not be read are events lost.
+			ev.overflow()
+			return !ev.lost
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			wd := int32(binary.NativeEndian.Uint32(ev.buf[off:]))
